@@ -1,0 +1,255 @@
+from protos import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class LoadState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    LOAD_STATE_NOT_EXIST: _ClassVar[LoadState]
+    LOAD_STATE_NOT_LOAD: _ClassVar[LoadState]
+    LOAD_STATE_LOADING: _ClassVar[LoadState]
+    LOAD_STATE_LOADED: _ClassVar[LoadState]
+LOAD_STATE_NOT_EXIST: LoadState
+LOAD_STATE_NOT_LOAD: LoadState
+LOAD_STATE_LOADING: LoadState
+LOAD_STATE_LOADED: LoadState
+
+class StatusResponse(_message.Message):
+    __slots__ = ("status",)
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ...) -> None: ...
+
+class AllocTimestampRequest(_message.Message):
+    __slots__ = ("count",)
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    count: int
+    def __init__(self, count: _Optional[int] = ...) -> None: ...
+
+class AllocTimestampResponse(_message.Message):
+    __slots__ = ("status", "timestamp", "count")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    timestamp: int
+    count: int
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., timestamp: _Optional[int] = ..., count: _Optional[int] = ...) -> None: ...
+
+class AllocIDRequest(_message.Message):
+    __slots__ = ("count",)
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    count: int
+    def __init__(self, count: _Optional[int] = ...) -> None: ...
+
+class AllocIDResponse(_message.Message):
+    __slots__ = ("status", "begin", "count")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    BEGIN_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    begin: int
+    count: int
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., begin: _Optional[int] = ..., count: _Optional[int] = ...) -> None: ...
+
+class CollectionRef(_message.Message):
+    __slots__ = ("name", "collection_id")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    collection_id: int
+    def __init__(self, name: _Optional[str] = ..., collection_id: _Optional[int] = ...) -> None: ...
+
+class CreateCollectionRequest(_message.Message):
+    __slots__ = ("name", "schema_json", "shards_num", "consistency_level", "properties")
+    class PropertiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_JSON_FIELD_NUMBER: _ClassVar[int]
+    SHARDS_NUM_FIELD_NUMBER: _ClassVar[int]
+    CONSISTENCY_LEVEL_FIELD_NUMBER: _ClassVar[int]
+    PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    schema_json: str
+    shards_num: int
+    consistency_level: int
+    properties: _containers.ScalarMap[str, str]
+    def __init__(self, name: _Optional[str] = ..., schema_json: _Optional[str] = ..., shards_num: _Optional[int] = ..., consistency_level: _Optional[int] = ..., properties: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class CollectionInfo(_message.Message):
+    __slots__ = ("collection_id", "name", "schema_json", "vchannels", "pchannels", "consistency_level", "properties", "created_timestamp", "default_partition_id")
+    class PropertiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_JSON_FIELD_NUMBER: _ClassVar[int]
+    VCHANNELS_FIELD_NUMBER: _ClassVar[int]
+    PCHANNELS_FIELD_NUMBER: _ClassVar[int]
+    CONSISTENCY_LEVEL_FIELD_NUMBER: _ClassVar[int]
+    PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    CREATED_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_PARTITION_ID_FIELD_NUMBER: _ClassVar[int]
+    collection_id: int
+    name: str
+    schema_json: str
+    vchannels: _containers.RepeatedScalarFieldContainer[str]
+    pchannels: _containers.RepeatedScalarFieldContainer[str]
+    consistency_level: int
+    properties: _containers.ScalarMap[str, str]
+    created_timestamp: int
+    default_partition_id: int
+    def __init__(self, collection_id: _Optional[int] = ..., name: _Optional[str] = ..., schema_json: _Optional[str] = ..., vchannels: _Optional[_Iterable[str]] = ..., pchannels: _Optional[_Iterable[str]] = ..., consistency_level: _Optional[int] = ..., properties: _Optional[_Mapping[str, str]] = ..., created_timestamp: _Optional[int] = ..., default_partition_id: _Optional[int] = ...) -> None: ...
+
+class CollectionResponse(_message.Message):
+    __slots__ = ("status", "collection")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    collection: CollectionInfo
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., collection: _Optional[_Union[CollectionInfo, _Mapping]] = ...) -> None: ...
+
+class ListCollectionsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListCollectionsResponse(_message.Message):
+    __slots__ = ("status", "collections")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    COLLECTIONS_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    collections: _containers.RepeatedCompositeFieldContainer[CollectionInfo]
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., collections: _Optional[_Iterable[_Union[CollectionInfo, _Mapping]]] = ...) -> None: ...
+
+class IndexInfo(_message.Message):
+    __slots__ = ("field_name", "index_name", "index_id", "params")
+    class ParamsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    FIELD_NAME_FIELD_NUMBER: _ClassVar[int]
+    INDEX_NAME_FIELD_NUMBER: _ClassVar[int]
+    INDEX_ID_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_FIELD_NUMBER: _ClassVar[int]
+    field_name: str
+    index_name: str
+    index_id: int
+    params: _containers.ScalarMap[str, str]
+    def __init__(self, field_name: _Optional[str] = ..., index_name: _Optional[str] = ..., index_id: _Optional[int] = ..., params: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class CreateIndexRequest(_message.Message):
+    __slots__ = ("collection", "index")
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    collection: CollectionRef
+    index: IndexInfo
+    def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., index: _Optional[_Union[IndexInfo, _Mapping]] = ...) -> None: ...
+
+class DropIndexRequest(_message.Message):
+    __slots__ = ("collection", "field_name", "index_name")
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    FIELD_NAME_FIELD_NUMBER: _ClassVar[int]
+    INDEX_NAME_FIELD_NUMBER: _ClassVar[int]
+    collection: CollectionRef
+    field_name: str
+    index_name: str
+    def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., field_name: _Optional[str] = ..., index_name: _Optional[str] = ...) -> None: ...
+
+class DescribeIndexResponse(_message.Message):
+    __slots__ = ("status", "indexes")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    INDEXES_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    indexes: _containers.RepeatedCompositeFieldContainer[IndexInfo]
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., indexes: _Optional[_Iterable[_Union[IndexInfo, _Mapping]]] = ...) -> None: ...
+
+class LoadCollectionRequest(_message.Message):
+    __slots__ = ("collection", "replica_number")
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_NUMBER_FIELD_NUMBER: _ClassVar[int]
+    collection: CollectionRef
+    replica_number: int
+    def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., replica_number: _Optional[int] = ...) -> None: ...
+
+class ChannelPlacement(_message.Message):
+    __slots__ = ("vchannel", "pchannel", "node_id", "address", "ready")
+    VCHANNEL_FIELD_NUMBER: _ClassVar[int]
+    PCHANNEL_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    READY_FIELD_NUMBER: _ClassVar[int]
+    vchannel: str
+    pchannel: str
+    node_id: int
+    address: str
+    ready: bool
+    def __init__(self, vchannel: _Optional[str] = ..., pchannel: _Optional[str] = ..., node_id: _Optional[int] = ..., address: _Optional[str] = ..., ready: _Optional[bool] = ...) -> None: ...
+
+class QueryViewResponse(_message.Message):
+    __slots__ = ("status", "state", "channels", "progress")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    CHANNELS_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    state: LoadState
+    channels: _containers.RepeatedCompositeFieldContainer[ChannelPlacement]
+    progress: int
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., state: _Optional[_Union[LoadState, str]] = ..., channels: _Optional[_Iterable[_Union[ChannelPlacement, _Mapping]]] = ..., progress: _Optional[int] = ...) -> None: ...
+
+class AssignmentDiscoverRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class PChannelAssignment(_message.Message):
+    __slots__ = ("pchannel", "term")
+    PCHANNEL_FIELD_NUMBER: _ClassVar[int]
+    TERM_FIELD_NUMBER: _ClassVar[int]
+    pchannel: str
+    term: int
+    def __init__(self, pchannel: _Optional[str] = ..., term: _Optional[int] = ...) -> None: ...
+
+class NodeAssignment(_message.Message):
+    __slots__ = ("node_id", "address", "channels")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    CHANNELS_FIELD_NUMBER: _ClassVar[int]
+    node_id: int
+    address: str
+    channels: _containers.RepeatedCompositeFieldContainer[PChannelAssignment]
+    def __init__(self, node_id: _Optional[int] = ..., address: _Optional[str] = ..., channels: _Optional[_Iterable[_Union[PChannelAssignment, _Mapping]]] = ...) -> None: ...
+
+class AssignmentSnapshot(_message.Message):
+    __slots__ = ("version", "nodes")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    nodes: _containers.RepeatedCompositeFieldContainer[NodeAssignment]
+    def __init__(self, version: _Optional[int] = ..., nodes: _Optional[_Iterable[_Union[NodeAssignment, _Mapping]]] = ...) -> None: ...
+
+class ReportAssignmentErrorRequest(_message.Message):
+    __slots__ = ("pchannel", "term", "error")
+    PCHANNEL_FIELD_NUMBER: _ClassVar[int]
+    TERM_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    pchannel: str
+    term: int
+    error: str
+    def __init__(self, pchannel: _Optional[str] = ..., term: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...

@@ -1,0 +1,138 @@
+"""One error hierarchy for every Strata component.
+
+``StrataError`` carries an ``ErrorCode``; ``CODE_TABLE`` maps each code to a
+gRPC status (internal edges) and to a Milvus error code (the proxy's answers
+to pymilvus). Domain code raises these; service edges translate them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+import grpc
+
+
+class ErrorCode(IntEnum):
+    OK = 0
+    UNEXPECTED = 1
+    INVALID_ARGUMENT = 2
+    COLLECTION_NOT_FOUND = 3
+    COLLECTION_ALREADY_EXISTS = 4
+    COLLECTION_NOT_LOADED = 5
+    FIELD_NOT_FOUND = 6
+    ILLEGAL_FILTER = 7
+    INDEX_NOT_FOUND = 8
+    NOT_SUPPORTED = 9
+    CHANNEL_NOT_EXIST = 10
+    UNMATCHED_CHANNEL_TERM = 11
+    CHANNEL_FENCED = 12
+    IGNORED_OPERATION = 13
+    WAL_CLOSED = 14
+    TIMEOUT = 15
+    NOT_READY = 16
+    NODE_NOT_FOUND = 17
+    UNAVAILABLE = 18
+
+
+@dataclass(frozen=True, slots=True)
+class CodeInfo:
+    grpc: grpc.StatusCode
+    # milvus-proto common.ErrorCode (legacy) and the 2.x numeric error code.
+    milvus_legacy: int
+    milvus_code: int
+
+
+# Milvus 2.x numeric codes are from pkg/util/merr/errors.go.
+CODE_TABLE: dict[ErrorCode, CodeInfo] = {
+    ErrorCode.OK: CodeInfo(grpc.StatusCode.OK, 0, 0),
+    ErrorCode.UNEXPECTED: CodeInfo(grpc.StatusCode.INTERNAL, 1, 5),
+    ErrorCode.INVALID_ARGUMENT: CodeInfo(grpc.StatusCode.INVALID_ARGUMENT, 5, 1100),
+    ErrorCode.COLLECTION_NOT_FOUND: CodeInfo(grpc.StatusCode.NOT_FOUND, 4, 100),
+    ErrorCode.COLLECTION_ALREADY_EXISTS: CodeInfo(grpc.StatusCode.ALREADY_EXISTS, 1, 1100),
+    ErrorCode.COLLECTION_NOT_LOADED: CodeInfo(grpc.StatusCode.FAILED_PRECONDITION, 1, 101),
+    ErrorCode.FIELD_NOT_FOUND: CodeInfo(grpc.StatusCode.INVALID_ARGUMENT, 5, 1100),
+    ErrorCode.ILLEGAL_FILTER: CodeInfo(grpc.StatusCode.INVALID_ARGUMENT, 5, 1100),
+    ErrorCode.INDEX_NOT_FOUND: CodeInfo(grpc.StatusCode.NOT_FOUND, 25, 700),
+    ErrorCode.NOT_SUPPORTED: CodeInfo(grpc.StatusCode.UNIMPLEMENTED, 1, 6),
+    ErrorCode.CHANNEL_NOT_EXIST: CodeInfo(grpc.StatusCode.NOT_FOUND, 1, 500),
+    ErrorCode.UNMATCHED_CHANNEL_TERM: CodeInfo(grpc.StatusCode.FAILED_PRECONDITION, 1, 500),
+    ErrorCode.CHANNEL_FENCED: CodeInfo(grpc.StatusCode.FAILED_PRECONDITION, 1, 500),
+    ErrorCode.IGNORED_OPERATION: CodeInfo(grpc.StatusCode.ABORTED, 1, 5),
+    ErrorCode.WAL_CLOSED: CodeInfo(grpc.StatusCode.UNAVAILABLE, 1, 500),
+    ErrorCode.TIMEOUT: CodeInfo(grpc.StatusCode.DEADLINE_EXCEEDED, 1, 5),
+    ErrorCode.NOT_READY: CodeInfo(grpc.StatusCode.UNAVAILABLE, 1, 1),
+    ErrorCode.NODE_NOT_FOUND: CodeInfo(grpc.StatusCode.UNAVAILABLE, 1, 901),
+    ErrorCode.UNAVAILABLE: CodeInfo(grpc.StatusCode.UNAVAILABLE, 1, 1),
+}
+
+
+class StrataError(Exception):
+    """An error with a code that every service edge knows how to translate."""
+
+    code: ErrorCode = ErrorCode.UNEXPECTED
+
+    def __init__(self, message: str, code: ErrorCode | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class InvalidArgument(StrataError):
+    code = ErrorCode.INVALID_ARGUMENT
+
+
+class CollectionNotFound(StrataError):
+    code = ErrorCode.COLLECTION_NOT_FOUND
+
+
+class IllegalFilter(StrataError):
+    code = ErrorCode.ILLEGAL_FILTER
+
+
+class NotSupported(StrataError):
+    code = ErrorCode.NOT_SUPPORTED
+
+
+class ChannelNotExist(StrataError):
+    code = ErrorCode.CHANNEL_NOT_EXIST
+
+
+class UnmatchedChannelTerm(StrataError):
+    code = ErrorCode.UNMATCHED_CHANNEL_TERM
+
+
+class ChannelFenced(StrataError):
+    code = ErrorCode.CHANNEL_FENCED
+
+
+class IgnoredOperation(StrataError):
+    code = ErrorCode.IGNORED_OPERATION
+
+
+class WALClosed(StrataError):
+    code = ErrorCode.WAL_CLOSED
+
+
+class NotReady(StrataError):
+    code = ErrorCode.NOT_READY
+
+
+class ReadTimeout(StrataError):
+    code = ErrorCode.TIMEOUT
+
+
+def error_from_code(code: int, message: str) -> StrataError:
+    """Rebuild a typed error from a status that crossed a service edge."""
+    try:
+        ec = ErrorCode(code)
+    except ValueError:
+        ec = ErrorCode.UNEXPECTED
+    for cls in StrataError.__subclasses__():
+        if cls.code == ec:
+            return cls(message)
+    return StrataError(message, ec)

@@ -1,0 +1,177 @@
+"""The collection schema as Strata's domain code sees it.
+
+Protobuf stops at the service edges: the proxy converts Milvus' ``schema_pb2``
+messages into these frozen dataclasses, and every internal component stores
+and ships them as JSON (``to_json``/``from_json``).
+
+Data travels as Arrow. ``arrow_schema()`` is the one place that decides the
+Arrow type of each Milvus data type:
+
+* scalars map to the matching Arrow primitive (``VARCHAR`` -> ``string``);
+* ``JSON`` (and the dynamic field ``$meta``) -> ``string`` holding JSON text;
+* ``FLOAT_VECTOR`` -> ``fixed_size_list<float32>[dim]``;
+* every row also carries the system column ``_ts`` (uint64 hybrid timestamp
+  of the WAL message that carried it).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from enum import IntEnum
+from typing import Any
+
+import pyarrow as pa
+
+TIMESTAMP_COLUMN = "_ts"
+DYNAMIC_FIELD_NAME = "$meta"
+
+
+class DataType(IntEnum):
+    """Milvus data type numbers (``schema.proto`` ``DataType``)."""
+
+    NONE = 0
+    BOOL = 1
+    INT8 = 2
+    INT16 = 3
+    INT32 = 4
+    INT64 = 5
+    FLOAT = 10
+    DOUBLE = 11
+    STRING = 20
+    VARCHAR = 21
+    ARRAY = 22
+    JSON = 23
+    BINARY_VECTOR = 100
+    FLOAT_VECTOR = 101
+    FLOAT16_VECTOR = 102
+    BFLOAT16_VECTOR = 103
+    SPARSE_FLOAT_VECTOR = 104
+
+    @property
+    def is_vector(self) -> bool:
+        return self.value >= 100
+
+    @property
+    def is_integer(self) -> bool:
+        return self in (DataType.INT8, DataType.INT16, DataType.INT32, DataType.INT64)
+
+    @property
+    def is_floating(self) -> bool:
+        return self in (DataType.FLOAT, DataType.DOUBLE)
+
+
+#: Types this build can store and serve. Others are refused at create time.
+SUPPORTED_TYPES = frozenset(
+    {
+        DataType.BOOL,
+        DataType.INT8,
+        DataType.INT16,
+        DataType.INT32,
+        DataType.INT64,
+        DataType.FLOAT,
+        DataType.DOUBLE,
+        DataType.VARCHAR,
+        DataType.JSON,
+        DataType.FLOAT_VECTOR,
+    }
+)
+
+_SCALAR_ARROW: dict[DataType, pa.DataType] = {
+    DataType.BOOL: pa.bool_(),
+    DataType.INT8: pa.int8(),
+    DataType.INT16: pa.int16(),
+    DataType.INT32: pa.int32(),
+    DataType.INT64: pa.int64(),
+    DataType.FLOAT: pa.float32(),
+    DataType.DOUBLE: pa.float64(),
+    DataType.VARCHAR: pa.string(),
+    DataType.STRING: pa.string(),
+    DataType.JSON: pa.string(),
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FieldSchema:
+    """One field of a collection."""
+
+    field_id: int
+    name: str
+    dtype: DataType
+    description: str = ""
+    is_primary: bool = False
+    auto_id: bool = False
+    dim: int = 0
+    max_length: int = 0
+    nullable: bool = False
+    is_dynamic: bool = False
+    is_partition_key: bool = False
+    default_value: Any = None
+    type_params: dict[str, str] = field(default_factory=dict)
+
+    def arrow_type(self) -> pa.DataType:
+        """The Arrow type this field's column has everywhere in Strata."""
+        if self.dtype == DataType.FLOAT_VECTOR:
+            return pa.list_(pa.float32(), self.dim)
+        try:
+            return _SCALAR_ARROW[self.dtype]
+        except KeyError:
+            raise ValueError(f"data type {self.dtype.name} has no Arrow mapping") from None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CollectionSchema:
+    """A collection's fields. Field order is the user's order."""
+
+    name: str
+    fields: tuple[FieldSchema, ...]
+    description: str = ""
+    enable_dynamic_field: bool = False
+
+    @property
+    def primary_field(self) -> FieldSchema:
+        for f in self.fields:
+            if f.is_primary:
+                return f
+        raise ValueError(f"collection {self.name} has no primary key field")
+
+    @property
+    def vector_fields(self) -> tuple[FieldSchema, ...]:
+        return tuple(f for f in self.fields if f.dtype.is_vector)
+
+    @property
+    def dynamic_field(self) -> FieldSchema | None:
+        for f in self.fields:
+            if f.is_dynamic:
+                return f
+        return None
+
+    def field(self, name: str) -> FieldSchema:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+    def has_field(self, name: str) -> bool:
+        return any(f.name == name for f in self.fields)
+
+    def arrow_schema(self, *, with_timestamp: bool = True) -> pa.Schema:
+        """Arrow schema of stored rows: user fields in order, then ``_ts``."""
+        cols = [pa.field(f.name, f.arrow_type(), nullable=True) for f in self.fields]
+        if with_timestamp:
+            cols.append(pa.field(TIMESTAMP_COLUMN, pa.uint64(), nullable=False))
+        return pa.schema(cols)
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        for f in d["fields"]:
+            f["dtype"] = int(f["dtype"])
+        return json.dumps(d, sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str | bytes) -> CollectionSchema:
+        d = json.loads(text)
+        fields = tuple(
+            FieldSchema(**{**f, "dtype": DataType(f["dtype"])}) for f in d.pop("fields")
+        )
+        return CollectionSchema(fields=fields, **d)
