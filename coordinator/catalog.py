@@ -1,0 +1,154 @@
+"""The collection catalog in etcd (key layout in ``coordinator/README.md``)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, replace
+from enum import Enum
+
+from services.etcd.metastore import MetaStore, Op
+from services.schema import CollectionSchema
+
+_COLL = "rootcoord/collection/"
+_NAME = "rootcoord/collection-name/"
+_INDEX = "rootcoord/index/"
+_LOAD = "querycoord/load/"
+
+
+class CollectionState(str, Enum):
+    CREATING = "CREATING"
+    CREATED = "CREATED"
+    DROPPING = "DROPPING"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CollectionMeta:
+    collection_id: int
+    name: str
+    schema: CollectionSchema
+    vchannels: tuple[str, ...]
+    consistency_level: int
+    properties: dict[str, str] = field(default_factory=dict)
+    created_ts: int = 0
+    default_partition_id: int = 0
+    state: CollectionState = CollectionState.CREATING
+
+    @property
+    def pchannels(self) -> tuple[str, ...]:
+        return tuple(pchannel_of(v) for v in self.vchannels)
+
+    def to_json(self) -> bytes:
+        d = asdict(self)
+        d["schema"] = self.schema.to_json()
+        d["state"] = self.state.value
+        return json.dumps(d).encode()
+
+    @staticmethod
+    def from_json(raw: bytes) -> CollectionMeta:
+        d = json.loads(raw)
+        d["schema"] = CollectionSchema.from_json(d["schema"])
+        d["vchannels"] = tuple(d["vchannels"])
+        d["state"] = CollectionState(d["state"])
+        return CollectionMeta(**d)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IndexMeta:
+    collection_id: int
+    field_name: str
+    index_name: str
+    index_id: int
+    params: dict[str, str]
+
+    def to_json(self) -> bytes:
+        return json.dumps(asdict(self)).encode()
+
+    @staticmethod
+    def from_json(raw: bytes) -> IndexMeta:
+        return IndexMeta(**json.loads(raw))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoadMeta:
+    collection_id: int
+    replica_number: int
+
+    def to_json(self) -> bytes:
+        return json.dumps(asdict(self)).encode()
+
+    @staticmethod
+    def from_json(raw: bytes) -> LoadMeta:
+        return LoadMeta(**json.loads(raw))
+
+
+def vchannel_name(pchannel: str, collection_id: int, shard: int) -> str:
+    return f"{pchannel}_{collection_id}v{shard}"
+
+
+def pchannel_of(vchannel: str) -> str:
+    return vchannel.rsplit("_", 1)[0]
+
+
+class Catalog:
+    """Typed reads and writes of collection, index and load metadata."""
+
+    def __init__(self, store: MetaStore) -> None:
+        self._store = store
+
+    async def list_collections(self) -> list[CollectionMeta]:
+        return [CollectionMeta.from_json(kv.value) for kv in await self._store.scan(_COLL)]
+
+    async def get_collection(self, collection_id: int) -> CollectionMeta | None:
+        raw = await self._store.get(f"{_COLL}{collection_id}")
+        return None if raw is None else CollectionMeta.from_json(raw)
+
+    async def collection_id_by_name(self, name: str) -> int | None:
+        raw = await self._store.get(f"{_NAME}{name}")
+        return None if raw is None else int(raw)
+
+    async def reserve_name(self, meta: CollectionMeta) -> bool:
+        """Atomically claim ``meta.name``; False if a collection already has it."""
+        if not await self._store.create_if_absent(f"{_NAME}{meta.name}", str(meta.collection_id).encode()):
+            return False
+        await self._store.put(f"{_COLL}{meta.collection_id}", meta.to_json())
+        return True
+
+    async def save_collection(self, meta: CollectionMeta) -> None:
+        await self._store.put(f"{_COLL}{meta.collection_id}", meta.to_json())
+
+    async def mark_state(self, meta: CollectionMeta, state: CollectionState) -> CollectionMeta:
+        updated = replace(meta, state=state)
+        await self.save_collection(updated)
+        return updated
+
+    async def remove_collection(self, meta: CollectionMeta) -> None:
+        """Drop a collection's catalog entries (collection, name, indexes, load config) at once."""
+        ops = [
+            Op(key=f"{_COLL}{meta.collection_id}", value=None),
+            Op(key=f"{_NAME}{meta.name}", value=None),
+            Op(key=f"{_LOAD}{meta.collection_id}", value=None),
+        ]
+        ops += [Op(key=kv.key, value=None) for kv in await self._store.scan(f"{_INDEX}{meta.collection_id}/")]
+        await self._store.multi(ops)
+
+    async def list_indexes(self, collection_id: int) -> list[IndexMeta]:
+        return [IndexMeta.from_json(kv.value) for kv in await self._store.scan(f"{_INDEX}{collection_id}/")]
+
+    async def save_index(self, index: IndexMeta) -> None:
+        await self._store.put(f"{_INDEX}{index.collection_id}/{index.index_name}", index.to_json())
+
+    async def drop_index(self, index: IndexMeta) -> None:
+        await self._store.delete(f"{_INDEX}{index.collection_id}/{index.index_name}")
+
+    async def list_loads(self) -> list[LoadMeta]:
+        return [LoadMeta.from_json(kv.value) for kv in await self._store.scan(_LOAD)]
+
+    async def get_load(self, collection_id: int) -> LoadMeta | None:
+        raw = await self._store.get(f"{_LOAD}{collection_id}")
+        return None if raw is None else LoadMeta.from_json(raw)
+
+    async def save_load(self, load: LoadMeta) -> None:
+        await self._store.put(f"{_LOAD}{load.collection_id}", load.to_json())
+
+    async def remove_load(self, collection_id: int) -> None:
+        await self._store.delete(f"{_LOAD}{collection_id}")

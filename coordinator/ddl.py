@@ -1,0 +1,153 @@
+"""Collection DDL: the WAL of every vchannel hears of it first, then the catalog changes.
+
+create: reserve the name (state CREATING) -> append CreateCollection to each vchannel -> CREATED.
+drop:   mark DROPPING -> release -> append DropCollection to each vchannel -> remove the entries.
+A coordinator that restarts finishes any CREATING or DROPPING collection it finds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Awaitable, Callable
+
+import structlog
+
+from coordinator.catalog import Catalog, CollectionMeta, CollectionState, IndexMeta, vchannel_name
+from coordinator.idalloc import IDAllocator
+from coordinator.tso import TimestampOracle
+from services.errors import CollectionNotFound, ErrorCode, InvalidArgument, StrataError
+from services.schema import CollectionSchema
+from streamingnode.client.producer import Producer
+from streamingnode.message import new_create_collection, new_drop_collection
+
+MAX_SHARDS = 16
+
+
+class DDL:
+    def __init__(
+        self,
+        catalog: Catalog,
+        ids: IDAllocator,
+        tso: TimestampOracle,
+        producer: Producer,
+        pchannels: list[str],
+        release: Callable[[int], Awaitable[None]],
+    ) -> None:
+        self._catalog = catalog
+        self._ids = ids
+        self._tso = tso
+        self._producer = producer
+        self._pchannels = pchannels
+        self._release = release
+        self._lock = asyncio.Lock()  # DDL is rare; one at a time keeps name checks simple
+        self._log = structlog.get_logger().bind(component="ddl")
+
+    async def recover(self) -> None:
+        for meta in await self._catalog.list_collections():
+            if meta.state == CollectionState.CREATING:
+                await self._finish_create(meta)
+            elif meta.state == CollectionState.DROPPING:
+                await self._finish_drop(meta)
+
+    async def vchannel_counts(self) -> Counter[str]:
+        counts: Counter[str] = Counter({p: 0 for p in self._pchannels})
+        for meta in await self._catalog.list_collections():
+            counts.update(meta.pchannels)
+        return counts
+
+    async def create_collection(
+        self,
+        schema: CollectionSchema,
+        *,
+        shards_num: int,
+        consistency_level: int,
+        properties: dict[str, str],
+    ) -> CollectionMeta:
+        if shards_num < 1 or shards_num > MAX_SHARDS:
+            raise InvalidArgument(f"shards_num must be between 1 and {MAX_SHARDS}, got {shards_num}")
+        async with self._lock:
+            if await self._catalog.collection_id_by_name(schema.name) is not None:
+                raise StrataError(f"collection {schema.name} already exists", ErrorCode.COLLECTION_ALREADY_EXISTS)
+            counts = await self.vchannel_counts()
+            chosen = sorted(self._pchannels, key=lambda p: (counts[p], p))
+            collection_id = await self._ids.allocate(2)
+            vchannels = tuple(
+                vchannel_name(chosen[i % len(chosen)], collection_id, i) for i in range(shards_num)
+            )
+            meta = CollectionMeta(
+                collection_id=collection_id,
+                name=schema.name,
+                schema=schema,
+                vchannels=vchannels,
+                consistency_level=consistency_level,
+                properties=properties,
+                created_ts=await self._tso.allocate(),
+                default_partition_id=collection_id + 1,
+            )
+            if not await self._catalog.reserve_name(meta):
+                raise StrataError(f"collection {schema.name} already exists", ErrorCode.COLLECTION_ALREADY_EXISTS)
+            return await self._finish_create(meta)
+
+    async def _finish_create(self, meta: CollectionMeta) -> CollectionMeta:
+        schema_json = meta.schema.to_json()
+        await asyncio.gather(
+            *(
+                self._producer.append(p, [new_create_collection(v, meta.collection_id, schema_json)])
+                for v, p in zip(meta.vchannels, meta.pchannels, strict=True)
+            )
+        )
+        meta = await self._catalog.mark_state(meta, CollectionState.CREATED)
+        self._log.info("collection created", name=meta.name, collection_id=meta.collection_id)
+        return meta
+
+    async def drop_collection(self, meta: CollectionMeta) -> None:
+        async with self._lock:
+            meta = await self._catalog.mark_state(meta, CollectionState.DROPPING)
+            await self._finish_drop(meta)
+
+    async def _finish_drop(self, meta: CollectionMeta) -> None:
+        await self._release(meta.collection_id)
+        await asyncio.gather(
+            *(
+                self._producer.append(p, [new_drop_collection(v, meta.collection_id)])
+                for v, p in zip(meta.vchannels, meta.pchannels, strict=True)
+            )
+        )
+        await self._catalog.remove_collection(meta)
+        self._log.info("collection dropped", name=meta.name, collection_id=meta.collection_id)
+
+    async def get(self, *, name: str = "", collection_id: int = 0) -> CollectionMeta:
+        """A CREATED collection by name or id."""
+        if not collection_id:
+            found = await self._catalog.collection_id_by_name(name)
+            if found is None:
+                raise CollectionNotFound(f"collection not found[collection={name}]")
+            collection_id = found
+        meta = await self._catalog.get_collection(collection_id)
+        if meta is None or meta.state != CollectionState.CREATED:
+            raise CollectionNotFound(f"collection not found[collection={name or collection_id}]")
+        return meta
+
+    async def create_index(self, meta: CollectionMeta, field_name: str, index_name: str, params: dict[str, str]) -> None:
+        if not meta.schema.has_field(field_name):
+            raise InvalidArgument(f"cannot create index on non-exist field: {field_name}")
+        name = index_name or field_name
+        for existing in await self._catalog.list_indexes(meta.collection_id):
+            if existing.field_name == field_name or existing.index_name == name:
+                if existing.params == params and existing.field_name == field_name:
+                    return  # the same index again is a no-op, as in Milvus
+                raise InvalidArgument(
+                    f"at most one distinct index is allowed per field: field {field_name} already has "
+                    f"index {existing.index_name} with different params"
+                )
+        index_id = await self._ids.allocate()
+        await self._catalog.save_index(
+            IndexMeta(
+                collection_id=meta.collection_id,
+                field_name=field_name,
+                index_name=name,
+                index_id=index_id,
+                params=params,
+            )
+        )

@@ -1,0 +1,1 @@
+"""Query coordination: which query node serves (delegates) each vchannel of a loaded collection."""

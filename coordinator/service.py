@@ -1,0 +1,182 @@
+"""gRPC edge of the coordinator."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import grpc
+
+from coordinator.catalog import Catalog, CollectionMeta
+from coordinator.ddl import DDL
+from coordinator.idalloc import IDAllocator
+from coordinator.query.coord import QueryCoordinator
+from coordinator.streaming.balancer import AssignmentView, StreamingBalancer
+from coordinator.tso import TimestampOracle
+from protos import coordinator_pb2 as pb
+from protos import coordinator_pb2_grpc
+from services.errors import InvalidArgument
+from services.grpcutil import ok_status, rpc_method
+from services.schema import CollectionSchema
+
+
+def collection_info(meta: CollectionMeta) -> pb.CollectionInfo:
+    return pb.CollectionInfo(
+        collection_id=meta.collection_id,
+        name=meta.name,
+        schema_json=meta.schema.to_json(),
+        vchannels=meta.vchannels,
+        pchannels=meta.pchannels,
+        consistency_level=meta.consistency_level,
+        properties=meta.properties,
+        created_timestamp=meta.created_ts,
+        default_partition_id=meta.default_partition_id,
+    )
+
+
+def assignment_snapshot(view: AssignmentView) -> pb.AssignmentSnapshot:
+    return pb.AssignmentSnapshot(
+        version=view.version,
+        nodes=[
+            pb.NodeAssignment(
+                node_id=node_id,
+                address=address,
+                channels=[pb.PChannelAssignment(pchannel=n, term=t) for n, t in channels],
+            )
+            for node_id, (address, channels) in sorted(view.nodes.items())
+        ],
+    )
+
+
+class CoordinatorService(coordinator_pb2_grpc.CoordinatorServicer):
+    def __init__(
+        self,
+        *,
+        tso: TimestampOracle,
+        ids: IDAllocator,
+        catalog: Catalog,
+        ddl: DDL,
+        balancer: StreamingBalancer,
+        query: QueryCoordinator,
+    ) -> None:
+        self._tso = tso
+        self._ids = ids
+        self._catalog = catalog
+        self._ddl = ddl
+        self._balancer = balancer
+        self._query = query
+
+    async def _meta(self, ref: pb.CollectionRef) -> CollectionMeta:
+        return await self._ddl.get(name=ref.name, collection_id=ref.collection_id)
+
+    @rpc_method(pb.AllocTimestampResponse)
+    async def AllocTimestamp(self, request: pb.AllocTimestampRequest, context: grpc.aio.ServicerContext) -> pb.AllocTimestampResponse:
+        count = request.count or 1
+        ts = await self._tso.allocate(count)
+        return pb.AllocTimestampResponse(status=ok_status(), timestamp=ts, count=count)
+
+    @rpc_method(pb.AllocIDResponse)
+    async def AllocID(self, request: pb.AllocIDRequest, context: grpc.aio.ServicerContext) -> pb.AllocIDResponse:
+        count = request.count or 1
+        return pb.AllocIDResponse(status=ok_status(), begin=await self._ids.allocate(count), count=count)
+
+    @rpc_method(pb.CollectionResponse)
+    async def CreateCollection(self, request: pb.CreateCollectionRequest, context: grpc.aio.ServicerContext) -> pb.CollectionResponse:
+        try:
+            schema = CollectionSchema.from_json(request.schema_json)
+        except (ValueError, KeyError, TypeError) as err:
+            raise InvalidArgument(f"malformed schema: {err}") from err
+        meta = await self._ddl.create_collection(
+            schema,
+            shards_num=request.shards_num or 1,
+            consistency_level=request.consistency_level,
+            properties=dict(request.properties),
+        )
+        return pb.CollectionResponse(status=ok_status(), collection=collection_info(meta))
+
+    @rpc_method(pb.StatusResponse)
+    async def DropCollection(self, request: pb.CollectionRef, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
+        await self._ddl.drop_collection(await self._meta(request))
+        return pb.StatusResponse(status=ok_status())
+
+    @rpc_method(pb.CollectionResponse)
+    async def DescribeCollection(self, request: pb.CollectionRef, context: grpc.aio.ServicerContext) -> pb.CollectionResponse:
+        return pb.CollectionResponse(status=ok_status(), collection=collection_info(await self._meta(request)))
+
+    @rpc_method(pb.ListCollectionsResponse)
+    async def ListCollections(self, request: pb.ListCollectionsRequest, context: grpc.aio.ServicerContext) -> pb.ListCollectionsResponse:
+        metas = [m for m in await self._catalog.list_collections() if m.state.value == "CREATED"]
+        return pb.ListCollectionsResponse(status=ok_status(), collections=[collection_info(m) for m in metas])
+
+    @rpc_method(pb.StatusResponse)
+    async def CreateIndex(self, request: pb.CreateIndexRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
+        meta = await self._meta(request.collection)
+        await self._ddl.create_index(meta, request.index.field_name, request.index.index_name, dict(request.index.params))
+        return pb.StatusResponse(status=ok_status())
+
+    @rpc_method(pb.DescribeIndexResponse)
+    async def DescribeIndex(self, request: pb.CollectionRef, context: grpc.aio.ServicerContext) -> pb.DescribeIndexResponse:
+        meta = await self._meta(request)
+        indexes = await self._catalog.list_indexes(meta.collection_id)
+        return pb.DescribeIndexResponse(
+            status=ok_status(),
+            indexes=[
+                pb.IndexInfo(field_name=i.field_name, index_name=i.index_name, index_id=i.index_id, params=i.params)
+                for i in indexes
+            ],
+        )
+
+    @rpc_method(pb.StatusResponse)
+    async def DropIndex(self, request: pb.DropIndexRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
+        meta = await self._meta(request.collection)
+        for i in await self._catalog.list_indexes(meta.collection_id):
+            if (request.index_name and i.index_name == request.index_name) or (
+                not request.index_name and i.field_name == request.field_name
+            ):
+                if self._query.is_loaded(meta.collection_id):
+                    raise InvalidArgument("index cannot be dropped, collection is loaded, please release it first")
+                await self._catalog.drop_index(i)
+        return pb.StatusResponse(status=ok_status())
+
+    @rpc_method(pb.StatusResponse)
+    async def LoadCollection(self, request: pb.LoadCollectionRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
+        meta = await self._meta(request.collection)
+        await self._query.load(meta, max(request.replica_number, 1))
+        return pb.StatusResponse(status=ok_status())
+
+    @rpc_method(pb.StatusResponse)
+    async def ReleaseCollection(self, request: pb.CollectionRef, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
+        meta = await self._meta(request)
+        await self._query.release(meta.collection_id)
+        return pb.StatusResponse(status=ok_status())
+
+    @rpc_method(pb.QueryViewResponse)
+    async def GetQueryView(self, request: pb.CollectionRef, context: grpc.aio.ServicerContext) -> pb.QueryViewResponse:
+        meta = await self._meta(request)
+        if not self._query.is_loaded(meta.collection_id):
+            return pb.QueryViewResponse(status=ok_status(), state=pb.LOAD_STATE_NOT_LOAD)
+        views, progress = self._query.view(meta)
+        return pb.QueryViewResponse(
+            status=ok_status(),
+            state=pb.LOAD_STATE_LOADED if progress == 100 else pb.LOAD_STATE_LOADING,
+            progress=progress,
+            channels=[
+                pb.ChannelPlacement(vchannel=v.vchannel, pchannel=v.pchannel, node_id=v.node_id, address=v.address, ready=v.ready)
+                for v in views
+            ],
+        )
+
+    async def AssignmentDiscover(
+        self, request: pb.AssignmentDiscoverRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[pb.AssignmentSnapshot]:
+        view = self._balancer.view()
+        while True:
+            yield assignment_snapshot(view)
+            view = await self._balancer.wait_for_version(view.version)
+
+    @rpc_method(pb.StatusResponse)
+    async def ReportAssignmentError(self, request: pb.ReportAssignmentErrorRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
+        await self._balancer.report_error(request.pchannel, request.term)
+        return pb.StatusResponse(status=ok_status())
+
+
+__all__ = ["CoordinatorService"]

@@ -1,0 +1,1 @@
+"""Streaming coordination: pchannel -> streaming node assignment with terms."""

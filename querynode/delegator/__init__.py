@@ -1,0 +1,1 @@
+"""The delegator: shard leader of one vchannel."""

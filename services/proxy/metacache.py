@@ -1,0 +1,60 @@
+"""The proxy's cache of collection metadata, keyed by name."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from protos import coordinator_pb2
+from services.coordclient import CoordinatorClient
+from services.grpcutil import raise_for_status
+from services.schema import CollectionSchema
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CollectionEntry:
+    collection_id: int
+    name: str
+    schema: CollectionSchema
+    vchannels: tuple[str, ...]
+    pchannels: tuple[str, ...]
+    consistency_level: int
+    properties: dict[str, str]
+    created_ts: int
+    default_partition_id: int
+
+    @staticmethod
+    def from_info(info: coordinator_pb2.CollectionInfo) -> CollectionEntry:
+        return CollectionEntry(
+            collection_id=info.collection_id,
+            name=info.name,
+            schema=CollectionSchema.from_json(info.schema_json),
+            vchannels=tuple(info.vchannels),
+            pchannels=tuple(info.pchannels),
+            consistency_level=info.consistency_level,
+            properties=dict(info.properties),
+            created_ts=info.created_timestamp,
+            default_partition_id=info.default_partition_id,
+        )
+
+
+class MetaCache:
+    def __init__(self, coord: CoordinatorClient) -> None:
+        self._coord = coord
+        self._by_name: dict[str, CollectionEntry] = {}
+        self._lock = asyncio.Lock()
+
+    async def get(self, name: str, *, refresh: bool = False) -> CollectionEntry:
+        """The collection ``name``; raises ``CollectionNotFound`` if it does not exist."""
+        entry = None if refresh else self._by_name.get(name)
+        if entry is not None:
+            return entry
+        stub = await self._coord.stub()
+        resp = await stub.DescribeCollection(coordinator_pb2.CollectionRef(name=name), timeout=30)
+        raise_for_status(resp.status)
+        entry = CollectionEntry.from_info(resp.collection)
+        self._by_name[name] = entry
+        return entry
+
+    def invalidate(self, name: str) -> None:
+        self._by_name.pop(name, None)

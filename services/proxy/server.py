@@ -1,0 +1,56 @@
+"""Composition root of the proxy."""
+
+from __future__ import annotations
+
+import grpc
+from pymilvus.grpc_gen import milvus_pb2_grpc
+
+from services.config import ProxyConfig
+from services.coordclient import CoordinatorClient
+from services.etcd.metastore import MetaStore
+from services.etcd.session import Session
+from services.grpcutil import start_server
+from services.proxy.metacache import MetaCache
+from services.proxy.reads import ReadRouter
+from services.proxy.service import MilvusProxy
+from services.proxy.stats import WALStats
+from streamingnode.client.assignment import DiscoverWatcher
+from streamingnode.client.producer import Producer
+
+ROLE = "proxy"
+
+
+class Proxy:
+    def __init__(self, config: ProxyConfig) -> None:
+        config.validate()
+        self.config = config
+        self.address = ""
+
+    async def start(self) -> None:
+        c = self.config
+        self._store = await MetaStore.connect(c.common.etcd, c.common.etcd_root)
+        self._coord = CoordinatorClient(self._store)
+        self._watcher = DiscoverWatcher(self._coord)
+        await self._watcher.start()
+        self._producer = Producer(self._watcher)
+        self._reads = ReadRouter(self._coord)
+        self._stats = WALStats(self._watcher)
+        service = MilvusProxy(self._coord, self._producer, MetaCache(self._coord), self._reads, self._stats)
+
+        def add(server: grpc.aio.Server) -> None:
+            milvus_pb2_grpc.add_MilvusServiceServicer_to_server(service, server)
+
+        self._server, port = await start_server(add, host=c.common.host, port=c.common.port)
+        self.address = f"{c.common.host}:{port}"
+        self._session = Session(self._store, ROLE, self.address, ttl_seconds=c.common.session_ttl_seconds)
+        await self._session.start()
+
+    async def stop(self) -> None:
+        await self._session.stop()
+        await self._server.stop(grace=2)
+        await self._reads.close()
+        await self._stats.close()
+        await self._producer.close()
+        await self._watcher.stop()
+        await self._coord.close()
+        await self._store.close()

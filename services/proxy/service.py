@@ -1,0 +1,463 @@
+"""``MilvusService``: the pymilvus-facing front door.
+
+Each RPC validates, converts protobuf at this edge (``convert/``), and calls the
+coordinator, the streaming nodes (writes) or the delegators (reads). Errors
+become Milvus statuses; nothing the client sends can crash the server.
+RPCs not implemented here answer UNIMPLEMENTED from the generated base class.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import grpc
+import pyarrow as pa
+import structlog
+from pymilvus.grpc_gen import common_pb2, milvus_pb2, milvus_pb2_grpc, schema_pb2
+
+from coordinator.tso import physical_ms
+from protos import coordinator_pb2
+from querynode.segments.reduce import merge_topk
+from services.coordclient import CoordinatorClient
+from services.errors import ErrorCode, InvalidArgument, StrataError
+from services.expr import parse_filter
+from services.grpcutil import raise_for_status
+from services.proxy import convert
+from services.proxy.consistency import guarantee_timestamp
+from services.proxy.metacache import CollectionEntry, MetaCache
+from services.proxy.pkfilter import primary_keys_of
+from services.proxy.reads import ReadOptions, ReadRouter
+from services.proxy.stats import WALStats
+from services.proxy.status import milvus_status, success
+from services.proxy.writes import allocate_ids, delete_pks, insert_table
+from streamingnode.client.producer import Producer
+
+log = structlog.get_logger().bind(component="proxy")
+
+SERVER_VERSION = "v2.6.0-strata"
+DEFAULT_READ_TIMEOUT = 30.0
+DEFAULT_INDEX_METRIC = "COSINE"
+
+
+def milvus_rpc(response_type: type[Any]) -> Callable[[Callable[..., Awaitable[Any]]], Callable[..., Awaitable[Any]]]:
+    """Answer a ``StrataError`` (or any crash) with a Milvus status in ``response_type``."""
+
+    def wrap(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+        @functools.wraps(fn)
+        async def handler(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
+            try:
+                return await fn(self, request, context)
+            except StrataError as err:
+                status = milvus_status(err)
+            except Exception as err:  # RPC boundary: log, answer, keep serving
+                log.exception("rpc failed", method=fn.__name__)
+                status = milvus_status(StrataError(f"internal error in {fn.__name__}: {type(err).__name__}: {err}"))
+            if response_type is common_pb2.Status:
+                return status
+            return response_type(status=status)
+
+        return handler
+
+    return wrap
+
+
+def _kv(pairs: Any) -> dict[str, str]:
+    return {p.key: p.value for p in pairs}
+
+
+class MilvusProxy(milvus_pb2_grpc.MilvusServiceServicer):
+    def __init__(
+        self, coord: CoordinatorClient, producer: Producer, cache: MetaCache, reads: ReadRouter, stats: WALStats
+    ) -> None:
+        self._coord = coord
+        self._producer = producer
+        self._cache = cache
+        self._reads = reads
+        self._stats = stats
+
+    # ---- helpers -------------------------------------------------------------------------------
+    async def _stub(self) -> Any:
+        return await self._coord.stub()
+
+    async def _fresh_ts(self) -> int:
+        resp = await (await self._stub()).AllocTimestamp(coordinator_pb2.AllocTimestampRequest(count=1), timeout=10)
+        raise_for_status(resp.status)
+        return int(resp.timestamp)
+
+    async def _coll(self, name: str) -> CollectionEntry:
+        if not name:
+            raise InvalidArgument("collection name should not be empty")
+        return await self._cache.get(name)
+
+    # ---- connection ----------------------------------------------------------------------------
+    async def Connect(self, request: milvus_pb2.ConnectRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.ConnectResponse:
+        identifier = await self._fresh_ts()
+        return milvus_pb2.ConnectResponse(
+            status=success(),
+            server_info=common_pb2.ServerInfo(build_tags=SERVER_VERSION, deploy_mode="STANDALONE"),
+            identifier=identifier,
+        )
+
+    async def GetVersion(self, request: milvus_pb2.GetVersionRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.GetVersionResponse:
+        return milvus_pb2.GetVersionResponse(status=success(), version=SERVER_VERSION)
+
+    @milvus_rpc(milvus_pb2.AllocTimestampResponse)
+    async def AllocTimestamp(self, request: milvus_pb2.AllocTimestampRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.AllocTimestampResponse:
+        return milvus_pb2.AllocTimestampResponse(status=success(), timestamp=await self._fresh_ts())
+
+    # ---- collections ---------------------------------------------------------------------------
+    @milvus_rpc(common_pb2.Status)
+    async def CreateCollection(self, request: milvus_pb2.CreateCollectionRequest, context: grpc.aio.ServicerContext) -> common_pb2.Status:
+        pb = schema_pb2.CollectionSchema()
+        try:
+            pb.ParseFromString(request.schema)
+        except Exception as err:
+            raise InvalidArgument(f"malformed collection schema: {err}") from err
+        if request.collection_name and pb.name and pb.name != request.collection_name:
+            raise InvalidArgument(
+                f"collection name {request.collection_name} does not match the schema name {pb.name}"
+            )
+        schema = convert.schema_from_proto(pb, collection_name=request.collection_name or pb.name)
+        props = _kv(request.properties)
+        level = request.consistency_level
+        resp = await (await self._stub()).CreateCollection(
+            coordinator_pb2.CreateCollectionRequest(
+                name=schema.name,
+                schema_json=schema.to_json(),
+                shards_num=request.shards_num or 1,
+                consistency_level=level,
+                properties=props,
+            ),
+            timeout=60,
+        )
+        raise_for_status(resp.status)
+        self._cache.invalidate(schema.name)
+        return success()
+
+    @milvus_rpc(common_pb2.Status)
+    async def DropCollection(self, request: milvus_pb2.DropCollectionRequest, context: grpc.aio.ServicerContext) -> common_pb2.Status:
+        resp = await (await self._stub()).DropCollection(coordinator_pb2.CollectionRef(name=request.collection_name), timeout=60)
+        self._cache.invalidate(request.collection_name)
+        if resp.status.code == ErrorCode.COLLECTION_NOT_FOUND:
+            return success()  # Milvus: dropping a missing collection is not an error
+        raise_for_status(resp.status)
+        return success()
+
+    @milvus_rpc(milvus_pb2.DescribeCollectionResponse)
+    async def DescribeCollection(self, request: milvus_pb2.DescribeCollectionRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.DescribeCollectionResponse:
+        coll = await self._cache.get(request.collection_name, refresh=True)
+        return milvus_pb2.DescribeCollectionResponse(
+            status=success(),
+            schema=convert.schema_to_proto(coll.schema),
+            collectionID=coll.collection_id,
+            virtual_channel_names=coll.vchannels,
+            physical_channel_names=coll.pchannels,
+            created_timestamp=coll.created_ts,
+            created_utc_timestamp=physical_ms(coll.created_ts),
+            shards_num=len(coll.vchannels),
+            consistency_level=coll.consistency_level,
+            collection_name=coll.name,
+            properties=[common_pb2.KeyValuePair(key=k, value=v) for k, v in coll.properties.items()],
+            db_name="default",
+            num_partitions=1,
+        )
+
+    @milvus_rpc(milvus_pb2.BoolResponse)
+    async def HasCollection(self, request: milvus_pb2.HasCollectionRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.BoolResponse:
+        resp = await (await self._stub()).DescribeCollection(coordinator_pb2.CollectionRef(name=request.collection_name), timeout=30)
+        if resp.status.code == ErrorCode.COLLECTION_NOT_FOUND:
+            return milvus_pb2.BoolResponse(status=success(), value=False)
+        raise_for_status(resp.status)
+        return milvus_pb2.BoolResponse(status=success(), value=True)
+
+    @milvus_rpc(milvus_pb2.ShowCollectionsResponse)
+    async def ShowCollections(self, request: milvus_pb2.ShowCollectionsRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.ShowCollectionsResponse:
+        resp = await (await self._stub()).ListCollections(coordinator_pb2.ListCollectionsRequest(), timeout=30)
+        raise_for_status(resp.status)
+        colls = sorted(resp.collections, key=lambda c: c.collection_id)
+        return milvus_pb2.ShowCollectionsResponse(
+            status=success(),
+            collection_names=[c.name for c in colls],
+            collection_ids=[c.collection_id for c in colls],
+            created_timestamps=[c.created_timestamp for c in colls],
+            created_utc_timestamps=[physical_ms(c.created_timestamp) for c in colls],
+            shards_num=[len(c.vchannels) for c in colls],
+        )
+
+    @milvus_rpc(milvus_pb2.GetCollectionStatisticsResponse)
+    async def GetCollectionStatistics(self, request: milvus_pb2.GetCollectionStatisticsRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.GetCollectionStatisticsResponse:
+        coll = await self._coll(request.collection_name)
+        rows = await self._stats.collection_rows(coll)
+        return milvus_pb2.GetCollectionStatisticsResponse(
+            status=success(), stats=[common_pb2.KeyValuePair(key="row_count", value=str(rows))]
+        )
+
+    # ---- load ----------------------------------------------------------------------------------
+    @milvus_rpc(common_pb2.Status)
+    async def LoadCollection(self, request: milvus_pb2.LoadCollectionRequest, context: grpc.aio.ServicerContext) -> common_pb2.Status:
+        coll = await self._coll(request.collection_name)
+        resp = await (await self._stub()).LoadCollection(
+            coordinator_pb2.LoadCollectionRequest(
+                collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
+                replica_number=request.replica_number or 1,
+            ),
+            timeout=30,
+        )
+        raise_for_status(resp.status)
+        return success()
+
+    @milvus_rpc(common_pb2.Status)
+    async def ReleaseCollection(self, request: milvus_pb2.ReleaseCollectionRequest, context: grpc.aio.ServicerContext) -> common_pb2.Status:
+        coll = await self._coll(request.collection_name)
+        resp = await (await self._stub()).ReleaseCollection(coordinator_pb2.CollectionRef(collection_id=coll.collection_id), timeout=30)
+        raise_for_status(resp.status)
+        return success()
+
+    @milvus_rpc(milvus_pb2.GetLoadStateResponse)
+    async def GetLoadState(self, request: milvus_pb2.GetLoadStateRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.GetLoadStateResponse:
+        coll = await self._coll(request.collection_name)
+        view = await self._reads.load_view(coll)
+        state = {
+            coordinator_pb2.LOAD_STATE_NOT_LOAD: common_pb2.LoadStateNotLoad,
+            coordinator_pb2.LOAD_STATE_LOADING: common_pb2.LoadStateLoading,
+            coordinator_pb2.LOAD_STATE_LOADED: common_pb2.LoadStateLoaded,
+        }.get(view.state, common_pb2.LoadStateNotExist)
+        return milvus_pb2.GetLoadStateResponse(status=success(), state=state)
+
+    @milvus_rpc(milvus_pb2.GetLoadingProgressResponse)
+    async def GetLoadingProgress(self, request: milvus_pb2.GetLoadingProgressRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.GetLoadingProgressResponse:
+        coll = await self._coll(request.collection_name)
+        view = await self._reads.load_view(coll)
+        if view.state == coordinator_pb2.LOAD_STATE_NOT_LOAD:
+            raise StrataError(f"collection not loaded[collection={coll.name}]", ErrorCode.COLLECTION_NOT_LOADED)
+        return milvus_pb2.GetLoadingProgressResponse(status=success(), progress=view.progress, refresh_progress=view.progress)
+
+    # ---- indexes -------------------------------------------------------------------------------
+    @milvus_rpc(common_pb2.Status)
+    async def CreateIndex(self, request: milvus_pb2.CreateIndexRequest, context: grpc.aio.ServicerContext) -> common_pb2.Status:
+        coll = await self._coll(request.collection_name)
+        params = _kv(request.extra_params)
+        if not coll.schema.has_field(request.field_name):
+            raise InvalidArgument(f"cannot create index on non-exist field: {request.field_name}")
+        field = coll.schema.field(request.field_name)
+        if field.dtype.is_vector:
+            metric = params.get("metric_type", "").upper()
+            if metric and metric not in ("L2", "IP", "COSINE"):
+                raise InvalidArgument(f"metric type {metric} is not supported for float vectors; use L2, IP or COSINE")
+            params.setdefault("metric_type", DEFAULT_INDEX_METRIC)
+            params.setdefault("index_type", "AUTOINDEX")
+        resp = await (await self._stub()).CreateIndex(
+            coordinator_pb2.CreateIndexRequest(
+                collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
+                index=coordinator_pb2.IndexInfo(field_name=request.field_name, index_name=request.index_name, params=params),
+            ),
+            timeout=30,
+        )
+        raise_for_status(resp.status)
+        return success()
+
+    async def _indexes(self, coll: CollectionEntry) -> list[coordinator_pb2.IndexInfo]:
+        resp = await (await self._stub()).DescribeIndex(coordinator_pb2.CollectionRef(collection_id=coll.collection_id), timeout=30)
+        raise_for_status(resp.status)
+        return list(resp.indexes)
+
+    @milvus_rpc(milvus_pb2.DescribeIndexResponse)
+    async def DescribeIndex(self, request: milvus_pb2.DescribeIndexRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.DescribeIndexResponse:
+        coll = await self._coll(request.collection_name)
+        indexes = await self._indexes(coll)
+        if request.index_name:
+            indexes = [i for i in indexes if i.index_name == request.index_name]
+        elif request.field_name:
+            indexes = [i for i in indexes if i.field_name == request.field_name]
+        if not indexes:
+            raise StrataError(f"index not found[collection={coll.name}]", ErrorCode.INDEX_NOT_FOUND)
+        rows = await self._stats.collection_rows(coll)
+        return milvus_pb2.DescribeIndexResponse(
+            status=success(),
+            index_descriptions=[
+                milvus_pb2.IndexDescription(
+                    index_name=i.index_name,
+                    indexID=i.index_id,
+                    field_name=i.field_name,
+                    params=[common_pb2.KeyValuePair(key=k, value=v) for k, v in i.params.items()],
+                    state=common_pb2.Finished,
+                    total_rows=rows,
+                    indexed_rows=rows,
+                )
+                for i in indexes
+            ],
+        )
+
+    @milvus_rpc(common_pb2.Status)
+    async def DropIndex(self, request: milvus_pb2.DropIndexRequest, context: grpc.aio.ServicerContext) -> common_pb2.Status:
+        coll = await self._coll(request.collection_name)
+        resp = await (await self._stub()).DropIndex(
+            coordinator_pb2.DropIndexRequest(
+                collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
+                field_name=request.field_name,
+                index_name=request.index_name,
+            ),
+            timeout=30,
+        )
+        raise_for_status(resp.status)
+        return success()
+
+    # ---- writes --------------------------------------------------------------------------------
+    @milvus_rpc(milvus_pb2.MutationResult)
+    async def Insert(self, request: milvus_pb2.InsertRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.MutationResult:
+        coll = await self._coll(request.collection_name)
+        n = request.num_rows
+        if n <= 0:
+            raise InvalidArgument("num_rows should be greater than 0")
+        pk = coll.schema.primary_field
+        auto_ids = await allocate_ids(self._coord, n) if pk.auto_id else None
+        table = convert.insert_to_table(list(request.fields_data), n, coll.schema, auto_ids=auto_ids)
+        ts = await insert_table(self._producer, coll, table)
+        return milvus_pb2.MutationResult(
+            status=success(),
+            IDs=convert.ids_to_proto(table.column(pk.name).combine_chunks()),
+            succ_index=list(range(n)),
+            insert_cnt=n,
+            timestamp=ts,
+        )
+
+    @milvus_rpc(milvus_pb2.MutationResult)
+    async def Delete(self, request: milvus_pb2.DeleteRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.MutationResult:
+        coll = await self._coll(request.collection_name)
+        params = convert.template_values(request.expr_template_values)
+        expr = parse_filter(request.expr, coll.schema, params or None)
+        pks = primary_keys_of(expr, coll.schema)
+        if pks is None:
+            # A general filter: find the matching keys with a Strong read first.
+            read = ReadOptions(
+                guarantee_ts=await self._fresh_ts(), filter=request.expr, filter_params=params,
+                output_fields=[coll.schema.primary_field.name], timeout=DEFAULT_READ_TIMEOUT,
+            )
+            tables, _ = await self._reads.query(coll, read=read, limit=0, count_only=False)
+            pks = [v for t in tables for v in t.column(coll.schema.primary_field.name).to_pylist()]
+        ts = await delete_pks(self._producer, coll, pks) if pks else 0
+        return milvus_pb2.MutationResult(
+            status=success(),
+            IDs=convert.ids_to_proto(pa.array(pks, type=coll.schema.primary_field.arrow_type())),
+            delete_cnt=len(pks),
+            timestamp=ts or await self._fresh_ts(),
+        )
+
+    @milvus_rpc(milvus_pb2.FlushResponse)
+    async def Flush(self, request: milvus_pb2.FlushRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.FlushResponse:
+        # Every acknowledged write is already fsync'd in the WAL; segments come with issue #5.
+        flush_ts = await self._fresh_ts()
+        names = list(request.collection_names)
+        for name in names:
+            await self._coll(name)
+        return milvus_pb2.FlushResponse(
+            status=success(),
+            db_name=request.db_name or "default",
+            coll_segIDs={n: schema_pb2.LongArray(data=[]) for n in names},
+            flush_coll_segIDs={n: schema_pb2.LongArray(data=[]) for n in names},
+            coll_seal_times={n: int(time.time()) for n in names},
+            coll_flush_ts={n: flush_ts for n in names},
+        )
+
+    @milvus_rpc(milvus_pb2.GetFlushStateResponse)
+    async def GetFlushState(self, request: milvus_pb2.GetFlushStateRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.GetFlushStateResponse:
+        return milvus_pb2.GetFlushStateResponse(status=success(), flushed=True)
+
+    # ---- reads ---------------------------------------------------------------------------------
+    async def _guarantee(self, coll: CollectionEntry, req: Any) -> int:
+        return await guarantee_timestamp(
+            requested_level=req.consistency_level,
+            use_default=req.use_default_consistency,
+            collection_level=coll.consistency_level,
+            request_ts=req.guarantee_timestamp,
+            fresh_ts=self._fresh_ts,
+        )
+
+    async def _metric_for(self, coll: CollectionEntry, field: str, requested: str | None) -> str:
+        index_metric = next(
+            (i.params.get("metric_type", "").upper() for i in await self._indexes(coll) if i.field_name == field), ""
+        )
+        if requested and index_metric and requested.upper() != index_metric:
+            raise InvalidArgument(
+                f"metric type not match: invalid parameter[expected={index_metric}][actual={requested.upper()}]"
+            )
+        return (requested or index_metric or DEFAULT_INDEX_METRIC).upper()
+
+    @milvus_rpc(milvus_pb2.SearchResults)
+    async def Search(self, request: milvus_pb2.SearchRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.SearchResults:
+        coll = await self._coll(request.collection_name)
+        spec = convert.parse_search_request(request, coll.schema)
+        if spec.filter.strip():
+            parse_filter(spec.filter, coll.schema, spec.filter_params or None)  # reject bad filters here
+        fetch, _ = convert.resolve_output_fields(coll.schema, spec.output_fields)
+        metric = await self._metric_for(coll, spec.anns_field, spec.metric_type)
+        read = ReadOptions(
+            guarantee_ts=await self._guarantee(coll, request),
+            filter=spec.filter,
+            filter_params=spec.filter_params,
+            output_fields=fetch,
+            timeout=DEFAULT_READ_TIMEOUT,
+        )
+        parts = await self._reads.search(
+            coll, read=read, anns_field=spec.anns_field, metric=metric, vectors=spec.vectors,
+            topk=spec.topk + spec.offset, params=spec.params,
+        )
+        pk = coll.schema.primary_field.name
+        merged = merge_topk(parts, topk=spec.topk, metric=metric, pk_field=pk, offset=spec.offset)
+        results = convert.build_search_results(
+            merged, nq=spec.nq, topk=spec.topk, schema=coll.schema, output_fields=spec.output_fields,
+            round_decimal=spec.round_decimal,
+        )
+        return milvus_pb2.SearchResults(status=success(), results=results, collection_name=coll.name)
+
+    @milvus_rpc(milvus_pb2.QueryResults)
+    async def Query(self, request: milvus_pb2.QueryRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.QueryResults:
+        coll = await self._coll(request.collection_name)
+        qp = _kv(request.query_params)
+        limit, offset = _int_param(qp, "limit", -1), _int_param(qp, "offset", 0)
+        params = convert.template_values(request.expr_template_values)
+        expr_text = request.expr
+        outputs = list(request.output_fields)
+        count_only = [o.strip().lower() for o in outputs] == ["count(*)"]
+        if not count_only and any(o.strip().lower() == "count(*)" for o in outputs):
+            raise InvalidArgument("count entities with pagination or other output fields is not allowed")
+        if not expr_text.strip() and limit < 0 and not count_only:
+            raise InvalidArgument("empty expression should be used with limit")
+        if expr_text.strip():
+            parse_filter(expr_text, coll.schema, params or None)
+        read = ReadOptions(
+            guarantee_ts=await self._guarantee(coll, request),
+            filter=expr_text,
+            filter_params=params,
+            output_fields=[] if count_only else convert.resolve_output_fields(coll.schema, outputs)[0],
+            timeout=DEFAULT_READ_TIMEOUT,
+        )
+        want = 0 if limit < 0 else limit + offset
+        tables, total = await self._reads.query(coll, read=read, limit=want, count_only=count_only)
+        if count_only:
+            return convert.build_count_result(total, collection_name=coll.name)
+        pk = coll.schema.primary_field.name
+        schema = coll.schema.arrow_schema(with_timestamp=False)
+        combined = pa.concat_tables(tables) if tables else schema.empty_table().select(read.output_fields)
+        combined = combined.sort_by(pk)
+        if offset or limit >= 0:
+            combined = combined.slice(offset, None if limit < 0 else limit)
+        return convert.build_query_results(combined, schema=coll.schema, output_fields=outputs, collection_name=coll.name)
+
+
+def _int_param(params: dict[str, str], key: str, default: int) -> int:
+    raw = params.get(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidArgument(f"{key} [{raw}] is invalid, should be an integer") from None
+    if value < 0:
+        raise InvalidArgument(f"{key} [{value}] is invalid, should be greater than or equal to 0")
+    return value
+
+

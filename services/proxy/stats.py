@@ -1,0 +1,45 @@
+"""Row counts for ``get_collection_stats``, from the WAL owners.
+
+Milvus semantics: the count of inserted rows; deleted rows are only subtracted
+once compaction has removed them (here: never yet), so use ``count(*)`` for
+the exact number of live entities.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+
+from protos import streaming_pb2, streaming_pb2_grpc
+from services.grpcutil import insecure_channel, raise_for_status
+from services.proxy.metacache import CollectionEntry
+from streamingnode.client.assignment import AssignmentSource
+
+
+class WALStats:
+    def __init__(self, source: AssignmentSource) -> None:
+        self._source = source
+        self._channels: dict[str, grpc.aio.Channel] = {}
+
+    def _stub(self, address: str) -> streaming_pb2_grpc.StreamingNodeHandlerStub:
+        ch = self._channels.get(address)
+        if ch is None:
+            ch = self._channels[address] = insecure_channel(address)
+        return streaming_pb2_grpc.StreamingNodeHandlerStub(ch)
+
+    async def collection_rows(self, coll: CollectionEntry) -> int:
+        async def one(pchannel: str) -> int:
+            address, term = await self._source.resolve(pchannel)
+            resp = await self._stub(address).GetCollectionRows(
+                streaming_pb2.GetCollectionRowsRequest(pchannel=pchannel, term=term, collection_id=coll.collection_id),
+                timeout=30,
+            )
+            raise_for_status(resp.status)
+            return int(resp.rows)
+
+        return sum(await asyncio.gather(*(one(p) for p in sorted(set(coll.pchannels)))))
+
+    async def close(self) -> None:
+        for ch in self._channels.values():
+            await ch.close()

@@ -1,0 +1,72 @@
+"""Insert and delete: validate, route rows to vchannels by PK hash, append to the WAL."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from protos import coordinator_pb2
+from services.coordclient import CoordinatorClient
+from services.errors import InvalidArgument
+from services.grpcutil import raise_for_status
+from services.proxy.metacache import CollectionEntry
+from services.proxy.routing import shard_indices
+from streamingnode.client.producer import Producer
+from streamingnode.message import new_delete, new_insert
+
+# Keep one WAL message well below gRPC and backend limits.
+MAX_MESSAGE_ROWS = 20_000
+
+
+async def allocate_ids(coord: CoordinatorClient, count: int) -> np.ndarray:
+    stub = await coord.stub()
+    resp = await stub.AllocID(coordinator_pb2.AllocIDRequest(count=count), timeout=30)
+    raise_for_status(resp.status)
+    return np.arange(resp.begin, resp.begin + count, dtype=np.int64)
+
+
+def _by_shard(pks: pa.Array, shards: int) -> list[np.ndarray]:
+    idx = shard_indices(pks, shards)
+    return [np.nonzero(idx == s)[0] for s in range(shards)]
+
+
+async def insert_table(producer: Producer, coll: CollectionEntry, table: pa.Table) -> int:
+    """Append ``table``'s rows to their vchannels; returns the largest append timetick."""
+    pk = coll.schema.primary_field.name
+    groups = _by_shard(table.column(pk).combine_chunks(), len(coll.vchannels))
+    appends = []
+    for shard, rows in enumerate(groups):
+        if len(rows) == 0:
+            continue
+        part = table.take(pa.array(rows))
+        messages = [
+            new_insert(coll.vchannels[shard], coll.collection_id, coll.default_partition_id, part.slice(i, MAX_MESSAGE_ROWS))
+            for i in range(0, part.num_rows, MAX_MESSAGE_ROWS)
+        ]
+        appends.append(producer.append(coll.pchannels[shard], messages))
+    results = await asyncio.gather(*appends)
+    return max((r.timetick for rs in results for r in rs), default=0)
+
+
+async def delete_pks(producer: Producer, coll: CollectionEntry, pks: Sequence[int] | Sequence[str]) -> int:
+    """Append deletes of ``pks``; returns the largest append timetick (0 if nothing to delete)."""
+    pk_field = coll.schema.primary_field
+    try:
+        arr = pa.array(list(pks), type=pk_field.arrow_type())
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as err:
+        raise InvalidArgument(f"primary keys do not match the type of field {pk_field.name}: {err}") from err
+    groups = _by_shard(arr, len(coll.vchannels))
+    appends = []
+    for shard, rows in enumerate(groups):
+        if len(rows) == 0:
+            continue
+        appends.append(
+            producer.append(
+                coll.pchannels[shard], [new_delete(coll.vchannels[shard], coll.collection_id, arr.take(pa.array(rows)))]
+            )
+        )
+    results = await asyncio.gather(*appends)
+    return max((r.timetick for rs in results for r in rs), default=0)

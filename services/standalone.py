@@ -1,0 +1,127 @@
+"""``strata standalone``: etcd plus every role as child processes on 127.0.0.1.
+
+Each role is its own process with its own gRPC server on a free port; they find
+each other through etcd sessions, exactly as in a cluster. The launcher logs
+one ``standalone ready`` line once the proxy answers and every pchannel is
+assigned, and on SIGINT/SIGTERM stops the roles in reverse order, then etcd.
+Children die with the launcher (``PR_SET_PDEATHSIG``) if it is killed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import structlog
+
+from services.etcd.metastore import MetaStore
+from services.etcd.process import EtcdProcess
+from services.procutil import die_with_parent
+
+log = structlog.get_logger().bind(component="standalone")
+
+ROLE_ORDER = ("coordinator", "streamingnode", "querynode", "proxy")
+
+
+def _spawn(role: str, args: list[str], logs: Path) -> subprocess.Popen[bytes]:
+    out = open(logs / f"{role}.log", "ab")  # noqa: SIM115 - handed to the child
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "services.cli", role, *args],
+        stdout=out,
+        stderr=out,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=die_with_parent,
+    )
+    out.close()
+    return proc
+
+
+async def _clear_stale_sessions(endpoint: str) -> None:
+    # The embedded cluster is ours alone: sessions left by a killed run belong to dead processes.
+    store = await MetaStore.connect(endpoint)
+    try:
+        await store.delete_prefix("session/")
+    finally:
+        await store.close()
+
+
+async def _cluster_ready(endpoint: str, port: int, pchannels: int) -> bool:
+    with socket.socket() as s:
+        if s.connect_ex(("127.0.0.1", port)) != 0:
+            return False
+    store = await MetaStore.connect(endpoint)
+    try:
+        kvs = await store.scan("streamingcoord/pchannel/")
+        assigned = [kv for kv in kvs if json.loads(kv.value)["state"] == "ASSIGNED"]
+        return len(assigned) >= pchannels
+    finally:
+        await store.close()
+
+
+def run_standalone(*, data_dir: str, port: int, etcd_binary: str | None, pchannels: int) -> int:
+    root = Path(data_dir).resolve()
+    logs = root / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    etcd = EtcdProcess(root / "etcd", binary=etcd_binary)
+    etcd.start()
+    stop_requested = False
+
+    def on_signal(signum: int, frame: object) -> None:
+        nonlocal stop_requested
+        stop_requested = True
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+
+    children: dict[str, subprocess.Popen[bytes]] = {}
+    code = 0
+    try:
+        asyncio.run(_clear_stale_sessions(etcd.endpoint))
+        common = ["--etcd", etcd.endpoint]
+        role_args = {
+            "coordinator": [*common, "--pchannels", str(pchannels)],
+            "streamingnode": [*common, "--wal-dir", str(root / "wal")],
+            "querynode": common,
+            "proxy": [*common, "--port", str(port)],
+        }
+        for role in ROLE_ORDER:
+            children[role] = _spawn(role, role_args[role], logs)
+        ready = False
+        deadline = time.monotonic() + 120
+        while not stop_requested:
+            dead = [r for r, p in children.items() if p.poll() is not None]
+            if dead:
+                log.error("role exited", roles=dead, logs=str(logs))
+                code = 1
+                break
+            if not ready:
+                if asyncio.run(_cluster_ready(etcd.endpoint, port, pchannels)):
+                    ready = True
+                    log.info("standalone ready", address=f"127.0.0.1:{port}", data_dir=str(root))
+                elif time.monotonic() > deadline:
+                    log.error("standalone did not become ready", logs=str(logs))
+                    code = 1
+                    break
+            time.sleep(0.2)
+    finally:
+        log.info("standalone stopping")
+        for role in reversed(ROLE_ORDER):
+            proc = children.get(role)
+            if proc is None or proc.poll() is not None:
+                continue
+            proc.terminate()
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                log.warning("role did not stop in time, killing", role=role)
+                proc.kill()
+                proc.wait()
+        etcd.stop()
+        log.info("standalone stopped")
+    return code

@@ -1,0 +1,64 @@
+"""WAL messages: builders and typed accessors over the ``common.Message`` envelope.
+
+The envelope is the WAL's storage format, so it is protobuf; headers are JSON
+documents and Insert/Delete bodies are Arrow IPC streams. Rows take the
+message timetick as their timestamp (``_ts``), whatever the producer sent.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow as pa
+
+from protos.common_pb2 import Message, MessageType
+from services.arrowio import ipc_to_table, table_to_ipc
+
+__all__ = [
+    "Message",
+    "MessageType",
+    "new_insert",
+    "new_delete",
+    "new_create_collection",
+    "new_drop_collection",
+    "new_time_tick",
+    "header",
+    "body_table",
+]
+
+
+def _msg(kind: int, vchannel: str, head: dict[str, Any], body: bytes = b"") -> Message:
+    return Message(type=kind, vchannel=vchannel, header=json.dumps(head).encode(), body=body)
+
+
+def new_insert(vchannel: str, collection_id: int, partition_id: int, table: pa.Table) -> Message:
+    """An Insert of ``table`` (schema fields, no ``_ts``) into ``vchannel``."""
+    head = {"collection_id": collection_id, "partition_id": partition_id, "rows": table.num_rows}
+    return _msg(MessageType.INSERT, vchannel, head, table_to_ipc(table))
+
+
+def new_delete(vchannel: str, collection_id: int, pks: pa.Array) -> Message:
+    """A Delete of the primary keys ``pks``; it hides rows inserted before its timetick."""
+    table = pa.table({"pk": pks})
+    return _msg(MessageType.DELETE, vchannel, {"collection_id": collection_id, "rows": len(pks)}, table_to_ipc(table))
+
+
+def new_create_collection(vchannel: str, collection_id: int, schema_json: str) -> Message:
+    return _msg(MessageType.CREATE_COLLECTION, vchannel, {"collection_id": collection_id, "schema": schema_json})
+
+
+def new_drop_collection(vchannel: str, collection_id: int) -> Message:
+    return _msg(MessageType.DROP_COLLECTION, vchannel, {"collection_id": collection_id})
+
+
+def new_time_tick(timetick: int) -> Message:
+    return Message(type=MessageType.TIME_TICK, vchannel="", timetick=timetick)
+
+
+def header(msg: Message) -> dict[str, Any]:
+    return json.loads(msg.header) if msg.header else {}
+
+
+def body_table(msg: Message) -> pa.Table:
+    return ipc_to_table(msg.body)

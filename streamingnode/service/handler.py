@@ -1,0 +1,107 @@
+"""``StreamingNodeHandler``: Produce (bidirectional) and Consume (server stream)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+import grpc
+import structlog
+
+from protos import streaming_pb2, streaming_pb2_grpc
+from services.errors import ErrorCode, StrataError
+from services.grpcutil import error_status, ok_status, rpc_method
+from streamingnode.walimpls.wal import DeliverPolicy, MessageID
+from streamingnode.walmanager.manager import WALManager
+
+log = structlog.get_logger().bind(component="handler-service")
+
+
+def _policy(req: streaming_pb2.ConsumeRequest) -> DeliverPolicy:
+    match req.policy:
+        case streaming_pb2.DELIVER_ALL:
+            return DeliverPolicy.all()
+        case streaming_pb2.DELIVER_LATEST:
+            return DeliverPolicy.latest()
+        case streaming_pb2.DELIVER_START_FROM:
+            return DeliverPolicy.start_from(MessageID.from_bytes(req.message_id))
+        case streaming_pb2.DELIVER_START_AFTER:
+            return DeliverPolicy.start_after(MessageID.from_bytes(req.message_id))
+    raise StrataError(f"unknown deliver policy {req.policy}", ErrorCode.INVALID_ARGUMENT)
+
+
+class HandlerService(streaming_pb2_grpc.StreamingNodeHandlerServicer):
+    def __init__(self, manager: WALManager) -> None:
+        self._manager = manager
+
+    async def Produce(
+        self, request_iterator: AsyncIterator[streaming_pb2.ProduceRequest], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[streaming_pb2.ProduceResponse]:
+        # Requests are appended concurrently (so they share group commits); answers go out as they finish.
+        answers: asyncio.Queue[streaming_pb2.ProduceResponse | None] = asyncio.Queue()
+
+        async def one(req: streaming_pb2.ProduceRequest) -> None:
+            try:
+                wal = self._manager.get(req.pchannel, req.term)
+                done = await wal.append(list(req.messages))
+                results = [
+                    streaming_pb2.AppendResult(message_id=a.message_id.to_bytes(), timetick=a.timetick)
+                    for a in done
+                ]
+                answers.put_nowait(
+                    streaming_pb2.ProduceResponse(request_id=req.request_id, status=ok_status(), results=results)
+                )
+            except StrataError as err:
+                answers.put_nowait(streaming_pb2.ProduceResponse(request_id=req.request_id, status=error_status(err)))
+            except Exception as err:  # RPC boundary
+                log.exception("append failed", pchannel=req.pchannel)
+                answers.put_nowait(
+                    streaming_pb2.ProduceResponse(
+                        request_id=req.request_id,
+                        status=error_status(StrataError(f"append failed: {err}")),
+                    )
+                )
+
+        async def pump() -> None:
+            async with asyncio.TaskGroup() as tg:
+                async for req in request_iterator:
+                    tg.create_task(one(req))
+            answers.put_nowait(None)
+
+        reader = asyncio.create_task(pump())
+        try:
+            while True:
+                resp = await answers.get()
+                if resp is None:
+                    break
+                yield resp
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await reader
+
+    async def Consume(
+        self, request: streaming_pb2.ConsumeRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[streaming_pb2.ConsumeResponse]:
+        try:
+            wal = self._manager.get(request.pchannel, request.term)
+            policy = _policy(request)
+        except StrataError as err:
+            yield streaming_pb2.ConsumeResponse(status=error_status(err))
+            return
+        async for message_id, msg in wal.read(policy, request.vchannel):
+            yield streaming_pb2.ConsumeResponse(status=ok_status(), message_id=message_id.to_bytes(), message=msg)
+        # The WAL closed under us (removed or moved): tell the consumer to re-resolve.
+        yield streaming_pb2.ConsumeResponse(
+            status=error_status(StrataError(f"wal {request.pchannel} closed", ErrorCode.WAL_CLOSED))
+        )
+
+    @rpc_method(streaming_pb2.GetCollectionRowsResponse)
+    async def GetCollectionRows(
+        self, request: streaming_pb2.GetCollectionRowsRequest, context: grpc.aio.ServicerContext
+    ) -> streaming_pb2.GetCollectionRowsResponse:
+        wal = self._manager.get(request.pchannel, request.term)
+        return streaming_pb2.GetCollectionRowsResponse(
+            status=ok_status(), rows=wal.collection_rows(request.collection_id)
+        )

@@ -1,0 +1,1 @@
+"""WAL ownership per pchannel (the lifetime state machine)."""

@@ -1,0 +1,43 @@
+"""Session fixtures shared by the suites: a real etcd and a real standalone cluster."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+import pytest
+
+from services.etcd.process import EtcdProcess
+from tests.harness import Standalone
+
+
+@pytest.fixture(scope="session")
+def etcd_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    proc = EtcdProcess(tmp_path_factory.mktemp("etcd") / "data")
+    proc.start()
+    try:
+        yield proc.endpoint
+    finally:
+        proc.stop()
+
+
+@pytest.fixture(scope="session")
+def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
+    s = Standalone(tmp_path_factory.mktemp("standalone") / "data")
+    s.start()
+    try:
+        yield s
+    finally:
+        try:
+            s.stop()
+        finally:
+            s.kill()
+
+
+@pytest.fixture()
+def milvus(standalone: Standalone) -> Iterator[object]:
+    from pymilvus import MilvusClient
+
+    client = MilvusClient(standalone.uri)
+    try:
+        yield client
+    finally:
+        client.close()

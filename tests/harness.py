@@ -1,0 +1,99 @@
+"""Test harness: real processes on loopback, always stopped."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Standalone:
+    """``strata standalone`` as a child process in its own process group."""
+
+    def __init__(self, data_dir: Path, port: int | None = None) -> None:
+        self.data_dir = data_dir
+        self.port = port or free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = data_dir.parent / f"{data_dir.name}-standalone.log"
+
+    @property
+    def uri(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 90.0) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")  # noqa: SIM115 - closed below, child keeps its copy
+        env = {**os.environ, "STRATA_LOG_LEVEL": os.environ.get("STRATA_LOG_LEVEL", "INFO")}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "services.cli", "standalone", "--data-dir", str(self.data_dir), "--port", str(self.port)],
+            cwd=REPO,
+            stdout=log,
+            stderr=log,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env=env,
+        )
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"standalone exited early:\n{self.logs()}")
+            if b"standalone ready" in self.log_path.read_bytes():
+                return
+            time.sleep(0.1)
+        self.kill()
+        raise TimeoutError(f"standalone not ready in {timeout}s:\n{self.logs()}")
+
+    def logs(self) -> str:
+        parts = [self.log_path.read_text(errors="replace")[-5000:]] if self.log_path.exists() else []
+        for f in sorted((self.data_dir / "logs").glob("*.log")):
+            parts.append(f"--- {f.name}\n" + f.read_text(errors="replace")[-5000:])
+        return "\n".join(parts)
+
+    def stop(self, timeout: float = 60.0) -> int:
+        """SIGTERM and wait: the clean shutdown path."""
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                raise
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group (launcher, roles, etcd)."""
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+        # Children die with their parent, but make sure none outlives the test.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and _group_alive(self.proc.pid):
+            time.sleep(0.05)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
