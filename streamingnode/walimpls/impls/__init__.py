@@ -1,0 +1,1 @@
+"""WAL backends; each registers itself in ``walimpls.registry`` by name."""

@@ -1,0 +1,320 @@
+"""``LocalWAL``: one channel's log in a directory of segment files.
+
+Ownership and lifetime: the opener makes a ``LocalWAL`` after taking the
+channel lock and recovering the tail; the WAL owns the lock, the
+:class:`SegmentWriter`, its writer task and its scanners until
+:meth:`LocalWAL.close`. States only move forward::
+
+    OPEN -> CLOSING (new appends fail, queued ones drain) -> CLOSED
+
+Group commit: ``append`` queues a request and waits for its future; the
+writer task takes every queued request, writes them in one worker-thread
+call ending in one fsync, then resolves them all. While that thread runs,
+new requests queue up and form the next batch, so the fsync rate adapts to
+the disk instead of to the number of callers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import assert_never
+
+import structlog
+
+from services.errors import InvalidArgument, StrataError, WALClosed
+
+from ...wal import DeliverPolicy, DeliverPolicyKind, MessageID
+from .lock import ChannelLock
+from .record import MAX_PAYLOAD
+from .scanner import LocalScanner
+from .segment import Segment, fsync_dir
+from .writer import SegmentWriter
+
+
+class _State(Enum):
+    OPEN = "open"
+    CLOSING = "closing"
+    CLOSED = "closed"
+
+
+@dataclass(slots=True)
+class _AppendRequest:
+    payloads: list[bytes]
+    future: asyncio.Future[list[MessageID]]
+
+
+class LocalWAL:
+    """A :class:`~streamingnode.walimpls.wal.WALImpl` over local segment files.
+
+    Built by ``LocalWALOpener.open``; call :meth:`start` on the event loop
+    before use.
+    """
+
+    def __init__(
+        self,
+        *,
+        channel: str,
+        term: int,
+        directory: Path,
+        lock: ChannelLock,
+        segments: list[Segment],
+        writer: SegmentWriter,
+        next_seq: int,
+    ) -> None:
+        self.channel = channel
+        self.term = term
+        self._dir = directory
+        self._lock = lock
+        self._segments = segments  # mutated on the loop only
+        self._writer = writer
+        self._next_seq = next_seq  # next seq to hand out
+        self._durable_seq = next_seq - 1  # newest fsync'd seq; readers stop here
+        self._state = _State.OPEN
+        self._failure: BaseException | None = None
+        self._queue: list[_AppendRequest] = []
+        self._inflight: list[_AppendRequest] = []
+        self._wakeup = asyncio.Event()
+        self._waiters: set[asyncio.Future[None]] = set()
+        self._scanners: weakref.WeakSet[LocalScanner] = weakref.WeakSet()
+        self._writer_task: asyncio.Task[None] | None = None
+        self._close_task: asyncio.Task[None] | None = None
+        self.commit_count = 0
+        self._log = structlog.get_logger().bind(component="wal-local", pchannel=channel, term=term)
+
+    def start(self) -> None:
+        """Start the writer task (owned here, awaited by :meth:`close`)."""
+        assert self._writer_task is None
+        self._writer_task = asyncio.get_running_loop().create_task(
+            self._run_writer(), name=f"wal-local-writer-{self.channel}"
+        )
+
+    # -- WALImpl -----------------------------------------------------------
+
+    async def append(self, payloads: Sequence[bytes]) -> list[MessageID]:
+        """See :meth:`WALImpl.append`. Waits for the fsync of its batch."""
+        self._check_open()
+        batch = []
+        for p in payloads:
+            if not isinstance(p, (bytes, bytearray, memoryview)):
+                raise InvalidArgument(f"payload must be bytes, got {type(p).__name__}")
+            if len(p) > MAX_PAYLOAD:
+                raise InvalidArgument(f"payload of {len(p)} bytes is too large")
+            batch.append(bytes(p))
+        if not batch:
+            return []
+        future: asyncio.Future[list[MessageID]] = asyncio.get_running_loop().create_future()
+        self._queue.append(_AppendRequest(batch, future))
+        self._wakeup.set()
+        return await future
+
+    def read(self, policy: DeliverPolicy) -> LocalScanner:
+        """See :meth:`WALImpl.read`."""
+        self._check_open()
+        start: int
+        match policy.kind:
+            case DeliverPolicyKind.ALL:
+                start = 1  # the scanner moves up to the first remaining record
+            case DeliverPolicyKind.LATEST:
+                start = self._next_seq
+            case DeliverPolicyKind.START_FROM:
+                assert policy.message_id is not None
+                start = policy.message_id.seq
+            case DeliverPolicyKind.START_AFTER:
+                assert policy.message_id is not None
+                start = policy.message_id.seq + 1
+            case _:
+                assert_never(policy.kind)
+        scanner = LocalScanner(self, start, self.channel)
+        self._scanners.add(scanner)
+        self._log.debug("scanner started", policy=policy.kind.value, start_seq=start)
+        return scanner
+
+    async def truncate(self, message_id: MessageID) -> None:
+        """Delete segment files whose records are all below ``message_id``.
+
+        The last segment is always kept. Files leave the segment list before
+        they are unlinked, so new scanners never look for them; scanners
+        inside such a file keep reading it through their open descriptor.
+        """
+        self._check_open()
+        drop: list[Segment] = []
+        while len(self._segments) > 1 and self._segments[1].first_seq <= message_id.seq:
+            drop.append(self._segments.pop(0))
+        if not drop:
+            return
+        await asyncio.to_thread(self._delete_segments, drop)
+        self._log.info(
+            "segments truncated",
+            upto=message_id.seq,
+            files=len(drop),
+            first_kept=self._segments[0].first_seq,
+        )
+
+    def last_message_id(self) -> MessageID | None:
+        return MessageID(self._durable_seq) if self._durable_seq > 0 else None
+
+    async def close(self) -> None:
+        """See :meth:`WALImpl.close`. Every caller waits for the same close."""
+        if self._close_task is None:
+            self._state = _State.CLOSING
+            self._wakeup.set()
+            self._close_task = asyncio.get_running_loop().create_task(
+                self._close(), name=f"wal-local-close-{self.channel}"
+            )
+        # Shielded: a caller that gives up must not leave the lock held and
+        # the writer half-stopped; the close task finishes on its own.
+        await asyncio.shield(self._close_task)
+
+    # -- for scanners and tests ---------------------------------------------
+
+    @property
+    def durable_seq(self) -> int:
+        return self._durable_seq
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        return tuple(self._segments)
+
+    @property
+    def is_closed(self) -> bool:
+        return self._state is _State.CLOSED
+
+    @property
+    def fsync_count(self) -> int:
+        """fsync calls made so far (segment files and the directory)."""
+        return self._writer.fsync_count
+
+    def wait_for_commit(self) -> asyncio.Future[None]:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self._state is _State.CLOSED:
+            future.set_result(None)
+        else:
+            self._waiters.add(future)
+        return future
+
+    # -- internals ------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._state is not _State.OPEN:
+            raise WALClosed(f"wal of channel {self.channel} (term {self.term}) is closed")
+        if self._failure is not None:
+            raise StrataError(f"wal of channel {self.channel} failed") from self._failure
+
+    def _notify(self) -> None:
+        waiters, self._waiters = self._waiters, set()
+        for w in waiters:
+            if not w.done():
+                w.set_result(None)
+
+    async def _run_writer(self) -> None:
+        try:
+            while True:
+                if not self._queue:
+                    if self._state is not _State.OPEN:
+                        return  # drained
+                    self._wakeup.clear()
+                    await self._wakeup.wait()
+                    continue
+                self._inflight, self._queue = self._queue, []
+                await self._commit(self._inflight)
+                self._inflight = []
+        except asyncio.CancelledError:
+            self._fail_pending(WALClosed, "writer cancelled")
+            raise
+        except Exception as err:  # task boundary: a bug must not leave appends hanging
+            self._failure = err
+            self._log.exception("writer failed")
+            self._fail_pending(StrataError, "writer failed", err)
+
+    async def _commit(self, batch: list[_AppendRequest]) -> None:
+        """Write one batch; runs in the writer task, never in a caller's.
+
+        Callers that were cancelled before their seqs were handed out are
+        dropped; later cancellations do not stop the write (the records may
+        be in the log, as the interface allows).
+        """
+        live = [r for r in batch if not r.future.done()]
+        if not live:
+            return
+        if self._failure is not None:
+            self._fail(live, StrataError, "failed earlier", self._failure)
+            return
+        records: list[tuple[int, bytes]] = []
+        ids: list[list[MessageID]] = []
+        seq = self._next_seq
+        for req in live:
+            req_ids = []
+            for payload in req.payloads:
+                records.append((seq, payload))
+                req_ids.append(MessageID(seq))
+                seq += 1
+            ids.append(req_ids)
+        self._next_seq = seq
+        try:
+            result = await asyncio.to_thread(self._writer.write, records)
+        except Exception as err:
+            # The file may hold part of the batch: no further write may land
+            # after it. Reopening cuts the torn part off.
+            self._failure = err
+            self._log.error("append failed", error=repr(err), records=len(records))
+            self._fail(live, StrataError, "append failed", err)
+            return
+        self._segments.extend(result.new_segments)
+        self._durable_seq = seq - 1
+        self.commit_count += 1
+        for segment in result.new_segments:
+            self._log.info("segment created", first_seq=segment.first_seq)
+        self._notify()
+        for req, req_ids in zip(live, ids, strict=True):
+            if not req.future.done():
+                req.future.set_result(req_ids)
+
+    def _fail(
+        self,
+        requests: list[_AppendRequest],
+        kind: type[StrataError],
+        what: str,
+        cause: BaseException | None = None,
+    ) -> None:
+        for req in requests:
+            if not req.future.done():
+                error = kind(f"wal of channel {self.channel} (term {self.term}): {what}")
+                error.__cause__ = cause
+                req.future.set_exception(error)
+
+    def _fail_pending(
+        self, kind: type[StrataError], what: str, cause: BaseException | None = None
+    ) -> None:
+        self._fail(self._inflight + self._queue, kind, what, cause)
+        self._inflight, self._queue = [], []
+
+    async def _close(self) -> None:
+        assert self._writer_task is not None
+        try:
+            await self._writer_task
+        finally:
+            self._state = _State.CLOSED
+            self._notify()
+            for scanner in list(self._scanners):
+                await scanner.close()
+            await asyncio.to_thread(self._release)
+            self._log.info("wal closed", last_seq=self._durable_seq)
+
+    def _release(self) -> None:
+        try:
+            self._writer.close()
+        finally:
+            self._lock.release()
+
+    def _delete_segments(self, segments: list[Segment]) -> None:
+        for segment in segments:  # oldest first: a crash leaves a suffix of the log
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(segment.path)
+        fsync_dir(self._dir)
