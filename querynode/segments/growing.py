@@ -1,0 +1,293 @@
+"""The in-memory growing data of one vchannel: MVCC reads and exact search.
+
+A :class:`GrowingStore` is owned by the vchannel's delegator, which applies
+the vchannel's inserts and deletes in WAL (timestamp) order and reads at its
+tsafe. Each store is plain data with no I/O; searches are CPU work the owner
+should run off the event loop. It is not thread-safe: the owner must not let
+a read overlap a write.
+
+Pieces (one module each): ``mvcc`` (row validity intervals), ``pk_index``
+(primary key -> code), ``rows`` (scalar columns as Arrow chunks),
+``vectors`` (float32 matrix per vector field), ``search`` (exact top-k),
+``metric`` (distances).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from querynode.segments.metric import parse_metric
+from querynode.segments.mvcc import VersionChains
+from querynode.segments.pk_index import make_pk_index
+from querynode.segments.rows import ChunkedRows
+from querynode.segments.search import Hits, exact_search
+from querynode.segments.vectors import VectorColumn
+from services.schema import TIMESTAMP_COLUMN, CollectionSchema, DataType
+
+#: Columns every search result starts with (besides the primary key).
+QUERY_COLUMN = "query"
+DISTANCE_COLUMN = "distance"
+
+_MAX_TS = int(np.iinfo(np.uint64).max)
+_MASK_CACHE_SIZE = 8
+
+
+class GrowingStore:
+    """Rows inserted into one vchannel and not yet served from sealed segments."""
+
+    def __init__(self, schema: CollectionSchema) -> None:
+        self._schema = schema
+        self._pk = schema.primary_field
+        self._arrow_schema = schema.arrow_schema()
+        self._vectors: dict[str, VectorColumn] = {}
+        for f in schema.vector_fields:
+            if f.dtype != DataType.FLOAT_VECTOR:
+                raise ValueError(f"vector field {f.name}: {f.dtype.name} is not supported")
+            self._vectors[f.name] = VectorColumn(f.dim)
+        self._rows = ChunkedRows(
+            pa.schema([f for f in self._arrow_schema if f.name not in self._vectors])
+        )
+        self._chains = VersionChains(make_pk_index(self._pk.dtype))
+        self._table: pa.Table | None = None  # cached until the next insert
+        self._masks: dict[int, np.ndarray] = {}  # read_ts -> visible mask, until any write
+
+    @property
+    def schema(self) -> CollectionSchema:
+        return self._schema
+
+    @property
+    def num_rows(self) -> int:
+        """Rows stored (inserted), including deleted and superseded ones."""
+        return self._chains.num_rows
+
+    @property
+    def high_water_ts(self) -> int:
+        """Largest timestamp applied (insert or delete); 0 when nothing was."""
+        return self._chains.high_water
+
+    def apply_insert(self, table: pa.Table) -> None:
+        """Store a batch of rows.
+
+        ``table`` holds every column of ``schema.arrow_schema()`` (extra
+        columns are ignored; types are cast when they differ). Timestamps must
+        be non-decreasing and not below :attr:`high_water_ts`. On
+        ``ValueError`` nothing was stored.
+        """
+        batch = self._conform(table)
+        if batch.num_rows == 0:
+            return
+        pks = batch.column(self._pk.name).chunk(0)
+        if pks.null_count:
+            raise ValueError(f"primary key {self._pk.name} has null values")
+        ts = batch.column(TIMESTAMP_COLUMN).chunk(0)
+        if ts.null_count:
+            raise ValueError(f"{TIMESTAMP_COLUMN} has null values")
+        ts_values = ts.to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)
+        self._chains.check_append(ts_values)
+        decoded = {
+            name: VectorColumn.decode(batch.column(name).chunk(0), column.dim)
+            for name, column in self._vectors.items()
+        }
+
+        self._chains.append(pks, ts_values)
+        for name, (rows, valid) in decoded.items():
+            self._vectors[name].append(rows, valid)
+        self._rows.append(batch.select(self._rows.schema.names))
+        self._table = None
+        self._masks.clear()
+
+    def apply_delete(self, pks: pa.Array | pa.ChunkedArray, ts: int) -> None:
+        """Delete keys ``pks`` at ``ts``: hides their versions with ``_ts < ts``.
+
+        A version inserted at exactly ``ts`` stays visible (upsert = delete +
+        insert at one timestamp). Keys with no stored row are ignored.
+        """
+        _check_ts(ts, "delete ts")
+        keys = _as_array(pks, self._arrow_schema.field(self._pk.name).type)
+        if keys.null_count:
+            raise ValueError("cannot delete a null primary key")
+        self._chains.delete(keys, ts)
+        self._masks.clear()
+
+    def visible_mask(self, read_ts: int) -> np.ndarray:
+        """Bool per stored row: the live version of its key at ``read_ts``.
+
+        Cached until the next write; the array is read-only.
+        """
+        _check_ts(read_ts, "read ts")
+        mask = self._masks.get(read_ts)
+        if mask is None:
+            mask = self._chains.visible(read_ts)
+            mask.flags.writeable = False
+            if len(self._masks) >= _MASK_CACHE_SIZE:
+                del self._masks[next(iter(self._masks))]
+            self._masks[read_ts] = mask
+        return mask
+
+    def table(self) -> pa.Table:
+        """Every stored row (``schema.arrow_schema()`` columns), cached until the next insert.
+
+        Vector columns are zero-copy over the search matrices.
+        """
+        if self._table is None:
+            scalars = self._rows.table()
+            columns: list[pa.Array | pa.ChunkedArray] = []
+            for f in self._arrow_schema:
+                vector = self._vectors.get(f.name)
+                columns.append(scalars.column(f.name) if vector is None else vector.to_arrow())
+            self._table = pa.Table.from_arrays(columns, schema=self._arrow_schema)
+        return self._table
+
+    def search(
+        self,
+        *,
+        field: str,
+        vectors: np.ndarray,
+        metric: str,
+        topk: int,
+        read_ts: int,
+        mask: np.ndarray | None = None,
+        output_fields: Sequence[str] = (),
+    ) -> pa.Table:
+        """Exact top-``topk`` visible rows (and ``mask``) per query vector.
+
+        Returns columns ``query`` (int32), the primary key, ``distance``
+        (float32), then ``output_fields``; rows sorted by query, then best
+        first (ties: earlier stored row first). Raises ``ValueError`` for an
+        unknown metric or field, a dimension mismatch or ``topk < 1``.
+        """
+        parsed = parse_metric(metric)
+        column = self._vectors.get(field)
+        if column is None:
+            raise ValueError(f"{field!r} is not a float vector field")
+        queries = np.asarray(vectors, dtype=np.float32)
+        if queries.ndim == 1:
+            queries = queries.reshape(1, -1)
+        if queries.ndim != 2 or queries.shape[1] != column.dim:
+            raise ValueError(
+                f"query vectors must be (nq, {column.dim}), got shape {np.shape(vectors)}"
+            )
+        if topk < 1:
+            raise ValueError(f"topk must be at least 1, got {topk}")
+        outputs = self._output_columns(output_fields)
+        for name in (QUERY_COLUMN, DISTANCE_COLUMN):
+            if name in outputs:
+                raise ValueError(f"output field {name!r} collides with a result column")
+
+        selected = self._selection(read_ts, mask)
+        valid = column.valid()
+        if valid is not None:
+            selected = selected & valid
+        candidates = None if selected.all() else np.flatnonzero(selected)
+        hits = exact_search(column, queries, metric=parsed, topk=topk, candidates=candidates)
+        return self._hits_table(hits, outputs)
+
+    def query(
+        self,
+        *,
+        read_ts: int,
+        mask: np.ndarray | None = None,
+        output_fields: Sequence[str] = (),
+        limit: int | None = None,
+    ) -> pa.Table:
+        """Visible rows (and ``mask``): primary key then ``output_fields``, by ascending key.
+
+        At most ``limit`` rows when given (the smallest keys).
+        """
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit must not be negative, got {limit}")
+        outputs = self._output_columns(output_fields)
+        rows = np.flatnonzero(self._selection(read_ts, mask))
+        if limit == 0:
+            rows = rows[:0]
+        keys = self._rows.take(rows, [self._pk.name]).column(0)
+        if limit is not None and 0 < limit < len(rows):
+            # Visible keys are unique, so an unstable selection is deterministic.
+            order = pc.select_k_unstable(keys, k=limit, sort_keys=[("key", "ascending")])
+        else:
+            order = pc.sort_indices(keys)
+        return self._take_columns(rows[order.to_numpy()], [self._pk.name, *outputs])
+
+    def count(self, *, read_ts: int, mask: np.ndarray | None = None) -> int:
+        """Number of visible rows (and ``mask``) at ``read_ts``."""
+        return int(np.count_nonzero(self._selection(read_ts, mask)))
+
+    def _selection(self, read_ts: int, mask: np.ndarray | None) -> np.ndarray:
+        visible = self.visible_mask(read_ts)
+        if mask is None:
+            return visible
+        if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
+            raise ValueError("mask must be a numpy bool array")
+        if mask.shape != visible.shape:
+            raise ValueError(f"mask has shape {mask.shape}, store has {self.num_rows} rows")
+        selected: np.ndarray = visible & mask
+        return selected
+
+    def _output_columns(self, output_fields: Sequence[str]) -> list[str]:
+        """Requested columns without the primary key or repeats, validated."""
+        names = set(self._arrow_schema.names)
+        out: list[str] = []
+        for name in output_fields:
+            if name not in names:
+                raise ValueError(f"unknown output field {name!r}")
+            if name != self._pk.name and name not in out:
+                out.append(name)
+        return out
+
+    def _take_columns(self, rows: np.ndarray, names: Sequence[str]) -> pa.Table:
+        scalar_names = [n for n in names if n not in self._vectors]
+        scalars = self._rows.take(rows, scalar_names)
+        arrays: list[pa.Array | pa.ChunkedArray] = []
+        for name in names:
+            vector = self._vectors.get(name)
+            arrays.append(scalars.column(name) if vector is None else vector.take(rows))
+        schema = pa.schema([self._arrow_schema.field(n) for n in names])
+        return pa.Table.from_arrays(arrays, schema=schema)
+
+    def _hits_table(self, hits: Hits, outputs: Sequence[str]) -> pa.Table:
+        taken = self._take_columns(hits.row, [self._pk.name, *outputs])
+        pk_field = self._arrow_schema.field(self._pk.name)
+        fields = [
+            pa.field(QUERY_COLUMN, pa.int32()),
+            pk_field,
+            pa.field(DISTANCE_COLUMN, pa.float32()),
+        ]
+        arrays: list[pa.Array | pa.ChunkedArray] = [
+            pa.array(hits.query, pa.int32()),
+            taken.column(0),
+            pa.array(hits.distance, pa.float32()),
+        ]
+        for name in outputs:
+            fields.append(self._arrow_schema.field(name))
+            arrays.append(taken.column(name))
+        return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+    def _conform(self, table: pa.Table) -> pa.Table:
+        """``table`` with exactly the store's columns, types and one chunk per column."""
+        columns = []
+        for f in self._arrow_schema:
+            if f.name not in table.column_names:
+                raise ValueError(f"insert batch lacks column {f.name!r}")
+            columns.append(_as_array(table.column(f.name), f.type))
+        return pa.Table.from_arrays(columns, schema=self._arrow_schema)
+
+
+def _as_array(values: pa.Array | pa.ChunkedArray, type_: pa.DataType) -> pa.Array:
+    """``values`` as one contiguous array of ``type_``; ``ValueError`` if it cannot be cast."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if values.type != type_:
+        try:
+            values = values.cast(type_)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
+            raise ValueError(f"cannot convert {values.type} to {type_}") from err
+    return values
+
+
+def _check_ts(ts: int, what: str) -> None:
+    if not 0 <= ts <= _MAX_TS:
+        raise ValueError(f"{what} {ts} is not a uint64 timestamp")
