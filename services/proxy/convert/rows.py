@@ -1,0 +1,351 @@
+"""Row data between Milvus ``FieldData`` columns and Arrow tables.
+
+Insert (``insert_to_table``, here): pymilvus sends one ``FieldData`` per field.
+A nullable field, or one with a default value, carries ``valid_data`` (one flag
+per row) and only the valid values ("compact", as Milvus expects); a
+full-length column with placeholders is accepted too. Row keys pymilvus could
+not place in a schema field arrive as JSON objects in a ``$meta`` FieldData
+marked ``is_dynamic``.
+
+The result direction (Arrow -> FieldData, output field resolution) lives in
+``output`` and primary keys in ``ids``; both are re-exported here so the row
+API reads as one module.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, TypeAlias
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pymilvus.grpc_gen import schema_pb2
+
+from services.errors import InvalidArgument
+from services.proxy.convert.fieldtypes import NUMPY_TYPES, SCALAR_SLOTS, TEXT_TYPES, slot_name
+from services.proxy.convert.ids import ids_from_proto, ids_to_proto
+from services.proxy.convert.output import (
+    OutputFields,
+    column_to_field_data,
+    resolve_output_fields,
+    table_to_fields_data,
+)
+from services.proxy.convert.schema import type_name
+from services.schema import DYNAMIC_FIELD_NAME, CollectionSchema, DataType, FieldSchema
+
+__all__ = [
+    "OutputFields",
+    "column_to_field_data",
+    "ids_from_proto",
+    "ids_to_proto",
+    "insert_to_table",
+    "resolve_output_fields",
+    "table_to_fields_data",
+]
+
+# A column as read from FieldData: a numpy array (2-D for vectors) or, for
+# VARCHAR/JSON, a list of str with None where a row is null.
+_Values: TypeAlias = np.ndarray | list[Any]
+# Called with (value index, parsed JSON value) for each JSON cell of an insert.
+_JsonCheck: TypeAlias = Callable[[int, Any], None]
+
+
+def insert_to_table(
+    fields_data: Sequence[schema_pb2.FieldData],
+    num_rows: int,
+    schema: CollectionSchema,
+    *,
+    auto_ids: np.ndarray | None = None,
+    allow_insert_auto_id: bool = False,
+) -> pa.Table:
+    """Validate an insert's columns and build the rows as an Arrow table.
+
+    The table has exactly the schema's fields in order
+    (``schema.arrow_schema(with_timestamp=False)``). Missing nullable fields
+    become nulls, missing fields with a default take it, a missing ``$meta``
+    becomes ``{}`` per row.
+
+    Args:
+        fields_data: the request's columns.
+        num_rows: the request's row count.
+        schema: the collection's schema.
+        auto_ids: int64 ids, one per row, for an auto-id primary key (stringified
+            for a VarChar key). Required when the key is auto id and not given.
+        allow_insert_auto_id: the collection lets clients supply auto-id keys
+            (Milvus' ``allow_insert_auto_id`` property).
+
+    Raises:
+        InvalidArgument: the data does not fit the schema; the message names
+            the field.
+    """
+    if num_rows <= 0:
+        raise InvalidArgument(f"invalid num_rows {num_rows}: num_rows should be greater than 0")
+    dynamic = schema.dynamic_field
+    by_name: dict[str, schema_pb2.FieldData] = {}
+    for fd in fields_data:
+        name = DYNAMIC_FIELD_NAME if fd.is_dynamic else fd.field_name
+        if name in by_name:
+            raise InvalidArgument(f"duplicated field {name} found")
+        if name == DYNAMIC_FIELD_NAME and dynamic is None:
+            raise InvalidArgument(
+                f"without dynamic schema enabled, the field name cannot be set to "
+                f"{DYNAMIC_FIELD_NAME}"
+            )
+        if name != DYNAMIC_FIELD_NAME and not schema.has_field(name):
+            if dynamic is None:
+                raise InvalidArgument(
+                    f"Attempt to insert an unexpected field `{name}` to collection "
+                    f"without enabling dynamic field"
+                )
+            raise InvalidArgument(
+                f"field `{name}` does not exist in collection {schema.name}; "
+                f"dynamic keys travel in the {DYNAMIC_FIELD_NAME} field"
+            )
+        by_name[name] = fd
+
+    columns: list[pa.Array] = []
+    for field in schema.fields:
+        fd = by_name.get(field.name)
+        if field.is_primary and field.auto_id and (fd is None or not allow_insert_auto_id):
+            if fd is not None:
+                raise InvalidArgument(
+                    f"can not assign primary field data when auto id enabled and "
+                    f"allow_insert_auto_id is false {field.name}"
+                )
+            columns.append(_auto_id_column(field, auto_ids, num_rows))
+        elif field.is_dynamic:
+            columns.append(_dynamic_column(field, fd, num_rows, schema))
+        else:
+            columns.append(_column(field, fd, num_rows))
+    return pa.Table.from_arrays(columns, schema=schema.arrow_schema(with_timestamp=False))
+
+
+def _auto_id_column(field: FieldSchema, auto_ids: np.ndarray | None, num_rows: int) -> pa.Array:
+    if auto_ids is None or len(auto_ids) != num_rows:
+        got = "none" if auto_ids is None else str(len(auto_ids))
+        raise ValueError(f"auto id field {field.name} needs {num_rows} auto_ids, got {got}")
+    ids = np.asarray(auto_ids, dtype=np.int64)
+    if field.dtype == DataType.VARCHAR:
+        return pa.array([str(i) for i in ids.tolist()], type=pa.string())
+    return pa.array(ids, type=pa.int64())
+
+
+def _dynamic_column(
+    field: FieldSchema, fd: schema_pb2.FieldData | None, num_rows: int, schema: CollectionSchema
+) -> pa.Array:
+    if fd is None:
+        return pa.array(["{}"] * num_rows, type=pa.string())
+    static = frozenset(f.name for f in schema.fields if not f.is_dynamic)
+
+    def check(row: int, obj: Any) -> None:
+        if not isinstance(obj, dict):
+            raise InvalidArgument(
+                f"dynamic field data must be a JSON object, got {type(obj).__name__} at row {row}"
+            )
+        if DYNAMIC_FIELD_NAME in obj:
+            raise InvalidArgument(f"cannot set json key to: {DYNAMIC_FIELD_NAME}")
+        clash = static.intersection(obj)
+        if clash:
+            raise InvalidArgument(
+                f"dynamic field name cannot include the static field name: {min(clash)}"
+            )
+
+    return _column(field, fd, num_rows, json_check=check)
+
+
+def _column(
+    field: FieldSchema,
+    fd: schema_pb2.FieldData | None,
+    num_rows: int,
+    *,
+    json_check: _JsonCheck | None = None,
+) -> pa.Array:
+    """One schema field's column, validated, nulls and defaults applied."""
+    if fd is None:
+        if field.default_value is None and not field.nullable:
+            raise InvalidArgument(
+                f"Insert missed an field `{field.name}` to collection without set "
+                f"nullable==true or set default_value"
+            )
+        empty = _expand(_empty(field), np.zeros(num_rows, dtype=bool))
+        return _to_arrow(field, empty, np.zeros(num_rows, dtype=bool))
+
+    values = _read(field, fd)
+    count = len(values)
+    if len(fd.valid_data) == 0:
+        if count != num_rows:
+            raise InvalidArgument(
+                f"the num_rows ({count}) of field ({field.name}) is not equal to "
+                f"passed num_rows ({num_rows})"
+            )
+        return _finish(field, values, None, json_check)
+
+    valid = np.array(fd.valid_data, dtype=bool)
+    if len(valid) != num_rows:
+        raise InvalidArgument(
+            f"the length ({len(valid)}) of valid_data of field ({field.name}) is not "
+            f"equal to passed num_rows ({num_rows})"
+        )
+    if not valid.all():
+        if field.dtype.is_vector:
+            raise InvalidArgument(f"vector field ({field.name}) does not support null")
+        if not field.nullable and field.default_value is None:
+            raise InvalidArgument(
+                f"field ({field.name}) is not nullable and has no default value, "
+                f"but null values were given"
+            )
+    n_valid = int(valid.sum())
+    if count == n_valid:
+        if n_valid != num_rows:
+            values = _expand(values, valid)
+    elif count != num_rows:
+        raise InvalidArgument(
+            f"the number of values ({count}) of field ({field.name}) does not match "
+            f"its valid_data ({n_valid} valid of {num_rows} rows)"
+        )
+    elif isinstance(values, list):
+        values = [v if ok else None for v, ok in zip(values, valid.tolist(), strict=True)]
+    return _finish(field, values, valid, json_check)
+
+
+def _finish(
+    field: FieldSchema, values: _Values, valid: np.ndarray | None, json_check: _JsonCheck | None
+) -> pa.Array:
+    """Check full-length values (JSON is parsed here, null rows skipped), build Arrow."""
+    if field.dtype == DataType.JSON:
+        assert isinstance(values, list)
+        for row, text in enumerate(values):
+            if text is None:
+                continue
+            try:
+                value = json.loads(text)
+            except ValueError as err:
+                raise InvalidArgument(
+                    f"invalid JSON in field ({field.name}) at row {row}: {err}"
+                ) from None
+            if json_check is not None:
+                json_check(row, value)
+    return _to_arrow(field, values, valid)
+
+
+def _mismatch(field: FieldSchema, got: str | None) -> InvalidArgument:
+    expected = slot_name(field.dtype)
+    return InvalidArgument(
+        f"type mismatch for field ({field.name}): schema type is {type_name(field.dtype)}, "
+        f"expected {expected} in the field data but got {got}"
+    )
+
+
+def _empty(field: FieldSchema) -> _Values:
+    if field.dtype == DataType.FLOAT_VECTOR:
+        return np.empty((0, field.dim), dtype=np.float32)
+    if field.dtype in TEXT_TYPES:
+        return []
+    return np.empty(0, dtype=NUMPY_TYPES[field.dtype])
+
+
+def _read(field: FieldSchema, fd: schema_pb2.FieldData) -> _Values:
+    """The values ``fd`` carries for ``field``, type-checked."""
+    kind = fd.WhichOneof("field")
+    if field.dtype == DataType.FLOAT_VECTOR:
+        if kind is None:
+            return _empty(field)
+        slot = fd.vectors.WhichOneof("data") if kind == "vectors" else kind
+        if kind != "vectors" or slot not in (None, "float_vector"):
+            raise _mismatch(field, slot)
+        flat = np.array(fd.vectors.float_vector.data, dtype=np.float32)
+        if fd.vectors.dim != field.dim and (fd.vectors.dim != 0 or len(flat) > 0):
+            raise InvalidArgument(
+                f"the dim ({fd.vectors.dim}) of field data({field.name}) is not equal to "
+                f"schema dim ({field.dim})"
+            )
+        if len(flat) % field.dim != 0:
+            raise InvalidArgument(
+                f"the length ({len(flat)}) of float vector data of field ({field.name}) "
+                f"is not a multiple of its dim ({field.dim})"
+            )
+        if not np.isfinite(flat).all():
+            raise InvalidArgument(f"float vector field ({field.name}) contains NaN or Inf")
+        return flat.reshape(-1, field.dim)
+
+    if kind is None:
+        return _empty(field)
+    slot = fd.scalars.WhichOneof("data") if kind == "scalars" else kind
+    if kind != "scalars" or (slot is not None and slot != SCALAR_SLOTS[field.dtype]):
+        raise _mismatch(field, slot)
+    if slot is None:
+        return _empty(field)
+    data = getattr(fd.scalars, slot).data
+    if field.dtype == DataType.VARCHAR:
+        return list(data)
+    if field.dtype == DataType.JSON:
+        return _decode_text(field, data)
+    if field.dtype in (DataType.INT8, DataType.INT16):
+        wide = np.array(data, dtype=np.int64)
+        info = np.iinfo(np.dtype(NUMPY_TYPES[field.dtype]))
+        bad = (wide < info.min) | (wide > info.max)
+        if bad.any():
+            raise InvalidArgument(
+                f"the value {int(wide[bad][0])} of field ({field.name}) is out of range "
+                f"of {type_name(field.dtype)} [{info.min}, {info.max}]"
+            )
+        return wide.astype(NUMPY_TYPES[field.dtype])
+    values = np.array(data, dtype=NUMPY_TYPES[field.dtype])
+    if field.dtype.is_floating and not np.isfinite(values).all():
+        raise InvalidArgument(f"float field ({field.name}) contains NaN or Inf")
+    return values
+
+
+def _decode_text(field: FieldSchema, data: Sequence[bytes]) -> list[Any]:
+    try:
+        return [raw.decode("utf-8") for raw in data]
+    except UnicodeDecodeError:
+        raise InvalidArgument(f"field ({field.name}) holds a value that is not UTF-8") from None
+
+
+def _expand(values: _Values, valid: np.ndarray) -> _Values:
+    """Spread compact values (only the valid rows) over all rows."""
+    if isinstance(values, list):
+        it = iter(values)
+        return [next(it) if ok else None for ok in valid.tolist()]
+    full = np.zeros((len(valid), *values.shape[1:]), dtype=values.dtype)
+    full[valid] = values
+    return full
+
+
+def _to_arrow(field: FieldSchema, values: _Values, valid: np.ndarray | None) -> pa.Array:
+    """Build the Arrow column; rows with ``valid`` false take the default or null."""
+    if field.dtype == DataType.FLOAT_VECTOR:
+        assert isinstance(values, np.ndarray)
+        flat = pa.array(np.ascontiguousarray(values).reshape(-1), type=pa.float32())
+        return pa.FixedSizeListArray.from_arrays(flat, field.dim)
+    if valid is not None and valid.all():
+        valid = None
+    if valid is not None and field.default_value is not None:
+        if isinstance(values, list):
+            default = field.default_value
+            values = [default if v is None else v for v in values]
+        else:
+            values = values.copy()
+            values[~valid] = field.default_value
+        valid = None
+    if isinstance(values, list):
+        array = pa.array(values, type=pa.string())
+    else:
+        array = pa.array(values, type=field.arrow_type(), mask=None if valid is None else ~valid)
+    if field.dtype == DataType.VARCHAR and len(array) > 0:
+        _check_max_length(field, array)
+    return array
+
+
+def _check_max_length(field: FieldSchema, array: pa.Array) -> None:
+    sizes = pc.fill_null(pc.binary_length(array), 0).to_numpy(zero_copy_only=False)
+    too_long = sizes > field.max_length
+    if too_long.any():
+        row = int(np.argmax(too_long))
+        raise InvalidArgument(
+            f"length of varchar field {field.name} exceeds max length, row number: {row}, "
+            f"length: {int(sizes[row])}, max length: {field.max_length}"
+        )

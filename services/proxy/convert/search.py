@@ -1,0 +1,393 @@
+"""Search and query requests and results at the proxy edge.
+
+What pymilvus sends for ``MilvusClient.search``: ``search_params`` as string
+key/values (``topk``, ``round_decimal``, ``ignore_growing``, optional
+``offset``, ``metric_type``, ``anns_field``, and ``params``: a JSON object
+holding every search parameter flattened, ``metric_type`` and ``radius``
+included), the query vectors as a serialised ``PlaceholderGroup`` with one
+``FloatVector`` placeholder (each value the little-endian float32 bytes of one
+vector), the filter in ``dsl`` and its ``{name}`` values in
+``expr_template_values``.
+
+What pymilvus reads back: ``SearchResultData.topks`` (hits per query) slices
+the flat ``ids``/``scores``/``fields_data``; ``primary_field_name`` names the
+key in each hit; ``output_fields`` minus the returned columns are dynamic keys
+to lift out of ``$meta``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from google.protobuf.message import DecodeError
+from pymilvus.grpc_gen import common_pb2, milvus_pb2, schema_pb2
+
+from services.errors import InvalidArgument
+from services.proxy.convert.ids import ids_to_proto
+from services.proxy.convert.output import (
+    append_packed,
+    resolve_output_fields,
+    table_to_fields_data,
+)
+from services.proxy.convert.schema import type_name
+from services.schema import CollectionSchema, DataType, FieldSchema
+
+TOPK_LIMIT = 16384
+NQ_LIMIT = 16384
+COUNT_FIELD = "count(*)"
+QUERY_COLUMN = "query"
+DISTANCE_COLUMN = "distance"
+
+# Keys pymilvus repeats inside ``params`` that the spec carries on its own.
+_TOP_LEVEL_KEYS = frozenset(
+    {"topk", "limit", "offset", "metric_type", "round_decimal", "ignore_growing", "anns_field"}
+)
+_UNSUPPORTED_KEYS = ("group_by_field", "order_by_fields")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class SearchSpec:
+    """One ANN search as the proxy understood it (no protobuf past this point)."""
+
+    vectors: np.ndarray
+    """Query vectors, float32, shape ``(nq, dim)``."""
+    anns_field: str
+    topk: int
+    offset: int = 0
+    metric_type: str | None = None
+    """Upper-cased, ``None`` when the client left it to the index."""
+    params: dict[str, Any] = field(default_factory=dict)
+    """Index search parameters (``ef``, ``nprobe``, ``radius``, ...)."""
+    radius: float | None = None
+    range_filter: float | None = None
+    round_decimal: int = -1
+    ignore_growing: bool = False
+    filter: str = ""
+    filter_params: dict[str, Any] = field(default_factory=dict)
+    output_fields: tuple[str, ...] = ()
+    partition_names: tuple[str, ...] = ()
+    guarantee_timestamp: int = 0
+    consistency_level: int = 0
+    use_default_consistency: bool = False
+
+    @property
+    def nq(self) -> int:
+        return int(self.vectors.shape[0])
+
+    @property
+    def limit(self) -> int:
+        return self.topk
+
+
+def parse_search_request(req: milvus_pb2.SearchRequest, schema: CollectionSchema) -> SearchSpec:
+    """Validate a ``SearchRequest`` against the schema and decode it.
+
+    Raises:
+        InvalidArgument: bad parameters, an unknown or non-vector ``anns_field``,
+            vectors of the wrong type or dimension, or a feature this build
+            does not serve (ranker, group by, search by primary keys).
+    """
+    if len(req.sub_reqs) > 0:
+        raise InvalidArgument("hybrid search through sub requests is not supported yet")
+    if req.HasField("function_score") and len(req.function_score.functions) > 0:
+        raise InvalidArgument("search with a ranker (function_score) is not supported yet")
+    if req.search_by_primary_keys or (req.HasField("ids") and not req.placeholder_group):
+        raise InvalidArgument("search by primary keys is not supported yet")
+
+    kv = {p.key: p.value for p in req.search_params}
+    params = _parse_params(kv.get("params", ""))
+    for key in _UNSUPPORTED_KEYS:
+        if kv.get(key) or params.get(key):
+            raise InvalidArgument(f"search parameter {key} is not supported yet")
+
+    raw_topk = kv.get("topk", kv.get("limit"))
+    if raw_topk is None:
+        raise InvalidArgument("topk not found in search_params")
+    topk = _parse_int("topk", raw_topk)
+    if not 1 <= topk <= TOPK_LIMIT:
+        raise InvalidArgument(f"topk [{topk}] is invalid, it should be in range [1, {TOPK_LIMIT}]")
+    offset = _parse_int("offset", kv.get("offset", params.get("offset", 0)))
+    if offset < 0:
+        raise InvalidArgument(f"offset [{offset}] is invalid, it should be non-negative")
+    if topk + offset > TOPK_LIMIT:
+        raise InvalidArgument(
+            f"topk+offset [{topk + offset}] is invalid, it should be in range [1, {TOPK_LIMIT}]"
+        )
+    round_decimal = _parse_int("round_decimal", kv.get("round_decimal", -1))
+    if round_decimal != -1 and not 0 <= round_decimal <= 6:
+        raise InvalidArgument(
+            f"round_decimal {round_decimal} is invalid, should be -1 or an integer in range [0, 6]"
+        )
+    metric = str(kv.get("metric_type") or params.get("metric_type") or "").strip().upper()
+
+    anns = _anns_field(schema, kv.get("anns_field", "").strip())
+    vectors = _decode_vectors(req.placeholder_group, anns)
+    if req.nq and req.nq != vectors.shape[0]:
+        raise InvalidArgument(
+            f"nq ({req.nq}) of the request does not match the number of search vectors "
+            f"({vectors.shape[0]})"
+        )
+    return SearchSpec(
+        vectors=vectors,
+        anns_field=anns.name,
+        topk=topk,
+        offset=offset,
+        metric_type=metric or None,
+        params={k: v for k, v in params.items() if k not in _TOP_LEVEL_KEYS},
+        radius=_optional_float("radius", params.get("radius")),
+        range_filter=_optional_float("range_filter", params.get("range_filter")),
+        round_decimal=round_decimal,
+        ignore_growing=_parse_bool("ignore_growing", kv.get("ignore_growing", "false")),
+        filter=req.dsl,
+        filter_params=template_values_to_python(req.expr_template_values),
+        output_fields=tuple(req.output_fields),
+        partition_names=tuple(req.partition_names),
+        guarantee_timestamp=req.guarantee_timestamp,
+        consistency_level=int(req.consistency_level),
+        use_default_consistency=req.use_default_consistency,
+    )
+
+
+def _parse_params(raw: str) -> dict[str, Any]:
+    if not raw:
+        return {}
+    try:
+        params = json.loads(raw)
+    except ValueError as err:
+        raise InvalidArgument(f"search params is not valid JSON: {err}") from None
+    if not isinstance(params, dict):
+        raise InvalidArgument("search params must be a JSON object")
+    return params
+
+
+def _parse_int(key: str, raw: Any) -> int:
+    if isinstance(raw, bool):
+        raise InvalidArgument(f"{key} [{raw}] is invalid, it should be an integer")
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        raise InvalidArgument(f"{key} [{raw}] is invalid, it should be an integer") from None
+
+
+def _parse_bool(key: str, raw: str) -> bool:
+    text = str(raw).strip().lower()
+    if text in ("true", "1"):
+        return True
+    if text in ("false", "0", ""):
+        return False
+    raise InvalidArgument(f"{key} [{raw}] is invalid, it should be true or false")
+
+
+def _optional_float(key: str, raw: Any) -> float | None:
+    if raw is None:
+        return None
+    if isinstance(raw, bool):
+        raise InvalidArgument(f"{key} [{raw}] is invalid, it should be a number")
+    try:
+        return float(raw)
+    except (TypeError, ValueError):
+        raise InvalidArgument(f"{key} [{raw}] is invalid, it should be a number") from None
+
+
+def _anns_field(schema: CollectionSchema, name: str) -> FieldSchema:
+    if not name:
+        vectors = schema.vector_fields
+        if len(vectors) != 1:
+            raise InvalidArgument(
+                "multiple anns_fields exist, please specify a anns_field in search_params"
+            )
+        return vectors[0]
+    if not schema.has_field(name):
+        raise InvalidArgument(f"anns field `{name}` does not exist in collection {schema.name}")
+    anns = schema.field(name)
+    if not anns.dtype.is_vector:
+        raise InvalidArgument(
+            f"anns field `{name}` is not a vector field (it is {type_name(anns.dtype)})"
+        )
+    return anns
+
+
+def _decode_vectors(raw: bytes, anns: FieldSchema) -> np.ndarray:
+    if not raw:
+        raise InvalidArgument("the search request carries no vectors")
+    group = common_pb2.PlaceholderGroup()
+    try:
+        group.ParseFromString(raw)
+    except DecodeError:
+        raise InvalidArgument("the search vectors (placeholder group) cannot be decoded") from None
+    if len(group.placeholders) != 1:
+        raise InvalidArgument(
+            f"expected one placeholder of search vectors, got {len(group.placeholders)}"
+        )
+    holder = group.placeholders[0]
+    if holder.type != common_pb2.PlaceholderType.FloatVector:
+        got = common_pb2.PlaceholderType.Name(holder.type)
+        raise InvalidArgument(
+            f"search data type {got} does not match the type "
+            f"{type_name(anns.dtype)} of anns field ({anns.name})"
+        )
+    nq = len(holder.values)
+    if not 1 <= nq <= NQ_LIMIT:
+        raise InvalidArgument(
+            f"nq [{nq}] is invalid, nq (number of search vector per search request) "
+            f"should be in range [1, {NQ_LIMIT}]"
+        )
+    width = anns.dim * 4
+    for value in holder.values:
+        if len(value) != width:
+            got = f"{len(value) // 4}" if len(value) % 4 == 0 else f"{len(value)} bytes"
+            raise InvalidArgument(
+                f"the dim ({got}) of search data is not equal to schema dim ({anns.dim}) "
+                f"of anns field ({anns.name})"
+            )
+    flat = np.frombuffer(b"".join(holder.values), dtype="<f4")
+    return flat.astype(np.float32).reshape(nq, anns.dim)
+
+
+def template_values_to_python(values: Mapping[str, schema_pb2.TemplateValue]) -> dict[str, Any]:
+    """A filter's ``{name}`` values (``expr_template_values``) as Python values."""
+    return {name: _template_value(value) for name, value in values.items()}
+
+
+def _template_value(value: schema_pb2.TemplateValue) -> Any:
+    which = value.WhichOneof("val")
+    if which is None:
+        raise InvalidArgument("a filter template value is empty")
+    if which == "array_val":
+        return _template_array(value.array_val)
+    return getattr(value, which)
+
+
+def _template_array(array: schema_pb2.TemplateArrayValue) -> list[Any]:
+    which = array.WhichOneof("data")
+    if which is None:
+        return []
+    if which == "array_data":
+        return [_template_array(item) for item in array.array_data.data]
+    if which == "json_data":
+        return [json.loads(item) for item in array.json_data.data]
+    return list(getattr(array, which).data)
+
+
+# -------------------------------------------------------------------- results
+
+
+def build_search_results(
+    results: pa.Table | None,
+    nq: int,
+    topk: int,
+    schema: CollectionSchema,
+    output_fields: Sequence[str],
+    pk_field: str | None = None,
+    *,
+    round_decimal: int = -1,
+    query_column: str = QUERY_COLUMN,
+    distance_column: str = DISTANCE_COLUMN,
+) -> schema_pb2.SearchResultData:
+    """The ``SearchResultData`` Milvus returns for a reduced search.
+
+    Args:
+        results: hits sorted by query then rank, with columns ``query``
+            (0..nq-1), the primary key (named as its field), ``distance``
+            and every output field; ``None`` when nothing was searched.
+        nq: number of query vectors.
+        topk: the request's limit.
+        schema: the collection's schema.
+        output_fields: the request's ``output_fields``, as the client sent them.
+        pk_field: primary key column (default: the schema's primary key).
+        round_decimal: round distances to this many decimals (-1: keep).
+        query_column: name of the query column, if not ``query``.
+        distance_column: name of the distance column, if not ``distance``.
+    """
+    pk = schema.field(pk_field) if pk_field else schema.primary_field
+    resolved = resolve_output_fields(schema, output_fields, include_pk=False)
+    if results is None:
+        results = _empty_results(schema, pk, resolved.fields, query_column, distance_column)
+    queries = results.column(query_column).to_numpy().astype(np.int64)
+    if len(queries) and (queries.min() < 0 or queries.max() >= nq):
+        raise ValueError(f"search results hold query numbers outside 0..{nq - 1}")
+    if np.any(np.diff(queries) < 0):
+        raise ValueError("search results must be sorted by query")
+    topks = np.bincount(queries, minlength=nq)
+
+    out = schema_pb2.SearchResultData(num_queries=nq, top_k=topk, primary_field_name=pk.name)
+    out.topks.extend(topks.tolist())
+    scores = results.column(distance_column).to_numpy().astype(np.float32)
+    if round_decimal >= 0:
+        scores = np.round(scores.astype(np.float64), round_decimal)
+    append_packed(out, "scores", scores, np.float32)
+    out.ids.CopyFrom(ids_to_proto(results.column(pk.name), pk_type=pk.dtype))
+    out.fields_data.extend(table_to_fields_data(results, schema, output_fields, include_pk=False))
+    out.output_fields.extend(resolved.user_fields())
+    return out
+
+
+def _empty_results(
+    schema: CollectionSchema,
+    pk: FieldSchema,
+    fields: Sequence[str],
+    query_column: str,
+    distance_column: str,
+) -> pa.Table:
+    columns = {
+        query_column: pa.array([], type=pa.int32()),
+        distance_column: pa.array([], type=pa.float32()),
+    }
+    for name in (pk.name, *fields):
+        columns[name] = pa.array([], type=schema.field(name).arrow_type())
+    return pa.table(columns)
+
+
+def build_query_results(
+    table: pa.Table,
+    schema: CollectionSchema,
+    output_fields: Sequence[str],
+    *,
+    collection_name: str | None = None,
+) -> milvus_pb2.QueryResults:
+    """The ``QueryResults`` Milvus returns (status and session_ts left to the caller).
+
+    ``table`` holds the matching rows with a column per resolved output field
+    (the primary key always among them). ``collection_name`` defaults to the
+    schema's name (pass the name the client used, e.g. an alias).
+    """
+    resolved = resolve_output_fields(schema, output_fields, include_pk=True)
+    out = milvus_pb2.QueryResults(
+        collection_name=schema.name if collection_name is None else collection_name,
+        primary_field_name=schema.primary_field.name,
+    )
+    out.fields_data.extend(table_to_fields_data(table, schema, output_fields, include_pk=True))
+    out.output_fields.extend(resolved.user_fields())
+    return out
+
+
+def is_count_query(output_fields: Sequence[str]) -> bool:
+    """Whether a query asks for ``count(*)`` (which must then stand alone)."""
+    names = [f.strip() for f in output_fields if f.strip()]
+    if not any(n.lower() == COUNT_FIELD for n in names):
+        return False
+    if len(names) > 1:
+        raise InvalidArgument(f"{COUNT_FIELD} cannot be combined with other output fields")
+    return True
+
+
+def build_count_results(count: int, *, collection_name: str = "") -> milvus_pb2.QueryResults:
+    """Milvus' answer to ``count(*)``: one Int64 column ``count(*)`` with one row."""
+    column = schema_pb2.FieldData(
+        type=int(DataType.INT64),  # type: ignore[arg-type]
+        field_name=COUNT_FIELD,
+    )
+    column.scalars.long_data.data.append(count)
+    return milvus_pb2.QueryResults(
+        collection_name=collection_name, fields_data=[column], output_fields=[COUNT_FIELD]
+    )
+
+
+# Shorter names the proxy service uses.
+template_values = template_values_to_python
+build_count_result = build_count_results
