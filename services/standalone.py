@@ -68,8 +68,6 @@ def run_standalone(*, data_dir: str, port: int, etcd_binary: str | None, pchanne
     root = Path(data_dir).resolve()
     logs = root / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    etcd = EtcdProcess(root / "etcd", binary=etcd_binary)
-    etcd.start()
     stop_requested = False
 
     def on_signal(signum: int, frame: object) -> None:
@@ -78,6 +76,8 @@ def run_standalone(*, data_dir: str, port: int, etcd_binary: str | None, pchanne
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
+    etcd = EtcdProcess(root / "etcd", binary=etcd_binary)
+    etcd.start()
 
     children: dict[str, subprocess.Popen[bytes]] = {}
     code = 0

@@ -34,6 +34,7 @@ class Standalone:
 
     def start(self, timeout: float = 90.0) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = open(self.log_path, "ab")  # noqa: SIM115 - closed below, child keeps its copy
         env = {**os.environ, "STRATA_LOG_LEVEL": os.environ.get("STRATA_LOG_LEVEL", "INFO")}
         self.proc = subprocess.Popen(
@@ -50,7 +51,7 @@ class Standalone:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"standalone exited early:\n{self.logs()}")
-            if b"standalone ready" in self.log_path.read_bytes():
+            if b"standalone ready" in self.log_path.read_bytes()[offset:]:
                 return
             time.sleep(0.1)
         self.kill()
