@@ -4,8 +4,11 @@ A single writer task takes every queued append, allocates one timestamp per
 message from the TSO, appends the whole batch to the backend (one fsync) and
 answers. Because allocation and writing happen in that one task, log order is
 timetick order, and a TimeTick(T) written after a batch means every message
-with timetick <= T is persisted. Idle WALs write a TimeTick every
-``tick_interval`` seconds so readers' tsafe keeps moving.
+with timetick <= T is persisted. Each batch is followed by a persisted
+TimeTick. An idle WAL publishes a *volatile* TimeTick every ``tick_interval``
+seconds instead: readers receive it (once they have delivered everything
+persisted before it) so tsafe keeps moving, but nothing is written or fsync'd,
+and an idle WAL does not grow.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from protos.common_pb2 import Message, MessageType
 from services.errors import WALClosed
 from streamingnode.message import header, new_time_tick
 from streamingnode.wal.timestamps import TimestampSource
-from streamingnode.walimpls.wal import DeliverPolicy, MessageID, WALImpl
+from streamingnode.walimpls.wal import DeliverPolicy, DeliverPolicyKind, LogEntry, MessageID, WALImpl
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +51,9 @@ class WAL:
         self._closing = False
         self._writer: asyncio.Task[None] | None = None
         self._last_tick_id: MessageID | None = None
+        # The newest volatile TimeTick: (timetick, id of the last persisted message before it).
+        self._volatile: tuple[int, MessageID | None] | None = None
+        self._volatile_signal = asyncio.Event()
         self._rows: dict[int, int] = defaultdict(int)
         self._log = structlog.get_logger().bind(component="wal", pchannel=self.channel, term=self.term)
 
@@ -103,7 +109,10 @@ class WAL:
             while not self._queue.empty():
                 batch.append(self._queue.get_nowait())
             try:
-                await self._write(batch)
+                if batch:
+                    await self._write(batch)
+                else:
+                    await self._volatile_tick()
             except asyncio.CancelledError:
                 for p in batch:
                     if not p.future.done():
@@ -116,6 +125,12 @@ class WAL:
                         p.future.set_exception(err)
             if self._closing and self._queue.empty():
                 return
+
+    async def _volatile_tick(self) -> None:
+        ts = await self._ts.allocate(1)
+        self._volatile = (ts, self.impl.last_message_id())
+        signal, self._volatile_signal = self._volatile_signal, asyncio.Event()
+        signal.set()
 
     async def _write(self, batch: list[_Pending]) -> None:
         n = sum(len(p.messages) for p in batch)
@@ -153,21 +168,49 @@ class WAL:
         """Messages of ``vchannel`` (all when empty) plus every TimeTick, in log order.
 
         Messages whose timetick is below the last delivered TimeTick (a stale owner's late
-        writes) are dropped.
+        writes) are dropped. Volatile TimeTicks are delivered with the id of the last
+        persisted message, so a consumer resuming after that id misses nothing.
         """
         scanner = self.impl.read(policy)
+        entries = aiter(scanner)
         last_tick = 0
+        last_id = policy.message_id if policy.kind == DeliverPolicyKind.START_AFTER else None
+        next_entry: asyncio.Task[LogEntry] = asyncio.ensure_future(anext(entries))
         try:
-            async for entry in scanner:
-                msg = Message.FromString(entry.payload)
-                if msg.timetick < last_tick:
+            while True:
+                signal = asyncio.ensure_future(self._volatile_signal.wait())
+                try:
+                    await asyncio.wait({next_entry, signal}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    signal.cancel()
+                if next_entry.done():
+                    try:
+                        entry = next_entry.result()
+                    except StopAsyncIteration:
+                        return
+                    next_entry = asyncio.ensure_future(anext(entries))
+                    last_id = entry.message_id
+                    msg = Message.FromString(entry.payload)
+                    if msg.timetick < last_tick:
+                        continue
+                    if msg.type == MessageType.TIME_TICK:
+                        last_tick = msg.timetick
+                    elif vchannel and msg.vchannel != vchannel:
+                        continue
+                    yield entry.message_id, msg
+                volatile = self._volatile
+                if volatile is None or volatile[0] <= last_tick or last_id is None:
                     continue
-                if msg.type == MessageType.TIME_TICK:
-                    last_tick = msg.timetick
-                elif vchannel and msg.vchannel != vchannel:
-                    continue
-                yield entry.message_id, msg
+                ts, persisted = volatile
+                if persisted is None or last_id >= persisted:
+                    last_tick = ts
+                    tick = new_time_tick(ts)
+                    tick.wal_term = self.term
+                    yield last_id, tick
         finally:
+            next_entry.cancel()
+            with contextlib.suppress(BaseException):
+                await next_entry
             await scanner.close()
 
     async def close(self) -> None:

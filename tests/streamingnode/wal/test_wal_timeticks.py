@@ -1,0 +1,115 @@
+"""The WAL adaptor: timetick order, volatile idle ticks, vchannel filter, stale-owner filter."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from protos.common_pb2 import Message, MessageType
+from streamingnode.message import new_insert, new_time_tick
+from streamingnode.wal.wal import WAL
+from streamingnode.walimpls.registry import build_opener
+from streamingnode.walimpls.wal import DeliverPolicy, MessageID
+
+
+class CountingTSO:
+    def __init__(self) -> None:
+        self.next = 1000
+        self.calls = 0
+
+    async def allocate(self, count: int) -> int:
+        self.calls += 1
+        first = self.next
+        self.next += count
+        return first
+
+
+@pytest.fixture()
+async def wal(tmp_path: Path) -> AsyncIterator[WAL]:
+    opener = build_opener("local", root_dir=tmp_path)
+    impl = await opener.open("p0", 1)
+    w = WAL(impl, CountingTSO(), tick_interval=0.05)
+    await w.start()
+    try:
+        yield w
+    finally:
+        await w.close()
+        await opener.close()
+
+
+def _insert(v: str, i: int) -> Message:
+    return new_insert(v, 1, 2, pa.table({"id": pa.array([i], pa.int64())}))
+
+
+async def _collect(wal: WAL, n: int, *, vchannel: str = "", policy: DeliverPolicy | None = None) -> list[tuple[MessageID, Message]]:
+    out = []
+    async for item in wal.read(policy or DeliverPolicy.all(), vchannel):
+        out.append(item)
+        if len(out) == n:
+            break
+    return out
+
+
+async def test_concurrent_appends_get_increasing_timeticks_in_log_order(wal: WAL) -> None:
+    results = await asyncio.gather(*(wal.append([_insert("v0", i)]) for i in range(50)))
+    appended = sorted((r[0].message_id, r[0].timetick) for r in results)
+    ticks = [t for _, t in appended]
+    assert ticks == sorted(ticks) and len(set(ticks)) == 50
+    seen = await _collect(wal, 60)
+    inserts = [(mid, m.timetick) for mid, m in seen if m.type == MessageType.INSERT]
+    assert inserts == appended
+    # Every TimeTick is above every message before it.
+    high = 0
+    for _, m in seen:
+        if m.type == MessageType.TIME_TICK:
+            assert m.timetick > high
+        high = max(high, m.timetick)
+
+
+async def test_idle_wal_publishes_ticks_without_writing(wal: WAL, tmp_path: Path) -> None:
+    await wal.append([_insert("v0", 1)])
+    files = list((tmp_path / "p0").glob("*.log"))
+    size = sum(f.stat().st_size for f in files)
+    got = await _collect(wal, 6)
+    ticks = [m.timetick for _, m in got if m.type == MessageType.TIME_TICK]
+    assert len(ticks) >= 4 and ticks == sorted(ticks) and len(set(ticks)) == len(ticks)
+    await asyncio.sleep(0.3)
+    assert sum(f.stat().st_size for f in files) == size  # idle: nothing persisted
+
+
+async def test_vchannel_filter_keeps_ticks(wal: WAL) -> None:
+    for i in range(4):
+        await wal.append([_insert(f"v{i % 2}", i)])
+    got = await _collect(wal, 8, vchannel="v1")
+    assert {m.vchannel for _, m in got if m.type != MessageType.TIME_TICK} == {"v1"}
+    assert any(m.type == MessageType.TIME_TICK for _, m in got)
+
+
+async def test_late_message_below_delivered_tick_is_dropped(wal: WAL) -> None:
+    await wal.append([_insert("v0", 1)])
+    # A stale owner's late write: persisted after a TimeTick but with an older timetick.
+    late = _insert("v0", 99)
+    late.timetick = 5
+    await wal.impl.append([late.SerializeToString()])
+    await wal.append([_insert("v0", 2)])
+    got = await _collect(wal, 8)
+    ids = [m for _, m in got if m.type == MessageType.INSERT]
+    assert all(m.timetick != 5 for m in ids)
+    assert len(ids) == 2
+
+
+async def test_resume_after_a_volatile_tick_misses_nothing(wal: WAL) -> None:
+    await wal.append([_insert("v0", 1)])
+    first = await _collect(wal, 4)
+    resume_id = first[-1][0]
+    await wal.append([_insert("v0", 2)])
+    rest = await _collect(wal, 2, policy=DeliverPolicy.start_after(resume_id))
+    assert any(m.type == MessageType.INSERT for _, m in rest)
+
+
+def test_first_tick_is_a_time_tick() -> None:
+    assert new_time_tick(7).type == MessageType.TIME_TICK
