@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
 import grpc
+import numpy as np
 
 from protos import querynode_pb2 as pb
 from protos import querynode_pb2_grpc

@@ -7,7 +7,7 @@ transactions and prefix watches. Values are bytes; callers encode JSON.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 
 import aetcd
@@ -93,7 +93,7 @@ class MetaStore:
         )
         return bool(ok)
 
-    async def watch_prefix(self, prefix: str) -> AsyncIterator[WatchEvent]:
+    async def watch_prefix(self, prefix: str) -> AsyncGenerator[WatchEvent, None]:
         """Yield changes under ``prefix`` until the caller stops iterating."""
         watch = await self._client.watch_prefix(self.full_key(prefix))
         try:

@@ -10,12 +10,13 @@ from services.expr import Compare, CompareOp, Expr, FieldRef, InList, Literal
 from services.schema import CollectionSchema
 
 
-def primary_keys_of(expr: Expr, schema: CollectionSchema) -> list[int] | list[str] | None:
+def primary_keys_of(expr: Expr, schema: CollectionSchema) -> list[int | str] | None:
     pk = schema.primary_field.name
     if isinstance(expr, InList) and isinstance(expr.operand, FieldRef) and expr.operand.name == pk:
-        return list(dict.fromkeys(expr.values))
+        return [v for v in dict.fromkeys(expr.values)]
     if isinstance(expr, Compare) and expr.op == CompareOp.EQ:
         for a, b in ((expr.left, expr.right), (expr.right, expr.left)):
             if isinstance(a, FieldRef) and a.name == pk and isinstance(b, Literal):
-                return [b.value]  # type: ignore[list-item]
+                if isinstance(b.value, (int, str)) and not isinstance(b.value, bool):
+                    return [b.value]
     return None

@@ -51,7 +51,7 @@ async def insert_table(producer: Producer, coll: CollectionEntry, table: pa.Tabl
     return max((r.timetick for rs in results for r in rs), default=0)
 
 
-async def delete_pks(producer: Producer, coll: CollectionEntry, pks: Sequence[int] | Sequence[str]) -> int:
+async def delete_pks(producer: Producer, coll: CollectionEntry, pks: Sequence[int | str]) -> int:
     """Append deletes of ``pks``; returns the largest append timetick (0 if nothing to delete)."""
     pk_field = coll.schema.primary_field
     try:

@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 
-def _msg(kind: int, vchannel: str, head: dict[str, Any], body: bytes = b"") -> Message:
+def _msg(kind: MessageType, vchannel: str, head: dict[str, Any], body: bytes = b"") -> Message:
     return Message(type=kind, vchannel=vchannel, header=json.dumps(head).encode(), body=body)
 
 
