@@ -1,0 +1,343 @@
+"""Evaluate a bound filter over an Arrow table, one boolean per row.
+
+Scalar columns are evaluated vectorised with ``pyarrow.compute``. JSON
+columns (and the dynamic field) are parsed once per evaluation and per
+column; values at JSON paths are then compared row by row with the rules of
+``semantics.py``, which the Arrow paths mirror.
+
+Null handling is three-valued (Kleene) logic, as in SQL:
+
+* a leaf predicate (comparison, ``in``, ``like``, ``json_contains*``,
+  ``exists``) is *unknown* on a row where any column it reads is null; the
+  dynamic field is the exception: a null ``$meta`` reads as ``{}``;
+* otherwise it is true or false; an absent JSON key, a JSON value of another
+  type or a division by zero makes it false, and ``!=`` is the negation of
+  ``==`` (so ``meta["k"] != 1`` holds where ``k`` is absent, as in Milvus);
+* ``not`` keeps unknown unknown; ``and``/``or`` follow Kleene logic;
+  ``is null`` is never unknown;
+* unknown counts as false in the final result.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from typing import Any, TypeAlias, assert_never
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from services.errors import IllegalFilter
+from services.expr import semantics
+from services.expr.ast import (
+    And,
+    Arith,
+    ArithOp,
+    ArrayLength,
+    Compare,
+    CompareOp,
+    Const,
+    ContainsMode,
+    Exists,
+    Expr,
+    FieldRef,
+    InList,
+    IsNull,
+    JsonContains,
+    JsonPath,
+    Like,
+    ListLiteral,
+    Literal,
+    Not,
+    Operand,
+    Or,
+    ValueKind,
+    iter_columns,
+    operand_kind,
+    reads_json,
+)
+from services.expr.semantics import MISSING
+
+ArrowValue: TypeAlias = pa.Array | pa.Scalar
+
+_ARROW_COMPARE = {
+    CompareOp.EQ: pc.equal,
+    CompareOp.LT: pc.less,
+    CompareOp.LE: pc.less_equal,
+    CompareOp.GT: pc.greater,
+    CompareOp.GE: pc.greater_equal,
+}
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_NULL_BOOL = pa.scalar(None, pa.bool_())
+
+
+def evaluate(expr: Expr, table: pa.Table | pa.RecordBatch) -> np.ndarray:
+    """Evaluate ``expr`` on every row of ``table``.
+
+    Only the columns named by :func:`referenced_fields` are read; any other
+    column (``_ts``, vectors) is ignored and may be absent.
+
+    Args:
+        expr: A filter from :func:`parse_filter`.
+        table: A table or record batch with one column per schema field, typed as
+            ``FieldSchema.arrow_type()``; JSON and ``$meta`` hold JSON text.
+
+    Returns:
+        A ``bool`` numpy array of length ``table.num_rows``; rows where the
+        filter is unknown (nulls) are ``False``.
+
+    Raises:
+        IllegalFilter: A column the filter reads is missing from ``table``
+            (a missing dynamic field reads as all null).
+    """
+    result = _eval(_Context(table), expr)
+    return np.asarray(pc.fill_null(result, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+class _Context:
+    """Per-evaluation caches of columns, null masks and parsed JSON values."""
+
+    def __init__(self, table: pa.Table | pa.RecordBatch) -> None:
+        self.table = table
+        self.num_rows: int = table.num_rows
+        self._columns: dict[str, pa.Array] = {}
+        self._null_masks: dict[str, pa.Array | None] = {}
+        self._docs: dict[str, list[Any]] = {}
+        self._paths: dict[tuple[str, tuple[str | int, ...]], list[Any]] = {}
+
+    def column(self, name: str, *, dynamic: bool = False) -> pa.Array:
+        column = self._columns.get(name)
+        if column is None:
+            if name in self.table.column_names:
+                column = self.table.column(name)
+                if isinstance(column, pa.ChunkedArray):
+                    column = column.combine_chunks()
+            elif dynamic:
+                column = pa.nulls(self.num_rows, pa.string())
+            else:
+                raise IllegalFilter(f"column '{name}' read by the filter is missing from the data")
+            self._columns[name] = column
+        return column
+
+    def null_mask(self, name: str) -> pa.Array | None:
+        if name not in self._null_masks:
+            column = self.column(name)
+            self._null_masks[name] = pc.is_null(column) if column.null_count else None
+        return self._null_masks[name]
+
+    def json_values(self, path: JsonPath) -> list[Any]:
+        key = (path.field, path.keys)
+        values = self._paths.get(key)
+        if values is None:
+            docs = self._docs.get(path.field)
+            if docs is None:
+                texts = self.column(path.field, dynamic=path.dynamic).to_pylist()
+                docs = self._docs[path.field] = [semantics.parse_json(t) for t in texts]
+            values = self._paths[key] = [semantics.extract(d, path.keys) for d in docs]
+        return values
+
+
+def _bools(values: Iterable[bool]) -> pa.Array:
+    return pa.array(list(values), type=pa.bool_())
+
+
+def _eval(ctx: _Context, expr: Expr) -> pa.Array:
+    match expr:
+        case Const():
+            return pa.array(np.full(ctx.num_rows, expr.value, dtype=bool))
+        case Not():
+            return pc.invert(_eval(ctx, expr.operand))
+        case And():
+            return functools.reduce(pc.and_kleene, (_eval(ctx, o) for o in expr.operands))
+        case Or():
+            return functools.reduce(pc.or_kleene, (_eval(ctx, o) for o in expr.operands))
+        case IsNull():
+            return _is_null(ctx, expr)
+        case Compare() | InList() | Like() | JsonContains() | Exists():
+            result = pc.fill_null(_leaf(ctx, expr), False)
+            unknown = _unknown_mask(ctx, expr)
+            return result if unknown is None else pc.if_else(unknown, _NULL_BOOL, result)
+        case _:
+            assert_never(expr)
+
+
+def _unknown_mask(ctx: _Context, expr: Expr) -> pa.Array | None:
+    """Rows where a column ``expr`` reads is null (the dynamic field excepted)."""
+    names = set()
+    for column in iter_columns(expr):
+        if isinstance(column, FieldRef):
+            names.add(column.name)
+        elif not column.dynamic:
+            names.add(column.field)
+    masks = [m for m in (ctx.null_mask(n) for n in sorted(names)) if m is not None]
+    return functools.reduce(pc.or_, masks) if masks else None
+
+
+def _leaf(ctx: _Context, expr: Compare | InList | Like | JsonContains | Exists) -> pa.Array:
+    match expr:
+        case Compare():
+            return _compare(ctx, expr)
+        case InList():
+            return _in_list(ctx, expr)
+        case Like():
+            # Arrow's fast paths for `%abc%`-shaped patterns ignore backslash
+            # escapes, so escaped patterns take the (rarer) row-wise path.
+            if "\\" not in expr.pattern and not reads_json(expr.operand):
+                return pc.match_like(_arrow(ctx, expr.operand), pattern=expr.pattern)
+            regex = semantics.like_regex(expr.pattern)
+            rows = _rows(ctx, expr.operand)
+            return _bools(isinstance(v, str) and regex.fullmatch(v) is not None for v in rows)
+        case JsonContains():
+            return _bools(_contains(expr, v) for v in ctx.json_values(expr.path))
+        case Exists():
+            return _bools(v is not MISSING for v in ctx.json_values(expr.path))
+        case _:
+            assert_never(expr)
+
+
+def _is_null(ctx: _Context, expr: IsNull) -> pa.Array:
+    operand = expr.operand
+    if isinstance(operand, FieldRef):
+        return pc.is_null(ctx.column(operand.name))
+    if not operand.keys:
+        return pc.is_null(ctx.column(operand.field, dynamic=operand.dynamic))
+    return _bools(v is MISSING or v is None for v in ctx.json_values(operand))
+
+
+def _compare(ctx: _Context, expr: Compare) -> pa.Array:
+    if reads_json(expr):
+        left, right = _rows(ctx, expr.left), _rows(ctx, expr.right)
+        return _bools(semantics.compare(expr.op, a, b) for a, b in zip(left, right, strict=True))
+    left_value, right_value = _arrow(ctx, expr.left), _arrow(ctx, expr.right)
+    if expr.op is CompareOp.NE:
+        return pc.invert(pc.fill_null(pc.equal(left_value, right_value), False))
+    return _ARROW_COMPARE[expr.op](left_value, right_value)
+
+
+def _in_list(ctx: _Context, expr: InList) -> pa.Array:
+    if reads_json(expr.operand):
+        value_set = semantics.ValueSet(expr.values)
+        return _bools(v in value_set for v in _rows(ctx, expr.operand))
+    values = _arrow(ctx, expr.operand)
+    wanted: list[Any] = list(expr.values)
+    match operand_kind(expr.operand):
+        case ValueKind.STRING:
+            value_type = pa.string()
+        case ValueKind.BOOL:
+            value_type = pa.bool_()
+        case _:
+            all_int64 = all(isinstance(v, int) and _INT64_MIN <= v <= _INT64_MAX for v in wanted)
+            if all_int64 and pa.types.is_integer(values.type):
+                value_type = pa.int64()
+                values = values.cast(value_type)
+            else:
+                # is_in hashes bits, so -0.0 would miss 0.0; adding 0.0 folds
+                # -0.0 into 0.0 and leaves every other value as it is.
+                value_type = pa.float64()
+                values = pc.add(values.cast(value_type), 0.0)
+                wanted = [float(v) + 0.0 for v in wanted]
+    return pc.is_in(values, value_set=pa.array(wanted, type=value_type))
+
+
+def _contains(expr: JsonContains, value: Any) -> bool:
+    if not isinstance(value, list):
+        return False
+    match expr.mode:
+        case ContainsMode.ONE:
+            return any(semantics.json_equal(e, expr.values[0]) for e in value)
+        case ContainsMode.ANY:
+            wanted = semantics.ValueSet(expr.values)
+            return any(e in wanted for e in value)
+        case ContainsMode.ALL:
+            present = semantics.ValueSet(value)
+            return all(w in present for w in expr.values)
+        case _:
+            assert_never(expr.mode)
+
+
+# ------------------------------------------------------------- operands
+
+
+def _rows(ctx: _Context, operand: Operand) -> list[Any]:
+    """``operand`` as one Python value per row (``MISSING`` where absent)."""
+    match operand:
+        case Literal():
+            return [operand.value] * ctx.num_rows
+        case ListLiteral():
+            return [operand.values] * ctx.num_rows
+        case FieldRef():
+            return list(ctx.column(operand.name).to_pylist())
+        case JsonPath():
+            return ctx.json_values(operand)
+        case ArrayLength():
+            values = ctx.json_values(operand.path)
+            return [len(v) if isinstance(v, list) else MISSING for v in values]
+        case Arith():
+            left, right = _rows(ctx, operand.left), _rows(ctx, operand.right)
+            return [semantics.arith(operand.op, a, b) for a, b in zip(left, right, strict=True)]
+        case _:
+            assert_never(operand)
+
+
+def _arrow(ctx: _Context, operand: Operand) -> ArrowValue:
+    """``operand`` (reading no JSON) as an Arrow array or scalar."""
+    match operand:
+        case Literal():
+            value = operand.value
+            if isinstance(value, int) and not _INT64_MIN <= value <= _INT64_MAX:
+                return pa.scalar(float(value))
+            return pa.scalar(value)
+        case FieldRef():
+            return ctx.column(operand.name)
+        case Arith():
+            left, right = _arrow(ctx, operand.left), _arrow(ctx, operand.right)
+            return _arrow_arith(operand.op, _widen(left), _widen(right), ctx.num_rows)
+        case ListLiteral() | JsonPath() | ArrayLength():
+            raise TypeError(f"{type(operand).__name__} has no Arrow evaluation")
+        case _:
+            assert_never(operand)
+
+
+def _widen(value: ArrowValue) -> ArrowValue:
+    """Integers to int64 and floats to float64, so arithmetic cannot narrow."""
+    if pa.types.is_integer(value.type) and value.type != pa.int64():
+        return value.cast(pa.int64())
+    if pa.types.is_floating(value.type) and value.type != pa.float64():
+        return value.cast(pa.float64())
+    return value
+
+
+def _zero_to_null(value: ArrowValue) -> ArrowValue:
+    return pc.if_else(pc.equal(value, 0), pa.scalar(None, value.type), value)
+
+
+def _arrow_arith(op: ArithOp, left: ArrowValue, right: ArrowValue, num_rows: int) -> ArrowValue:
+    both_int = pa.types.is_integer(left.type) and pa.types.is_integer(right.type)
+    match op:
+        case ArithOp.ADD:
+            return pc.add(left, right)
+        case ArithOp.SUB:
+            return pc.subtract(left, right)
+        case ArithOp.MUL:
+            return pc.multiply(left, right)
+        case ArithOp.DIV:
+            return pc.divide(left, _zero_to_null(right))
+        case ArithOp.MOD if both_int:
+            right = _zero_to_null(right)
+            return pc.subtract(left, pc.multiply(pc.divide(left, right), right))
+        case ArithOp.MOD:
+            return _float_fmod(left, _zero_to_null(right), num_rows)
+        case ArithOp.POW:
+            return pc.power(left.cast(pa.float64()), right.cast(pa.float64()))
+        case _:
+            assert_never(op)
+
+
+def _float_fmod(left: ArrowValue, right: ArrowValue, num_rows: int) -> pa.Array:
+    """C ``fmod`` (the dividend's sign), which Arrow lacks, through numpy."""
+    arrays = [(v if isinstance(v, pa.Array) else pa.repeat(v, num_rows)).cast(pa.float64()) for v in (left, right)]
+    a, b = (pc.fill_null(x, 0.0).to_numpy(zero_copy_only=False) for x in arrays)
+    null = pc.or_(pc.is_null(arrays[0]), pc.is_null(arrays[1])).to_numpy(zero_copy_only=False)
+    with np.errstate(all="ignore"):
+        return pa.array(np.fmod(a, b), mask=null)

@@ -1,0 +1,74 @@
+"""Filter text to a bound, typed AST: lark (LALR) parsing plus the binder."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from lark import Lark, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import VisitError
+
+from services.errors import IllegalFilter
+from services.expr.ast import Expr
+from services.expr.binder import Binder
+from services.schema import CollectionSchema
+
+_GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
+
+
+@functools.cache
+def _parser() -> Lark:
+    # Built once per process. A LALR Lark instance keeps no per-parse state,
+    # so concurrent parse() calls from several threads are safe.
+    # The basic (not contextual) lexer keeps keywords reserved everywhere, so
+    # `a > 1 and and` is an error rather than a dynamic field named "and".
+    return Lark(_GRAMMAR_PATH.read_text(encoding="utf-8"), parser="lalr", lexer="basic", start="start")
+
+
+def _syntax_message(text: str, err: UnexpectedInput) -> str:
+    if isinstance(err, UnexpectedEOF) or (isinstance(err, UnexpectedToken) and err.token.type == "$END"):
+        return f"cannot parse expression: `{text}`, unexpected end of expression"
+    if isinstance(err, UnexpectedCharacters):
+        what = f"unexpected character {err.char!r}"
+    elif isinstance(err, UnexpectedToken):
+        what = f"unexpected token {str(err.token)!r}"
+    else:
+        what = "syntax error"
+    where = f"column {err.column}" if err.line in (1, -1) else f"line {err.line}, column {err.column}"
+    return f"cannot parse expression: `{text}`, {what} at {where}"
+
+
+def parse_filter(text: str, schema: CollectionSchema, params: Mapping[str, Any] | None = None) -> Expr:
+    """Parse a Milvus boolean filter and bind it to ``schema``.
+
+    Args:
+        text: The filter, e.g. ``'age > {min_age} and name like "a%"'``.
+        schema: The collection the filter runs against. Names that are not
+            fields resolve to keys of the dynamic field when the schema
+            enables it.
+        params: Values for ``{placeholders}`` (Milvus ``filter_params``):
+            scalars, or lists and tuples of scalars.
+
+    Returns:
+        The typed expression tree, ready for :func:`evaluate`.
+
+    Raises:
+        IllegalFilter: The text does not parse (the message names the
+            offending token and its column), names an unknown field or
+            placeholder, or mixes incompatible types.
+    """
+    if not text.strip():
+        raise IllegalFilter("filter expression is empty")
+    try:
+        tree = _parser().parse(text)
+    except UnexpectedInput as err:
+        raise IllegalFilter(_syntax_message(text, err)) from err
+    try:
+        expr: Expr = Binder(schema, params or {}).transform(tree)
+    except VisitError as err:
+        if isinstance(err.orig_exc, IllegalFilter):
+            raise err.orig_exc from None
+        raise
+    return expr
