@@ -110,3 +110,25 @@ def test_release_and_load(milvus: MilvusClient) -> None:
     milvus.load_collection(name)
     assert milvus.get_load_state(name)["state"].name == "Loaded"
     milvus.drop_collection(name)
+
+
+def test_create_describe_drop_index(milvus: MilvusClient) -> None:
+    name = unique_name()
+    schema = MilvusClient.create_schema(auto_id=True)
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    schema.add_field("v", DataType.FLOAT_VECTOR, dim=4)
+    milvus.create_collection(name, schema=schema)
+    assert milvus.list_indexes(name) == []
+    params = milvus.prepare_index_params()
+    params.add_index("v", index_type="HNSW", metric_type="IP", params={"M": 16, "efConstruction": 64})
+    milvus.create_index(name, params)
+    desc = milvus.describe_index(name, "v")
+    assert desc["index_type"] == "HNSW" and desc["metric_type"] == "IP" and desc["field_name"] == "v"
+    assert milvus.list_indexes(name) == ["v"]
+    bad = milvus.prepare_index_params()
+    bad.add_index("nope", index_type="AUTOINDEX", metric_type="L2")
+    with pytest.raises(MilvusException, match="nope"):
+        milvus.create_index(name, bad)
+    milvus.drop_index(name, "v")
+    assert milvus.list_indexes(name) == []
+    milvus.drop_collection(name)
