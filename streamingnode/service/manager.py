@@ -28,7 +28,7 @@ class ManagerService(streaming_pb2_grpc.StreamingNodeManagerServicer):
     ) -> streaming_pb2.CollectStatusResponse:
         return streaming_pb2.CollectStatusResponse(
             wals=[
-                streaming_pb2.WALStatus(pchannel=s.pchannel, term=s.term, available=s.available, error=s.error)
+                streaming_pb2.WALStatus(pchannel=s.pchannel, term=s.term, available=s.available, error=s.error or "")
                 for s in self._manager.states()
             ]
         )

@@ -1,92 +1,114 @@
-"""Opens and closes WALs as the coordinator assigns and removes pchannels.
+"""``WALManager``: one ``WALLifetime`` per pchannel, driven by the coordinator's Assign/Remove.
 
-Walking-skeleton version: one lock per pchannel serialises open/remove, stale
-terms are refused with ``IgnoredOperation``. The full expected/current
-``(term, available)`` state machine of ARCHITECTURE §4.3 is issue #3.
+The manager only routes: each pchannel's lifetime (``lifetime.py``) holds the
+expected/current state machine and its worker. Lifetimes are created on the
+first request for a pchannel and live until :meth:`WALManager.close`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
 from dataclasses import dataclass
 
 import structlog
 
-from services.errors import ChannelNotExist, IgnoredOperation, UnmatchedChannelTerm
+from services.errors import ChannelNotExist, WALClosed
 from streamingnode.wal.timestamps import TimestampSource
 from streamingnode.wal.wal import WAL
 from streamingnode.walimpls.wal import WALOpener
+from streamingnode.walmanager.lifetime import WALFactory, WALHook, WALLifetime
 
 
-@dataclass(frozen=True, slots=True)
-class WALState:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WALStatus:
+    """The current state of one pchannel, as ``CollectStatus`` reports it."""
+
     pchannel: str
     term: int
     available: bool
-    error: str = ""
+    error: str | None = None
 
 
 class WALManager:
-    def __init__(self, opener: WALOpener, timestamps: TimestampSource, *, tick_interval: float = 0.2) -> None:
+    """Opens and closes the WALs of this node as the coordinator assigns and removes pchannels.
+
+    ``wal_factory`` replaces the default "open the backend, start a ``WAL``"
+    (tests pass fakes). ``on_open`` / ``on_close`` are called with a WAL right
+    after it opened / right before it closes (the flusher registers there).
+    """
+
+    def __init__(
+        self,
+        opener: WALOpener,
+        timestamps: TimestampSource,
+        *,
+        tick_interval: float = 0.2,
+        wal_factory: WALFactory | None = None,
+        on_open: WALHook | None = None,
+        on_close: WALHook | None = None,
+    ) -> None:
         self._opener = opener
         self._ts = timestamps
         self._tick_interval = tick_interval
-        self._wals: dict[str, WAL] = {}
-        self._states: dict[str, WALState] = {}
-        self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._factory: WALFactory = wal_factory if wal_factory is not None else self._open_wal
+        self._on_open = on_open
+        self._on_close = on_close
+        self._lifetimes: dict[str, WALLifetime] = {}
+        self._closing = False
         self._log = structlog.get_logger().bind(component="wal-manager")
 
-    async def open(self, pchannel: str, term: int) -> None:
-        """Open ``pchannel`` at ``term``, closing an older term first."""
-        async with self._locks[pchannel]:
-            state = self._states.get(pchannel)
-            if state is not None and (state.term > term or (state.term == term and state.available)):
-                if state.term == term:
-                    return
-                raise IgnoredOperation(f"open {pchannel} at term {term}: already at term {state.term}")
-            await self._close_locked(pchannel)
-            try:
-                impl = await self._opener.open(pchannel, term)
-                wal = WAL(impl, self._ts, tick_interval=self._tick_interval)
-                try:
-                    await wal.start()
-                except BaseException:
-                    await impl.close()
-                    raise
-            except Exception as err:
-                self._states[pchannel] = WALState(pchannel, term, False, str(err))
-                self._log.warning("wal open failed", pchannel=pchannel, term=term, error=str(err))
-                raise
-            self._wals[pchannel] = wal
-            self._states[pchannel] = WALState(pchannel, term, True)
-
-    async def remove(self, pchannel: str, term: int) -> None:
-        async with self._locks[pchannel]:
-            state = self._states.get(pchannel)
-            if state is not None and state.term > term:
-                raise IgnoredOperation(f"remove {pchannel} at term {term}: already at term {state.term}")
-            await self._close_locked(pchannel)
-            self._states[pchannel] = WALState(pchannel, term, False)
-
-    async def _close_locked(self, pchannel: str) -> None:
-        wal = self._wals.pop(pchannel, None)
-        if wal is not None:
-            await wal.close()
-
-    def get(self, pchannel: str, term: int) -> WAL:
-        """The available WAL of ``pchannel`` at exactly ``term``."""
-        wal = self._wals.get(pchannel)
-        if wal is None:
-            raise ChannelNotExist(f"pchannel {pchannel} is not open on this node")
-        if wal.term != term:
-            raise UnmatchedChannelTerm(f"pchannel {pchannel} is at term {wal.term}, request has term {term}")
+    async def _open_wal(self, pchannel: str, term: int) -> WAL:
+        impl = await self._opener.open(pchannel, term)
+        wal = WAL(impl, self._ts, tick_interval=self._tick_interval)
+        try:
+            await wal.start()
+        except BaseException:
+            # Give the backend ownership back, also when the worker is being cancelled.
+            await impl.close()
+            raise
         return wal
 
-    def states(self) -> list[WALState]:
-        return list(self._states.values())
+    def _lifetime(self, pchannel: str) -> WALLifetime:
+        if self._closing:
+            raise WALClosed("wal manager is closed")
+        lifetime = self._lifetimes.get(pchannel)
+        if lifetime is None:
+            lifetime = WALLifetime(pchannel, self._factory, on_open=self._on_open, on_close=self._on_close)
+            self._lifetimes[pchannel] = lifetime
+        return lifetime
+
+    async def open(self, pchannel: str, term: int) -> None:
+        """Open ``pchannel`` at ``term`` (closing an older term first); see ``WALLifetime.open``."""
+        await self._lifetime(pchannel).open(term)
+
+    async def remove(self, pchannel: str, term: int) -> None:
+        """Close ``pchannel`` up to ``term``; see ``WALLifetime.remove``."""
+        await self._lifetime(pchannel).remove(term)
+
+    def get(self, pchannel: str, term: int) -> WAL:
+        """The available WAL of ``pchannel`` at exactly ``term``; never blocks.
+
+        Raises ``ChannelNotExist`` or ``UnmatchedChannelTerm``.
+        """
+        lifetime = self._lifetimes.get(pchannel)
+        if lifetime is None:
+            raise ChannelNotExist(f"pchannel {pchannel} is not open on this node")
+        return lifetime.available_wal(term)
+
+    def states(self) -> list[WALStatus]:
+        """The current state of every pchannel this node has been asked about."""
+        out = []
+        for name, lifetime in self._lifetimes.items():
+            s = lifetime.current
+            if s.term >= 0:
+                out.append(WALStatus(pchannel=name, term=s.term, available=s.available, error=s.error))
+        return out
 
     async def close(self) -> None:
-        for pchannel in list(self._wals):
-            async with self._locks[pchannel]:
-                await self._close_locked(pchannel)
+        """Fail new requests with ``WALClosed``, then close every lifetime (and its WAL)."""
+        self._closing = True
+        lifetimes = list(self._lifetimes.values())
+        async with asyncio.TaskGroup() as tg:
+            for lifetime in lifetimes:
+                tg.create_task(lifetime.close())
+        self._log.info("wal manager closed", pchannels=len(lifetimes))
