@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -88,6 +90,16 @@ class Standalone:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and _group_alive(self.proc.pid):
             time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def dump_logs_on_failure(standalone: Standalone) -> Iterator[None]:
+    """Print the cluster's logs if the block fails, so a CI failure can be diagnosed."""
+    try:
+        yield
+    except BaseException:
+        print(f"==== logs of the standalone in {standalone.data_dir} ====\n{standalone.logs()}")
+        raise
 
 
 def _group_alive(pgid: int) -> bool:

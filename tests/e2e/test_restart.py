@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from pymilvus import DataType, MilvusClient
 
-from tests.harness import Standalone
+from tests.harness import Standalone, dump_logs_on_failure
 
 
 def _count(client: MilvusClient, name: str) -> int:
@@ -39,19 +39,20 @@ def test_kill9_keeps_exactly_the_acknowledged_writes(tmp_path: Path) -> None:
 
     s.start()
     try:
-        client = MilvusClient(s.uri)
-        assert client.has_collection("durable")
-        client.load_collection("durable")
-        got = client.query("durable", filter="id >= 0", output_fields=["id", "v"], consistency_level="Strong")
-        assert sorted(r["id"] for r in got) == expected
-        for r in got[:20]:
-            np.testing.assert_allclose(r["v"], vecs[r["id"]], rtol=1e-6)
-        hits = client.search("durable", data=[vecs[1].tolist()], limit=1, consistency_level="Strong")
-        assert hits[0][0]["id"] == 1 and hits[0][0]["distance"] == pytest.approx(0.0, abs=1e-5)
-        # Writes keep working after recovery, with ids and timestamps that move forward.
-        client.insert("durable", [{"id": 1000, "v": vecs[0].tolist()}])
-        assert _count(client, "durable") == len(expected) + 1
-        client.close()
+        with dump_logs_on_failure(s):
+            client = MilvusClient(s.uri)
+            assert client.has_collection("durable")
+            client.load_collection("durable", timeout=120)
+            got = client.query("durable", filter="id >= 0", output_fields=["id", "v"], consistency_level="Strong")
+            assert sorted(r["id"] for r in got) == expected
+            for r in got[:20]:
+                np.testing.assert_allclose(r["v"], vecs[r["id"]], rtol=1e-6)
+            hits = client.search("durable", data=[vecs[1].tolist()], limit=1, consistency_level="Strong")
+            assert hits[0][0]["id"] == 1 and hits[0][0]["distance"] == pytest.approx(0.0, abs=1e-5)
+            # Writes keep working after recovery, with ids and timestamps that move forward.
+            client.insert("durable", [{"id": 1000, "v": vecs[0].tolist()}])
+            assert _count(client, "durable") == len(expected) + 1
+            client.close()
     finally:
         assert s.stop() == 0  # SIGTERM: clean shutdown, children included
 
