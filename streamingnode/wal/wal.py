@@ -6,17 +6,27 @@ answers. Because allocation and writing happen in that one task, log order is
 timetick order, and a TimeTick(T) written after a batch means every message
 with timetick <= T is persisted. Each batch is followed by a persisted
 TimeTick. An idle WAL publishes a *volatile* TimeTick every ``tick_interval``
-seconds instead: readers receive it (once they have delivered everything
-persisted before it) so tsafe keeps moving, but nothing is written or fsync'd,
-and an idle WAL does not grow.
+seconds instead: readers receive it so tsafe keeps moving, but nothing is
+written or fsync'd, and an idle WAL does not grow.
+
+Every persisted batch (with its TimeTick) and every volatile TimeTick also
+goes into the write-ahead buffer (``wab.py``), from which readers at the tail
+are served without touching the backend; readers that fall behind read the
+backend (``scanner.py``).
+
+Lifetime: ``start()`` replays, writes the term's first TimeTick, creates the
+buffer and starts the writer; ``close()`` fails new appends, lets the writer
+drain, closes the buffer (tailing readers end after what it holds) and then
+the backend (catching-up readers end).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import defaultdict
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
 import structlog
@@ -24,8 +34,10 @@ import structlog
 from protos.common_pb2 import Message, MessageType
 from services.errors import WALClosed
 from streamingnode.message import header, new_time_tick
+from streamingnode.wal.scanner import Backoff, SwitchableScanner
 from streamingnode.wal.timestamps import TimestampSource
-from streamingnode.walimpls.wal import DeliverPolicy, DeliverPolicyKind, LogEntry, MessageID, WALImpl
+from streamingnode.wal.wab import BufferOptions, WriteAheadBuffer
+from streamingnode.walimpls.wal import DeliverPolicy, MessageID, WALImpl
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,22 +50,51 @@ class Appended:
 class _Pending:
     messages: Sequence[Message]
     future: asyncio.Future[list[Appended]]
+    txn: bool = False
+
+    @property
+    def timeticks(self) -> int:
+        """How many timestamps this append consumes (a transaction uses one)."""
+        return 1 if self.txn else len(self.messages)
 
 
 class WAL:
-    def __init__(self, impl: WALImpl, timestamps: TimestampSource, *, tick_interval: float = 0.2) -> None:
+    """One pchannel's WAL at one term; see the module docstring for the lifetime.
+
+    Args:
+        impl: the opened backend; closed by :meth:`close`.
+        timestamps: the TSO.
+        tick_interval: seconds between volatile TimeTicks of an idle WAL.
+        buffer: bounds of the write-ahead buffer.
+        backoff: retry delays of readers whose backend scanner fails.
+        clock: monotonic clock of the buffer's age bound (injectable for tests).
+    """
+
+    def __init__(
+        self,
+        impl: WALImpl,
+        timestamps: TimestampSource,
+        *,
+        tick_interval: float = 0.2,
+        buffer: BufferOptions | None = None,
+        backoff: Backoff | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.impl = impl
         self.channel = impl.channel
         self.term = impl.term
         self._ts = timestamps
         self._tick_interval = tick_interval
+        self._buffer_options = buffer or BufferOptions()
+        self._buffer_options.validate()
+        self._backoff = backoff or Backoff()
+        self._backoff.validate()
+        self._clock = clock
         self._queue: asyncio.Queue[_Pending] = asyncio.Queue()
         self._closing = False
         self._writer: asyncio.Task[None] | None = None
         self._last_tick_id: MessageID | None = None
-        # The newest volatile TimeTick: (timetick, id of the last persisted message before it).
-        self._volatile: tuple[int, MessageID | None] | None = None
-        self._volatile_signal = asyncio.Event()
+        self._wab: WriteAheadBuffer | None = None  # created by start()
         self._rows: dict[int, int] = defaultdict(int)
         self._log = structlog.get_logger().bind(component="wal", pchannel=self.channel, term=self.term)
 
@@ -63,8 +104,15 @@ class WAL:
         ts = await self._ts.allocate(1)
         tick = new_time_tick(ts)
         tick.wal_term = self.term
+        previous = self.impl.last_message_id()
+        if previous is not None:
+            # Reading from the record before it re-reads this tick and everything after.
+            tick.last_confirmed = previous.to_bytes()
         (tick_id,) = await self.impl.append([tick.SerializeToString()])
         self._last_tick_id = tick_id
+        self._wab = WriteAheadBuffer(
+            start_timetick=ts, start_id=tick_id, options=self._buffer_options, clock=self._clock, channel=self.channel
+        )
         self._writer = asyncio.create_task(self._write_loop(), name=f"wal-writer-{self.channel}")
         self._log.info("wal open", first_timetick=ts)
 
@@ -91,12 +139,23 @@ class WAL:
     def collection_rows(self, collection_id: int) -> int:
         return self._rows.get(collection_id, 0)
 
-    async def append(self, messages: Sequence[Message]) -> list[Appended]:
-        """Persist ``messages`` in order; returns ids and timeticks once fsync'd."""
+    @property
+    def buffer(self) -> WriteAheadBuffer | None:
+        """The write-ahead buffer (None before :meth:`start`)."""
+        return self._wab
+
+    async def append(self, messages: Sequence[Message], *, txn: bool = False) -> list[Appended]:
+        """Persist ``messages`` in order; returns ids and timeticks once fsync'd.
+
+        With ``txn`` they form one transaction: one timetick for all, written in one batch
+        before the next TimeTick, so a reader at any timestamp sees all of them or none.
+        """
         if self._closing:
             raise WALClosed(f"wal {self.channel} (term {self.term}) is closing")
+        if not messages:
+            return []
         fut: asyncio.Future[list[Appended]] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(_Pending(messages, fut))
+        self._queue.put_nowait(_Pending(messages, fut, txn))
         return await fut
 
     async def _write_loop(self) -> None:
@@ -127,33 +186,44 @@ class WAL:
                 return
 
     async def _volatile_tick(self) -> None:
+        assert self._wab is not None and self._last_tick_id is not None
         ts = await self._ts.allocate(1)
-        self._volatile = (ts, self.impl.last_message_id())
-        signal, self._volatile_signal = self._volatile_signal, asyncio.Event()
-        signal.set()
+        tick = new_time_tick(ts)
+        tick.wal_term = self.term
+        tick.last_confirmed = self._last_tick_id.to_bytes()
+        self._wab.append_volatile_tick(tick, self._last_tick_id)
 
     async def _write(self, batch: list[_Pending]) -> None:
-        n = sum(len(p.messages) for p in batch)
+        assert self._wab is not None and self._last_tick_id is not None
+        n = sum(p.timeticks for p in batch)
         ts = await self._ts.allocate(n + 1)
-        last_confirmed = self._last_tick_id.to_bytes() if self._last_tick_id else b""
+        # The previous TimeTick: reading from it returns every message of this batch and after.
+        last_confirmed = self._last_tick_id.to_bytes()
         payloads: list[bytes] = []
         stamped: list[Message] = []
-        i = 0
+        next_ts = ts
         for p in batch:
-            for m in p.messages:
+            for j, m in enumerate(p.messages):
                 msg = Message()
                 msg.CopyFrom(m)
-                msg.timetick = ts + i
+                msg.timetick = next_ts if p.txn else next_ts + j
                 msg.wal_term = self.term
                 msg.last_confirmed = last_confirmed
                 payloads.append(msg.SerializeToString())
                 stamped.append(msg)
-                i += 1
+            next_ts += p.timeticks
         tick = new_time_tick(ts + n)
         tick.wal_term = self.term
         tick.last_confirmed = last_confirmed
         payloads.append(tick.SerializeToString())
-        ids = await self.impl.append(payloads)
+        try:
+            ids = await self.impl.append(payloads)
+            self._wab.append_batch(list(zip(ids, stamped, strict=False)), (ids[-1], tick))
+        except BaseException:
+            # The batch may or may not be in the log, and it is not in the buffer:
+            # tailing readers must go back to the backend.
+            self._wab.invalidate(ts + n)
+            raise
         self._last_tick_id = ids[-1]
         for msg in stamped:
             self._observe(msg)
@@ -161,60 +231,35 @@ class WAL:
         for p in batch:
             k = len(p.messages)
             if not p.future.done():
-                p.future.set_result([Appended(ids[i + j], ts + i + j) for j in range(k)])
+                p.future.set_result([Appended(ids[i + j], stamped[i + j].timetick) for j in range(k)])
             i += k
 
-    async def read(self, policy: DeliverPolicy, vchannel: str = "") -> AsyncIterator[tuple[MessageID, Message]]:
-        """Messages of ``vchannel`` (all when empty) plus every TimeTick, in log order.
+    def scanner(self, policy: DeliverPolicy, vchannel: str = "") -> SwitchableScanner:
+        """A reader of ``vchannel`` (all when empty) plus every TimeTick; see :meth:`read`."""
+        return SwitchableScanner(
+            impl=self.impl,
+            buffer=self._wab,
+            policy=policy,
+            vchannel=vchannel,
+            is_closing=lambda: self._closing,
+            backoff=self._backoff,
+        )
 
-        Messages whose timetick is below the last delivered TimeTick (a stale owner's late
-        writes) are dropped. Volatile TimeTicks are delivered with the id of the last
-        persisted message, so a consumer resuming after that id misses nothing.
+    def read(self, policy: DeliverPolicy, vchannel: str = "") -> AsyncIterator[tuple[MessageID, Message]]:
+        """Messages of ``vchannel`` (all when empty) plus every TimeTick, in timetick order.
+
+        Each message is delivered once and timeticks strictly increase;
+        messages whose timetick is not above one already delivered (a stale
+        owner's late writes) are dropped. Volatile TimeTicks are delivered
+        with the id of the last persisted message before them, so a consumer
+        resuming after any delivered id misses nothing. Iteration ends when
+        the WAL closes. Messages may be shared with other readers: do not
+        modify them.
         """
-        scanner = self.impl.read(policy)
-        entries = aiter(scanner)
-        last_tick = 0
-        last_id = policy.message_id if policy.kind == DeliverPolicyKind.START_AFTER else None
-        next_entry: asyncio.Task[LogEntry] = asyncio.ensure_future(anext(entries))
-        try:
-            while True:
-                signal = asyncio.ensure_future(self._volatile_signal.wait())
-                try:
-                    await asyncio.wait({next_entry, signal}, return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    signal.cancel()
-                if next_entry.done():
-                    try:
-                        entry = next_entry.result()
-                    except StopAsyncIteration:
-                        return
-                    next_entry = asyncio.ensure_future(anext(entries))
-                    last_id = entry.message_id
-                    msg = Message.FromString(entry.payload)
-                    if msg.timetick < last_tick:
-                        continue
-                    if msg.type == MessageType.TIME_TICK:
-                        last_tick = msg.timetick
-                    elif vchannel and msg.vchannel != vchannel:
-                        continue
-                    yield entry.message_id, msg
-                volatile = self._volatile
-                if volatile is None or volatile[0] <= last_tick or last_id is None:
-                    continue
-                ts, persisted = volatile
-                if persisted is None or last_id >= persisted:
-                    last_tick = ts
-                    tick = new_time_tick(ts)
-                    tick.wal_term = self.term
-                    yield last_id, tick
-        finally:
-            next_entry.cancel()
-            with contextlib.suppress(BaseException):
-                await next_entry
-            await scanner.close()
+        return aiter(self.scanner(policy, vchannel))
 
     async def close(self) -> None:
-        """New appends fail fast, queued ones are written, then the backend closes."""
+        """New appends fail fast, queued ones are written, then the buffer and the backend close."""
         self._closing = True
         if self._writer is not None:
             # Let the writer finish what was accepted (it exits once the queue is empty).
@@ -224,5 +269,7 @@ class WAL:
                 self._writer.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._writer
+        if self._wab is not None:
+            self._wab.close()
         await self.impl.close()
         self._log.info("wal closed")

@@ -113,3 +113,24 @@ async def test_resume_after_a_volatile_tick_misses_nothing(wal: WAL) -> None:
 
 def test_first_tick_is_a_time_tick() -> None:
     assert new_time_tick(7).type == MessageType.TIME_TICK
+
+
+async def test_transaction_shares_one_timetick_and_is_delivered_whole(wal: WAL) -> None:
+    before = await wal.append([_insert("v0", 0)])
+    txn, plain = await asyncio.gather(
+        wal.append([_insert("v0", 1), _insert("v0", 2), _insert("v0", 3)], txn=True),
+        wal.append([_insert("v0", 4), _insert("v0", 5)]),
+    )
+    assert len({a.timetick for a in txn}) == 1
+    assert len({a.timetick for a in plain}) == 2
+    assert txn[0].timetick > before[0].timetick
+    got = await _collect(wal, 12)
+    inserts = [m for _, m in got if m.type == MessageType.INSERT]
+    assert len(inserts) == 6  # the scanner keeps every message of a transaction
+    ticks = [m.timetick for m in inserts]
+    assert ticks == sorted(ticks)
+    # A TimeTick never falls inside the transaction.
+    seq = [(m.type, m.timetick) for _, m in got]
+    t = txn[0].timetick
+    positions = [i for i, (_, tt) in enumerate(seq) if tt == t]
+    assert positions == list(range(positions[0], positions[0] + 3))
