@@ -70,16 +70,18 @@ class CollectStatusResponse(_message.Message):
     def __init__(self, wals: _Optional[_Iterable[_Union[WALStatus, _Mapping]]] = ...) -> None: ...
 
 class ProduceRequest(_message.Message):
-    __slots__ = ("request_id", "pchannel", "term", "messages")
+    __slots__ = ("request_id", "pchannel", "term", "messages", "txn")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     PCHANNEL_FIELD_NUMBER: _ClassVar[int]
     TERM_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    TXN_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     pchannel: str
     term: int
     messages: _containers.RepeatedCompositeFieldContainer[_common_pb2.Message]
-    def __init__(self, request_id: _Optional[int] = ..., pchannel: _Optional[str] = ..., term: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ...) -> None: ...
+    txn: bool
+    def __init__(self, request_id: _Optional[int] = ..., pchannel: _Optional[str] = ..., term: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., txn: _Optional[bool] = ...) -> None: ...
 
 class AppendResult(_message.Message):
     __slots__ = ("message_id", "timetick")

@@ -22,7 +22,7 @@ from coordinator.tso import physical_ms
 from protos import coordinator_pb2
 from querynode.segments.reduce import merge_topk
 from services.coordclient import CoordinatorClient
-from services.errors import ErrorCode, InvalidArgument, StrataError
+from services.errors import ErrorCode, InvalidArgument, NotSupported, StrataError
 from services.expr import parse_filter
 from services.grpcutil import raise_for_status
 from services.proxy import convert
@@ -32,7 +32,7 @@ from services.proxy.pkfilter import primary_keys_of
 from services.proxy.reads import ReadOptions, ReadRouter
 from services.proxy.stats import WALStats
 from services.proxy.status import milvus_status, success
-from services.proxy.writes import allocate_ids, delete_pks, insert_table
+from services.proxy.writes import allocate_ids, delete_pks, insert_table, upsert_table
 from streamingnode.client.producer import Producer
 
 log = structlog.get_logger().bind(component="proxy")
@@ -321,6 +321,25 @@ class MilvusProxy(milvus_pb2_grpc.MilvusServiceServicer):
             IDs=convert.ids_to_proto(table.column(pk.name).combine_chunks()),
             succ_index=list(range(n)),
             insert_cnt=n,
+            timestamp=ts,
+        )
+
+    @milvus_rpc(milvus_pb2.MutationResult)
+    async def Upsert(self, request: milvus_pb2.UpsertRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.MutationResult:
+        coll = await self._coll(request.collection_name)
+        n = request.num_rows
+        if n <= 0:
+            raise InvalidArgument("num_rows should be greater than 0")
+        if request.partial_update:
+            raise NotSupported("partial update is not supported yet: upsert whole rows")
+        # Upsert names the rows it replaces, so the primary key is given even with auto_id.
+        table = convert.insert_to_table(list(request.fields_data), n, coll.schema, allow_insert_auto_id=True)
+        ts = await upsert_table(self._producer, coll, table)
+        return milvus_pb2.MutationResult(
+            status=success(),
+            IDs=convert.ids_to_proto(table.column(coll.schema.primary_field.name).combine_chunks()),
+            succ_index=list(range(n)),
+            upsert_cnt=n,
             timestamp=ts,
         )
 

@@ -70,3 +70,28 @@ async def delete_pks(producer: Producer, coll: CollectionEntry, pks: Sequence[in
         )
     results = await asyncio.gather(*appends)
     return max((r.timetick for rs in results for r in rs), default=0)
+
+
+async def upsert_table(producer: Producer, coll: CollectionEntry, table: pa.Table) -> int:
+    """Delete every PK of ``table`` and insert its rows, per vchannel in one transaction.
+
+    The delete and the insert share one timetick, and a delete at T never hides a row
+    inserted at T, so readers see the new version and never a gap.
+    """
+    pk = coll.schema.primary_field.name
+    pks = table.column(pk).combine_chunks()
+    groups = _by_shard(pks, len(coll.vchannels))
+    appends = []
+    for shard, rows in enumerate(groups):
+        if len(rows) == 0:
+            continue
+        part = table.take(pa.array(rows))
+        vchannel = coll.vchannels[shard]
+        messages = [new_delete(vchannel, coll.collection_id, part.column(pk).combine_chunks())]
+        messages += [
+            new_insert(vchannel, coll.collection_id, coll.default_partition_id, part.slice(i, MAX_MESSAGE_ROWS))
+            for i in range(0, part.num_rows, MAX_MESSAGE_ROWS)
+        ]
+        appends.append(producer.append(coll.pchannels[shard], messages, txn=True))
+    results = await asyncio.gather(*appends)
+    return max((r.timetick for rs in results for r in rs), default=0)

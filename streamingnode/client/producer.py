@@ -66,13 +66,17 @@ class _Stream:
                     fut.set_exception(err)
             self._pending.clear()
 
-    async def send(self, messages: Sequence[common_pb2.Message], timeout: float) -> streaming_pb2.ProduceResponse:
+    async def send(
+        self, messages: Sequence[common_pb2.Message], timeout: float, *, txn: bool = False
+    ) -> streaming_pb2.ProduceResponse:
         if self.broken is not None:
             raise ConnectionError(str(self.broken))
         rid = next(self._ids)
         fut: asyncio.Future[streaming_pb2.ProduceResponse] = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut
-        req = streaming_pb2.ProduceRequest(request_id=rid, pchannel=self.pchannel, term=self.term, messages=messages)
+        req = streaming_pb2.ProduceRequest(
+            request_id=rid, pchannel=self.pchannel, term=self.term, messages=messages, txn=txn
+        )
         async with self._write_lock:
             await self._call.write(req)
         return await asyncio.wait_for(fut, timeout)
@@ -107,9 +111,13 @@ class Producer:
             return s
 
     async def append(
-        self, pchannel: str, messages: Sequence[common_pb2.Message], *, timeout: float = 30.0
+        self, pchannel: str, messages: Sequence[common_pb2.Message], *, timeout: float = 30.0, txn: bool = False
     ) -> list[AppendResult]:
-        """Append ``messages`` in order; returns once they are persisted."""
+        """Append ``messages`` in order; returns once they are persisted.
+
+        With ``txn`` the messages are one transaction: they share one timetick and readers
+        see all of them or none.
+        """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         stale_term = 0
@@ -117,7 +125,7 @@ class Producer:
             remaining = max(deadline - loop.time(), 0.1)
             stream = await self._stream(pchannel, stale_term, remaining)
             try:
-                resp = await stream.send(messages, remaining)
+                resp = await stream.send(messages, remaining, txn=txn)
             except (ConnectionError, grpc.aio.AioRpcError) as err:
                 await self._drop(stream)
                 raise StrataError(

@@ -44,7 +44,7 @@ class HandlerService(streaming_pb2_grpc.StreamingNodeHandlerServicer):
         async def one(req: streaming_pb2.ProduceRequest) -> None:
             try:
                 wal = self._manager.get(req.pchannel, req.term)
-                done = await wal.append(list(req.messages))
+                done = await wal.append(list(req.messages), txn=req.txn)
                 results = [
                     streaming_pb2.AppendResult(message_id=a.message_id.to_bytes(), timetick=a.timetick)
                     for a in done
