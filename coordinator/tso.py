@@ -12,19 +12,12 @@ import asyncio
 import time
 
 from services.etcd.metastore import MetaStore
+from services.tsoutil import LOGICAL_BITS, LOGICAL_MASK, compose, physical_ms
 
-LOGICAL_BITS = 18
-LOGICAL_MASK = (1 << LOGICAL_BITS) - 1
+__all__ = ["LOGICAL_BITS", "TimestampOracle", "compose", "physical_ms"]
+
 _KEY = "tso/high-water-ms"
 _WINDOW_MS = 3_000
-
-
-def compose(physical_ms: int, logical: int = 0) -> int:
-    return (physical_ms << LOGICAL_BITS) | logical
-
-
-def physical_ms(ts: int) -> int:
-    return ts >> LOGICAL_BITS
 
 
 class TimestampOracle:

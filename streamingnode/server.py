@@ -12,6 +12,7 @@ from services.etcd.session import Session
 from services.grpcutil import start_server
 from streamingnode.service.handler import HandlerService
 from streamingnode.service.manager import ManagerService
+from streamingnode.wal.ids import CoordinatorIDs
 from streamingnode.wal.timestamps import CoordinatorTimestamps
 from streamingnode.walimpls.registry import build_opener
 from streamingnode.walmanager.manager import WALManager
@@ -35,7 +36,12 @@ class StreamingNode:
         self._store = await MetaStore.connect(c.common.etcd, c.common.etcd_root)
         self._coord = CoordinatorClient(self._store)
         opener = build_opener(c.wal_backend, root_dir=c.wal_dir)
-        self.manager = WALManager(opener, CoordinatorTimestamps(self._coord), tick_interval=c.tick_interval_seconds)
+        self.manager = WALManager(
+            opener,
+            CoordinatorTimestamps(self._coord),
+            tick_interval=c.tick_interval_seconds,
+            segment_ids=CoordinatorIDs(self._coord),
+        )
         manager = self.manager
 
         def add(server: grpc.aio.Server) -> None:

@@ -6,7 +6,7 @@ import time
 
 from pymilvus.grpc_gen import common_pb2
 
-from coordinator.tso import compose
+from services.tsoutil import compose
 
 BOUNDED_STALENESS_MS = 5_000
 EVENTUALLY_TS = 1

@@ -18,7 +18,6 @@ import pyarrow as pa
 import structlog
 from pymilvus.grpc_gen import common_pb2, milvus_pb2, milvus_pb2_grpc, schema_pb2
 
-from coordinator.tso import physical_ms
 from protos import coordinator_pb2
 from querynode.segments.reduce import merge_topk
 from services.coordclient import CoordinatorClient
@@ -32,7 +31,8 @@ from services.proxy.pkfilter import primary_keys_of
 from services.proxy.reads import ReadOptions, ReadRouter
 from services.proxy.stats import WALStats
 from services.proxy.status import milvus_status, success
-from services.proxy.writes import allocate_ids, delete_pks, insert_table, upsert_table
+from services.proxy.writes import allocate_ids, delete_pks, insert_table, manual_flush, upsert_table
+from services.tsoutil import physical_ms
 from streamingnode.client.producer import Producer
 
 log = structlog.get_logger().bind(component="proxy")
@@ -367,11 +367,12 @@ class MilvusProxy(milvus_pb2_grpc.MilvusServiceServicer):
 
     @milvus_rpc(milvus_pb2.FlushResponse)
     async def Flush(self, request: milvus_pb2.FlushRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.FlushResponse:
-        # Every acknowledged write is already fsync'd in the WAL; segments come with issue #5.
+        # Every acknowledged write is already fsync'd in the WAL. The ManualFlush seals the
+        # growing segments; writing them to object storage comes with the flusher (issue #5).
         flush_ts = await self._fresh_ts()
         names = list(request.collection_names)
         for name in names:
-            await self._coll(name)
+            await manual_flush(self._producer, await self._coll(name), flush_ts)
         return milvus_pb2.FlushResponse(
             status=success(),
             db_name=request.db_name or "default",

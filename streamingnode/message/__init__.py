@@ -22,6 +22,7 @@ __all__ = [
     "new_delete",
     "new_create_collection",
     "new_drop_collection",
+    "new_manual_flush",
     "new_time_tick",
     "header",
     "body_table",
@@ -50,6 +51,11 @@ def new_create_collection(vchannel: str, collection_id: int, schema_json: str) -
 
 def new_drop_collection(vchannel: str, collection_id: int) -> Message:
     return _msg(MessageType.DROP_COLLECTION, vchannel, {"collection_id": collection_id})
+
+
+def new_manual_flush(vchannel: str, collection_id: int, flush_ts: int) -> Message:
+    """Seal every growing segment of the collection on ``vchannel`` (the WAL lists them)."""
+    return _msg(MessageType.MANUAL_FLUSH, vchannel, {"collection_id": collection_id, "flush_ts": flush_ts})
 
 
 def new_time_tick(timetick: int) -> Message:

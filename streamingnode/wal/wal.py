@@ -32,9 +32,11 @@ from dataclasses import dataclass
 import structlog
 
 from protos.common_pb2 import Message, MessageType
-from services.errors import WALClosed
+from services.errors import StrataError, WALClosed
+from services.tsoutil import physical_ms
 from streamingnode.message import header, new_time_tick
 from streamingnode.wal.scanner import Backoff, SwitchableScanner
+from streamingnode.wal.shard_interceptor import Expansion, ShardInterceptor
 from streamingnode.wal.timestamps import TimestampSource
 from streamingnode.wal.wab import BufferOptions, WriteAheadBuffer
 from streamingnode.walimpls.wal import DeliverPolicy, MessageID, WALImpl
@@ -79,6 +81,7 @@ class WAL:
         buffer: BufferOptions | None = None,
         backoff: Backoff | None = None,
         clock: Callable[[], float] = time.monotonic,
+        shard: ShardInterceptor | None = None,
     ) -> None:
         self.impl = impl
         self.channel = impl.channel
@@ -90,6 +93,7 @@ class WAL:
         self._backoff = backoff or Backoff()
         self._backoff.validate()
         self._clock = clock
+        self._shard = shard
         self._queue: asyncio.Queue[_Pending] = asyncio.Queue()
         self._closing = False
         self._writer: asyncio.Task[None] | None = None
@@ -123,7 +127,10 @@ class WAL:
         scanner = self.impl.read(DeliverPolicy.all())
         try:
             async for entry in scanner:
-                self._observe(Message.FromString(entry.payload))
+                msg = Message.FromString(entry.payload)
+                self._observe(msg)
+                if self._shard is not None:
+                    self._shard.observe(msg, physical_ms(msg.timetick))
                 if entry.message_id >= last:
                     break
         finally:
@@ -170,7 +177,7 @@ class WAL:
             try:
                 if batch:
                     await self._write(batch)
-                else:
+                elif not await self._self_flush():
                     await self._volatile_tick()
             except asyncio.CancelledError:
                 for p in batch:
@@ -185,6 +192,18 @@ class WAL:
             if self._closing and self._queue.empty():
                 return
 
+    async def _self_flush(self) -> bool:
+        """Append the Flushes the seal policies owe now (lifetime, idle); False if none."""
+        if self._shard is None:
+            return False
+        now_ms = int(time.time() * 1000)
+        ex = self._shard.tick(now_ms)
+        if not ex.pre:
+            return False
+        await self._persist([([m], None) for m in ex.pre])
+        self._shard.committed(ex, now_ms)
+        return True
+
     async def _volatile_tick(self) -> None:
         assert self._wab is not None and self._last_tick_id is not None
         ts = await self._ts.allocate(1)
@@ -195,26 +214,73 @@ class WAL:
 
     async def _write(self, batch: list[_Pending]) -> None:
         assert self._wab is not None and self._last_tick_id is not None
-        n = sum(p.timeticks for p in batch)
+        now_ms = int(time.time() * 1000)
+        # Units share one timetick: a self-generated message, a plain message, or a whole transaction.
+        units: list[tuple[list[Message], _Pending | None]] = []
+        accepted: list[tuple[_Pending, Expansion]] = []
+        for p in batch:
+            if self._shard is None:
+                ex = Expansion(own=list(p.messages))
+            else:
+                try:
+                    ex = await self._shard.expand(p.messages, now_ms)
+                except StrataError as err:  # refused (e.g. unknown collection): this caller only
+                    if not p.future.done():
+                        p.future.set_exception(err)
+                    continue
+            accepted.append((p, ex))
+            units.extend(([m], None) for m in ex.pre)
+            if p.txn:
+                units.append((ex.own, p))
+            else:
+                units.extend(([m], p) for m in ex.own)
+        if not units:
+            return
+        try:
+            ids = await self._persist(units)
+        except BaseException:
+            if self._shard is not None:
+                for _, ex in accepted:
+                    self._shard.aborted(ex)
+            raise
+        if self._shard is not None:
+            for _, ex in accepted:
+                self._shard.committed(ex, now_ms)
+        results: dict[int, list[Appended]] = {id(p): [] for p, _ in accepted}
+        position = iter(ids)
+        for msgs, owner in units:
+            for m in msgs:
+                m_id = next(position)
+                if owner is not None:
+                    results[id(owner)].append(Appended(m_id, m.timetick))
+        for p, _ in accepted:
+            if not p.future.done():
+                p.future.set_result(results[id(p)])
+
+    async def _persist(self, units: list[tuple[list[Message], _Pending | None]]) -> list[MessageID]:
+        """Stamp every unit with its timetick (in place), append them and a TimeTick, feed the buffer.
+
+        Returns the ids of the units' messages in order (the TimeTick's excluded).
+        """
+        assert self._wab is not None and self._last_tick_id is not None
+        n = len(units)
         ts = await self._ts.allocate(n + 1)
         # The previous TimeTick: reading from it returns every message of this batch and after.
         last_confirmed = self._last_tick_id.to_bytes()
-        payloads: list[bytes] = []
         stamped: list[Message] = []
-        next_ts = ts
-        for p in batch:
-            for j, m in enumerate(p.messages):
+        for k, (msgs, _) in enumerate(units):
+            for i, m in enumerate(msgs):
                 msg = Message()
                 msg.CopyFrom(m)
-                msg.timetick = next_ts if p.txn else next_ts + j
+                msg.timetick = ts + k
                 msg.wal_term = self.term
                 msg.last_confirmed = last_confirmed
-                payloads.append(msg.SerializeToString())
+                msgs[i] = msg
                 stamped.append(msg)
-            next_ts += p.timeticks
         tick = new_time_tick(ts + n)
         tick.wal_term = self.term
         tick.last_confirmed = last_confirmed
+        payloads = [m.SerializeToString() for m in stamped]
         payloads.append(tick.SerializeToString())
         try:
             ids = await self.impl.append(payloads)
@@ -227,12 +293,7 @@ class WAL:
         self._last_tick_id = ids[-1]
         for msg in stamped:
             self._observe(msg)
-        i = 0
-        for p in batch:
-            k = len(p.messages)
-            if not p.future.done():
-                p.future.set_result([Appended(ids[i + j], stamped[i + j].timetick) for j in range(k)])
-            i += k
+        return ids[:-1]
 
     def scanner(self, policy: DeliverPolicy, vchannel: str = "") -> SwitchableScanner:
         """A reader of ``vchannel`` (all when empty) plus every TimeTick; see :meth:`read`."""

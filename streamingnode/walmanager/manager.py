@@ -13,6 +13,9 @@ from dataclasses import dataclass
 import structlog
 
 from services.errors import ChannelNotExist, WALClosed
+from streamingnode.shard import SealPolicy, ShardManager
+from streamingnode.wal.ids import IDSource
+from streamingnode.wal.shard_interceptor import ShardInterceptor
 from streamingnode.wal.timestamps import TimestampSource
 from streamingnode.wal.wal import WAL
 from streamingnode.walimpls.wal import WALOpener
@@ -46,8 +49,13 @@ class WALManager:
         wal_factory: WALFactory | None = None,
         on_open: WALHook | None = None,
         on_close: WALHook | None = None,
+        segment_ids: IDSource | None = None,
+        seal_policy: SealPolicy | None = None,
     ) -> None:
         self._opener = opener
+        # With an id source every WAL assigns inserts to growing segments (the shard interceptor).
+        self._segment_ids = segment_ids
+        self._seal_policy = seal_policy
         self._ts = timestamps
         self._tick_interval = tick_interval
         self._factory: WALFactory = wal_factory if wal_factory is not None else self._open_wal
@@ -59,7 +67,12 @@ class WALManager:
 
     async def _open_wal(self, pchannel: str, term: int) -> WAL:
         impl = await self._opener.open(pchannel, term)
-        wal = WAL(impl, self._ts, tick_interval=self._tick_interval)
+        shard = (
+            ShardInterceptor(ShardManager(self._seal_policy), self._segment_ids)
+            if self._segment_ids is not None
+            else None
+        )
+        wal = WAL(impl, self._ts, tick_interval=self._tick_interval, shard=shard)
         try:
             await wal.start()
         except BaseException:

@@ -1,0 +1,14 @@
+"""Hybrid timestamps: ``(physical_ms << 18) | logical`` (the coordinator's TSO issues them)."""
+
+from __future__ import annotations
+
+LOGICAL_BITS = 18
+LOGICAL_MASK = (1 << LOGICAL_BITS) - 1
+
+
+def compose(physical_ms: int, logical: int = 0) -> int:
+    return (physical_ms << LOGICAL_BITS) | logical
+
+
+def physical_ms(ts: int) -> int:
+    return ts >> LOGICAL_BITS

@@ -1,0 +1,26 @@
+"""Segment ids for the shard interceptor, from the coordinator's id allocator."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from protos import coordinator_pb2
+from services.coordclient import CoordinatorClient
+from services.grpcutil import raise_for_status
+
+
+class IDSource(Protocol):
+    async def allocate(self, count: int) -> int:
+        """First of ``count`` fresh cluster-unique ids."""
+        ...
+
+
+class CoordinatorIDs:
+    def __init__(self, coord: CoordinatorClient) -> None:
+        self._coord = coord
+
+    async def allocate(self, count: int) -> int:
+        stub = await self._coord.stub()
+        resp = await stub.AllocID(coordinator_pb2.AllocIDRequest(count=count), timeout=10)
+        raise_for_status(resp.status)
+        return int(resp.begin)

@@ -1,0 +1,157 @@
+"""The WAL writer with the shard interceptor: segment assignment, self-generated CreateSegment/Flush."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from protos.common_pb2 import Message, MessageType
+from services.errors import CollectionNotFound
+from services.tsoutil import compose
+from streamingnode.message import new_create_collection, new_delete, new_drop_collection, new_insert, new_manual_flush
+from streamingnode.shard import SealPolicy, ShardManager
+from streamingnode.wal.shard_interceptor import ShardInterceptor
+from streamingnode.wal.wal import WAL
+from streamingnode.walimpls.registry import build_opener
+from streamingnode.walimpls.wal import DeliverPolicy
+
+
+class Counter:
+    def __init__(self, start: int) -> None:
+        self.next = start
+
+    async def allocate(self, count: int) -> int:
+        first = self.next
+        self.next += count
+        return first
+
+
+class Harness:
+    def __init__(self, root: Path, policy: SealPolicy) -> None:
+        self.root, self.policy = root, policy
+        # Realistic hybrid timestamps: replay reads segment ages from them.
+        self.tso, self.ids = Counter(compose(int(time.time() * 1000))), Counter(500)
+
+    async def open(self, term: int) -> tuple[WAL, object]:
+        opener = build_opener("local", root_dir=self.root)
+        impl = await opener.open("p0", term)
+        wal = WAL(impl, self.tso, tick_interval=0.05, shard=ShardInterceptor(ShardManager(self.policy), self.ids))
+        await wal.start()
+        return wal, opener
+
+
+@pytest.fixture()
+async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
+    yield Harness(tmp_path, SealPolicy(max_rows=10))
+
+
+def _insert(rows: int) -> Message:
+    return new_insert("v0", 7, 8, pa.table({"id": pa.array(range(rows), pa.int64())}))
+
+
+async def _log(wal: WAL) -> list[tuple[int, dict]]:
+    out = []
+    last = wal.impl.last_message_id()
+    async for mid, msg in wal.read(DeliverPolicy.all()):
+        if msg.type != MessageType.TIME_TICK:
+            out.append((msg.type, json.loads(msg.header) if msg.header else {}))
+        if last is not None and mid >= last:
+            break
+    return out
+
+
+async def test_inserts_get_segments_and_roll_over_at_the_row_cap(harness: Harness) -> None:
+    wal, opener = await harness.open(1)
+    try:
+        await wal.append([new_create_collection("v0", 7, "{}")])
+        for _ in range(3):
+            await wal.append([_insert(4)])  # 4 + 4 fit; the third would pass max_rows=10
+        log = await _log(wal)
+        kinds = [k for k, _ in log]
+        assert kinds == [
+            MessageType.CREATE_COLLECTION,
+            MessageType.CREATE_SEGMENT, MessageType.INSERT, MessageType.INSERT,
+            MessageType.FLUSH, MessageType.CREATE_SEGMENT, MessageType.INSERT,
+        ]  # fmt: skip
+        segs = [h["segment_id"] for k, h in log if k == MessageType.INSERT]
+        assert segs[0] == segs[1] != segs[2]
+        flushed = next(h for k, h in log if k == MessageType.FLUSH)
+        assert flushed["segment_id"] == segs[0]
+    finally:
+        await wal.close()
+        await opener.close()  # type: ignore[attr-defined]
+
+
+async def test_unknown_collection_is_refused_and_writes_nothing(harness: Harness) -> None:
+    wal, opener = await harness.open(1)
+    try:
+        with pytest.raises(CollectionNotFound):
+            await wal.append([_insert(1)])
+        with pytest.raises(CollectionNotFound):
+            await wal.append([new_delete("v0", 7, pa.array([1], pa.int64()))])
+        await wal.append([new_create_collection("v0", 7, "{}")])
+        await wal.append([new_drop_collection("v0", 7)])
+        with pytest.raises(CollectionNotFound):
+            await wal.append([_insert(1)])
+        assert [k for k, _ in await _log(wal)] == [MessageType.CREATE_COLLECTION, MessageType.DROP_COLLECTION]
+    finally:
+        await wal.close()
+        await opener.close()  # type: ignore[attr-defined]
+
+
+async def test_manual_flush_seals_and_records_segments(harness: Harness) -> None:
+    wal, opener = await harness.open(1)
+    try:
+        await wal.append([new_create_collection("v0", 7, "{}")])
+        await wal.append([_insert(2)])
+        await wal.append([new_manual_flush("v0", 7, 123)])
+        await wal.append([_insert(2)])
+        log = await _log(wal)
+        manual = next(h for k, h in log if k == MessageType.MANUAL_FLUSH)
+        first_seg = next(h["segment_id"] for k, h in log if k == MessageType.INSERT)
+        assert manual["segment_ids"] == [first_seg]
+        inserts = [h["segment_id"] for k, h in log if k == MessageType.INSERT]
+        assert inserts[1] != first_seg  # a new segment after the flush
+    finally:
+        await wal.close()
+        await opener.close()  # type: ignore[attr-defined]
+
+
+async def test_reopen_replays_segment_state(harness: Harness) -> None:
+    wal, opener = await harness.open(1)
+    await wal.append([new_create_collection("v0", 7, "{}")])
+    await wal.append([_insert(3)])
+    await wal.close()
+    await opener.close()  # type: ignore[attr-defined]
+    wal, opener = await harness.open(2)
+    try:
+        await wal.append([_insert(3)])  # same open segment: 3 + 3 <= 10, no new CreateSegment
+        log = await _log(wal)
+        assert [k for k, _ in log].count(MessageType.CREATE_SEGMENT) == 1
+        segs = {h["segment_id"] for k, h in log if k == MessageType.INSERT}
+        assert len(segs) == 1
+    finally:
+        await wal.close()
+        await opener.close()  # type: ignore[attr-defined]
+
+
+async def test_idle_policy_flushes_without_an_append(tmp_path: Path) -> None:
+    h = Harness(tmp_path, SealPolicy(max_idle_ms=50, max_lifetime_ms=60_000))
+    wal, opener = await h.open(1)
+    try:
+        await wal.append([new_create_collection("v0", 7, "{}")])
+        await wal.append([_insert(1)])
+        for _ in range(40):
+            if any(k == MessageType.FLUSH for k, _ in await _log(wal)):
+                break
+            await asyncio.sleep(0.05)
+        assert any(k == MessageType.FLUSH for k, _ in await _log(wal))
+    finally:
+        await wal.close()
+        await opener.close()  # type: ignore[attr-defined]
