@@ -115,15 +115,21 @@ class ConsumeRequest(_message.Message):
     message_id: bytes
     def __init__(self, pchannel: _Optional[str] = ..., term: _Optional[int] = ..., vchannel: _Optional[str] = ..., policy: _Optional[_Union[DeliverPolicy, str]] = ..., message_id: _Optional[bytes] = ...) -> None: ...
 
-class ConsumeResponse(_message.Message):
-    __slots__ = ("status", "message_id", "message")
-    STATUS_FIELD_NUMBER: _ClassVar[int]
+class ConsumedMessage(_message.Message):
+    __slots__ = ("message_id", "message")
     MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
-    status: _common_pb2.Status
     message_id: bytes
     message: _common_pb2.Message
-    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., message_id: _Optional[bytes] = ..., message: _Optional[_Union[_common_pb2.Message, _Mapping]] = ...) -> None: ...
+    def __init__(self, message_id: _Optional[bytes] = ..., message: _Optional[_Union[_common_pb2.Message, _Mapping]] = ...) -> None: ...
+
+class ConsumeResponse(_message.Message):
+    __slots__ = ("status", "messages")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    messages: _containers.RepeatedCompositeFieldContainer[ConsumedMessage]
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., messages: _Optional[_Iterable[_Union[ConsumedMessage, _Mapping]]] = ...) -> None: ...
 
 class GetCollectionRowsRequest(_message.Message):
     __slots__ = ("pchannel", "term", "collection_id")

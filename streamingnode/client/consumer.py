@@ -48,8 +48,9 @@ async def consume(
                     await source.report_error(pchannel, term, resp.status.reason)
                     stale_term = term
                     break
-                last = resp.message_id
-                yield resp.message_id, resp.message
+                for item in resp.messages:
+                    last = item.message_id
+                    yield item.message_id, item.message
         except grpc.aio.AioRpcError as err:
             log.info("consume stream broken", term=term, error=err.code().name)
         finally:

@@ -9,13 +9,18 @@ from collections.abc import AsyncIterator
 import grpc
 import structlog
 
-from protos import streaming_pb2, streaming_pb2_grpc
+from protos import common_pb2, streaming_pb2, streaming_pb2_grpc
 from services.errors import ErrorCode, StrataError
 from services.grpcutil import error_status, ok_status, rpc_method
 from streamingnode.walimpls.wal import DeliverPolicy, MessageID
 from streamingnode.walmanager.manager import WALManager
 
 log = structlog.get_logger().bind(component="handler-service")
+
+# Consume batching: at most this many messages / bytes per response, read ahead at most CONSUME_QUEUE.
+CONSUME_BATCH_MESSAGES = 1024
+CONSUME_BATCH_BYTES = 4 << 20
+CONSUME_QUEUE = 4096
 
 
 def _policy(req: streaming_pb2.ConsumeRequest) -> DeliverPolicy:
@@ -90,8 +95,43 @@ class HandlerService(streaming_pb2_grpc.StreamingNodeHandlerServicer):
         except StrataError as err:
             yield streaming_pb2.ConsumeResponse(status=error_status(err))
             return
-        async for message_id, msg in wal.read(policy, request.vchannel):
-            yield streaming_pb2.ConsumeResponse(status=ok_status(), message_id=message_id.to_bytes(), message=msg)
+        # A pump reads ahead into a bounded queue; each response carries what is already there.
+        queue: asyncio.Queue[tuple[MessageID, common_pb2.Message] | None] = asyncio.Queue(CONSUME_QUEUE)
+
+        async def pump() -> None:
+            try:
+                async for item in wal.read(policy, request.vchannel):
+                    await queue.put(item)
+            finally:
+                with contextlib.suppress(asyncio.QueueFull):
+                    queue.put_nowait(None)
+
+        reader = asyncio.create_task(pump(), name=f"consume-pump-{request.pchannel}")
+        try:
+            ended = False
+            while not ended:
+                item = await queue.get()
+                if item is None:
+                    break
+                batch, size = [item], item[1].ByteSize()
+                while len(batch) < CONSUME_BATCH_MESSAGES and size < CONSUME_BATCH_BYTES:
+                    try:
+                        nxt = queue.get_nowait()
+                    except asyncio.QueueEmpty:
+                        break
+                    if nxt is None:
+                        ended = True
+                        break
+                    batch.append(nxt)
+                    size += nxt[1].ByteSize()
+                yield streaming_pb2.ConsumeResponse(
+                    status=ok_status(),
+                    messages=[streaming_pb2.ConsumedMessage(message_id=i.to_bytes(), message=m) for i, m in batch],
+                )
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await reader
         # The WAL closed under us (removed or moved): tell the consumer to re-resolve.
         yield streaming_pb2.ConsumeResponse(
             status=error_status(StrataError(f"wal {request.pchannel} closed", ErrorCode.WAL_CLOSED))

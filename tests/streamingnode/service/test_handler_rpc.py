@@ -109,7 +109,7 @@ async def test_consume_filters_by_vchannel_and_keeps_ticks(node: Node) -> None:
     stream = node.stub.Consume(streaming_pb2.ConsumeRequest(pchannel="p0", term=3, vchannel="v1"))
     async for resp in stream:
         assert resp.status.code == ErrorCode.OK
-        seen.append(resp.message)
+        seen.extend(item.message for item in resp.messages)
         if sum(m.type == common_pb2.INSERT for m in seen) == 3:
             break
     stream.cancel()
