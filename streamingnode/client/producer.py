@@ -23,6 +23,10 @@ from services.errors import ErrorCode, StrataError, error_from_code
 from services.grpcutil import insecure_channel
 from streamingnode.client.assignment import AssignmentSource
 
+# A coalesced Produce request stops growing past this many messages or bytes.
+MAX_MERGED_MESSAGES = 1024
+MAX_MERGED_BYTES = 4 << 20
+
 _RETRYABLE = {
     ErrorCode.UNMATCHED_CHANNEL_TERM,
     ErrorCode.CHANNEL_NOT_EXIST,
@@ -37,16 +41,39 @@ class AppendResult:
     timetick: int
 
 
+@dataclass(slots=True)
+class _Waiter:
+    messages: Sequence[common_pb2.Message]
+    txn: bool
+    future: asyncio.Future[streaming_pb2.ProduceResponse]
+
+
 class _Stream:
+    """One Produce stream. Appends queued while a request is being written are coalesced
+    into the next request (a transaction always travels alone), so concurrent callers
+    share gRPC messages and group commits; each caller gets its own slice of the answer.
+    """
+
     def __init__(self, pchannel: str, address: str, term: int) -> None:
         self.pchannel, self.address, self.term = pchannel, address, term
         self._channel = insecure_channel(address)
         self._call = streaming_pb2_grpc.StreamingNodeHandlerStub(self._channel).Produce()
         self._ids = itertools.count(1)
-        self._pending: dict[int, asyncio.Future[streaming_pb2.ProduceResponse]] = {}
-        self._write_lock = asyncio.Lock()
-        self._reader = asyncio.create_task(self._read(), name=f"produce-reader-{pchannel}")
+        self._pending: dict[int, list[_Waiter]] = {}
+        self._outbox: list[_Waiter] = []
+        self._wake = asyncio.Event()
         self.broken: BaseException | None = None
+        self._reader = asyncio.create_task(self._read(), name=f"produce-reader-{pchannel}")
+        self._sender = asyncio.create_task(self._send_loop(), name=f"produce-sender-{pchannel}")
+
+    def _fail(self, err: BaseException) -> None:
+        self.broken = err
+        waiters = [w for group in self._pending.values() for w in group] + self._outbox
+        self._pending.clear()
+        self._outbox = []
+        for w in waiters:
+            if not w.future.done():
+                w.future.set_exception(err)
 
     async def _read(self) -> None:
         try:
@@ -54,37 +81,74 @@ class _Stream:
                 resp = await self._call.read()
                 if resp is grpc.aio.EOF:
                     raise ConnectionError("produce stream closed by the server")
-                fut = self._pending.pop(resp.request_id, None)
-                if fut is not None and not fut.done():
-                    fut.set_result(resp)
+                group = self._pending.pop(resp.request_id, [])
+                offset = 0
+                for w in group:
+                    n = len(w.messages)
+                    if not w.future.done():
+                        w.future.set_result(
+                            streaming_pb2.ProduceResponse(
+                                request_id=resp.request_id,
+                                status=resp.status,
+                                results=resp.results[offset : offset + n] if resp.results else [],
+                            )
+                        )
+                    offset += n
         except asyncio.CancelledError:
             raise
         except Exception as err:  # the stream is dead: fail every waiter
-            self.broken = err
-            for fut in self._pending.values():
-                if not fut.done():
-                    fut.set_exception(err)
-            self._pending.clear()
+            self._fail(err)
+
+    def _next_group(self) -> list[_Waiter]:
+        first = self._outbox.pop(0)
+        group, count, size = [first], len(first.messages), sum(m.ByteSize() for m in first.messages)
+        if first.txn:
+            return group
+        while self._outbox and not self._outbox[0].txn and count < MAX_MERGED_MESSAGES and size < MAX_MERGED_BYTES:
+            w = self._outbox.pop(0)
+            group.append(w)
+            count += len(w.messages)
+            size += sum(m.ByteSize() for m in w.messages)
+        return group
+
+    async def _send_loop(self) -> None:
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake.clear()
+                while self._outbox:
+                    group = self._next_group()
+                    rid = next(self._ids)
+                    self._pending[rid] = group
+                    req = streaming_pb2.ProduceRequest(
+                        request_id=rid,
+                        pchannel=self.pchannel,
+                        term=self.term,
+                        messages=[m for w in group for m in w.messages],
+                        txn=group[0].txn,
+                    )
+                    await self._call.write(req)
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:  # writing failed: the stream is dead
+            self._fail(err)
 
     async def send(
         self, messages: Sequence[common_pb2.Message], timeout: float, *, txn: bool = False
     ) -> streaming_pb2.ProduceResponse:
         if self.broken is not None:
             raise ConnectionError(str(self.broken))
-        rid = next(self._ids)
         fut: asyncio.Future[streaming_pb2.ProduceResponse] = asyncio.get_running_loop().create_future()
-        self._pending[rid] = fut
-        req = streaming_pb2.ProduceRequest(
-            request_id=rid, pchannel=self.pchannel, term=self.term, messages=messages, txn=txn
-        )
-        async with self._write_lock:
-            await self._call.write(req)
+        self._outbox.append(_Waiter(messages, txn, fut))
+        self._wake.set()
         return await asyncio.wait_for(fut, timeout)
 
     async def close(self) -> None:
-        self._reader.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._reader
+        for task in (self._sender, self._reader):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._fail(ConnectionError("producer stream closed"))
         self._call.cancel()
         await self._channel.close()
 
