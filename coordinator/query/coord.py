@@ -109,9 +109,16 @@ class QueryCoordinator:
         return views, progress
 
     async def _watch_nodes(self) -> None:
-        async for nodes in watch_sessions(self._store, QUERY_NODE_ROLE):
-            self._nodes = nodes
-            self._wake.set()
+        while True:
+            try:
+                async for nodes in watch_sessions(self._store, QUERY_NODE_ROLE):
+                    self._nodes = nodes
+                    self._wake.set()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # task boundary: a broken etcd watch is re-established
+                self._log.exception("session watch failed, re-watching")
+                await asyncio.sleep(0.5)
 
     async def _loop(self) -> None:
         while True:

@@ -125,13 +125,20 @@ class StreamingBalancer:
             self.trigger()
 
     async def _watch_nodes(self, first_view: asyncio.Event) -> None:
-        async for nodes in watch_sessions(self._store, STREAMING_NODE_ROLE):
-            if set(nodes) != set(self._nodes):
-                self._log.info("streaming nodes changed", nodes=sorted(nodes))
-            self._nodes = nodes
-            await self._bump()
-            self.trigger()
-            first_view.set()
+        while True:
+            try:
+                async for nodes in watch_sessions(self._store, STREAMING_NODE_ROLE):
+                    if set(nodes) != set(self._nodes):
+                        self._log.info("streaming nodes changed", nodes=sorted(nodes))
+                    self._nodes = nodes
+                    await self._bump()
+                    self.trigger()
+                    first_view.set()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # task boundary: a broken etcd watch is re-established
+                self._log.exception("session watch failed, re-watching")
+                await asyncio.sleep(0.5)
 
     async def _loop(self) -> None:
         backoff = 0.01

@@ -37,6 +37,9 @@ class ReadOptions:
         )
 
 
+LOADING_POLL_SECONDS = 0.1
+
+
 class ReadRouter:
     def __init__(self, coord: CoordinatorClient) -> None:
         self._coord = coord
@@ -55,17 +58,28 @@ class ReadRouter:
         raise_for_status(resp.status)
         return resp
 
-    async def _placements(self, coll: CollectionEntry) -> list[coordinator_pb2.ChannelPlacement]:
-        view = await self.load_view(coll)
-        if view.state == coordinator_pb2.LOAD_STATE_NOT_LOAD:
-            raise StrataError(f"collection not loaded[collection={coll.name}]", ErrorCode.COLLECTION_NOT_LOADED)
-        missing = [c.vchannel for c in view.channels if not c.address]
-        if missing:
-            raise StrataError(
-                f"collection {coll.name} is not fully loaded: no query node serves {', '.join(missing)}",
-                ErrorCode.NOT_READY,
-            )
-        return list(view.channels)
+    async def _placements(self, coll: CollectionEntry, timeout: float) -> list[coordinator_pb2.ChannelPlacement]:
+        """Where each vchannel is served, waiting (up to ``timeout``) while the collection is loading.
+
+        A loaded collection is still *loading* right after a restart or a node loss, while its
+        delegators catch up with the WAL; reads wait for that instead of failing.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            view = await self.load_view(coll)
+            if view.state == coordinator_pb2.LOAD_STATE_NOT_LOAD:
+                raise StrataError(f"collection not loaded[collection={coll.name}]", ErrorCode.COLLECTION_NOT_LOADED)
+            if view.state == coordinator_pb2.LOAD_STATE_LOADED and all(c.address for c in view.channels):
+                return list(view.channels)
+            if loop.time() >= deadline:
+                waiting = [c.vchannel for c in view.channels if not c.ready]
+                raise StrataError(
+                    f"collection {coll.name} is still loading ({view.progress}%): "
+                    f"{', '.join(waiting)} not ready",
+                    ErrorCode.NOT_READY,
+                )
+            await asyncio.sleep(LOADING_POLL_SECONDS)
 
     async def search(
         self,
@@ -78,7 +92,7 @@ class ReadRouter:
         topk: int,
         params: dict[str, Any],
     ) -> list[pa.Table]:
-        placements = await self._placements(coll)
+        placements = await self._placements(coll, read.timeout)
         vec = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), type=pa.float32()), vectors.shape[1])
         payload = table_to_ipc(pa.table({"vector": vec}))
         reqs = [
@@ -106,7 +120,7 @@ class ReadRouter:
     async def query(
         self, coll: CollectionEntry, *, read: ReadOptions, limit: int, count_only: bool
     ) -> tuple[list[pa.Table], int]:
-        placements = await self._placements(coll)
+        placements = await self._placements(coll, read.timeout)
         resps = await asyncio.gather(
             *(
                 self._stub(p.address).Query(

@@ -83,6 +83,9 @@ class DiscoverWatcher:
             except (grpc.aio.AioRpcError, NotReady) as err:
                 self._log.info("discover stream broken, retrying", error=str(err))
                 await self._coord.reset()
+            except Exception:  # task boundary: this loop must outlive any surprise
+                self._log.exception("discover stream failed, retrying")
+                await self._coord.reset()
             await asyncio.sleep(0.2)
 
     async def resolve(self, pchannel: str, *, newer_than_term: int = 0, timeout: float = 30.0) -> tuple[str, int]:

@@ -32,6 +32,7 @@ async def consume(
         try:
             address, term = await source.resolve(pchannel, newer_than_term=stale_term, timeout=5.0)
         except NotReady:
+            log.info("waiting for the owner of the pchannel", pchannel=pchannel, stale_term=stale_term)
             continue
         req = streaming_pb2.ConsumeRequest(
             pchannel=pchannel,
@@ -53,6 +54,10 @@ async def consume(
                     yield item.message_id, item.message
         except grpc.aio.AioRpcError as err:
             log.info("consume stream broken", term=term, error=err.code().name)
+        except (asyncio.CancelledError, GeneratorExit):
+            raise
+        except Exception:  # anything else: resume after the last delivered id, never give up
+            log.exception("consume stream failed", term=term)
         finally:
             await channel.close()
         await asyncio.sleep(0.2)

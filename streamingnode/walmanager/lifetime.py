@@ -134,16 +134,22 @@ class WALLifetime:
         """Move expected to ``target`` and wait until current is no longer before it."""
         if self._closing:
             raise WALClosed(f"wal lifetime of {self.pchannel} is closed")
-        async with self._expected.changed:
-            if not self._expected.value.before(target):
-                raise IgnoredOperation(
-                    f"{self.pchannel}: {target} is not later than the expected state {self._expected.value}"
-                )
-            self._expected.value = target
-            self._expected.changed.notify_all()
+        # Check and set with no await in between, so the request registers atomically: a caller
+        # cancelled from here on has still made its request.
+        if not self._expected.value.before(target):
+            raise IgnoredOperation(
+                f"{self.pchannel}: {target} is not later than the expected state {self._expected.value}"
+            )
+        self._expected.value = target
+        # Must finish even if the caller is cancelled: the worker would otherwise miss the wake-up.
+        await asyncio.shield(self._wake_worker())
         async with self._current.changed:
             await self._current.changed.wait_for(lambda: self._closed or not self._current.value.before(target))
             return self._current.value
+
+    async def _wake_worker(self) -> None:
+        async with self._expected.changed:
+            self._expected.changed.notify_all()
 
     def _error_of_failed_open(self, term: int, reason: str) -> StrataError:
         cause = self._open_error[1] if self._open_error and self._open_error[0] == term else None
