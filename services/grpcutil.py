@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import grpc
 import structlog
@@ -89,3 +89,26 @@ async def start_server(
 
 def insecure_channel(address: str) -> grpc.aio.Channel:
     return grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+
+
+Stub = TypeVar("Stub")
+
+
+class StubCache(Generic[Stub]):
+    """One channel and stub per address, kept for reuse; ``close()`` closes every channel."""
+
+    def __init__(self, stub_type: Callable[[grpc.aio.Channel], Stub]) -> None:
+        self._stub_type = stub_type
+        self._entries: dict[str, tuple[grpc.aio.Channel, Stub]] = {}
+
+    def get(self, address: str) -> Stub:
+        entry = self._entries.get(address)
+        if entry is None:
+            channel = insecure_channel(address)
+            entry = self._entries[address] = (channel, self._stub_type(channel))
+        return entry[1]
+
+    async def close(self) -> None:
+        for channel, _ in self._entries.values():
+            await channel.close()
+        self._entries.clear()

@@ -22,8 +22,8 @@ from coordinator.tso import TimestampOracle
 from protos import querynode_pb2, querynode_pb2_grpc
 from services.errors import ErrorCode
 from services.etcd.metastore import MetaStore
-from services.etcd.session import SessionInfo, watch_sessions
-from services.grpcutil import insecure_channel
+from services.etcd.session import SessionInfo, follow_sessions
+from services.grpcutil import StubCache
 
 QUERY_NODE_ROLE = "querynode"
 
@@ -48,7 +48,8 @@ class QueryCoordinator:
         self._load_ts: dict[int, int] = {}
         self._placement: dict[int, dict[str, int]] = {}
         self._dist: dict[int, dict[str, int]] = {}  # node -> vchannel -> tsafe
-        self._stubs: dict[str, tuple[grpc.aio.Channel, querynode_pb2_grpc.QueryNodeStub]] = {}
+        self._stubs = StubCache(querynode_pb2_grpc.QueryNodeStub)
+        self._stub = self._stubs.get
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._log = structlog.get_logger().bind(component="query-coord")
@@ -66,8 +67,7 @@ class QueryCoordinator:
         for t in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await t
-        for ch, _ in self._stubs.values():
-            await ch.close()
+        await self._stubs.close()
 
     async def load(self, meta: CollectionMeta, replica_number: int) -> None:
         if meta.collection_id in self._loads:
@@ -109,16 +109,9 @@ class QueryCoordinator:
         return views, progress
 
     async def _watch_nodes(self) -> None:
-        while True:
-            try:
-                async for nodes in watch_sessions(self._store, QUERY_NODE_ROLE):
-                    self._nodes = nodes
-                    self._wake.set()
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # task boundary: a broken etcd watch is re-established
-                self._log.exception("session watch failed, re-watching")
-                await asyncio.sleep(0.5)
+        async for nodes in follow_sessions(self._store, QUERY_NODE_ROLE):
+            self._nodes = nodes
+            self._wake.set()
 
     async def _loop(self) -> None:
         while True:
@@ -176,9 +169,3 @@ class QueryCoordinator:
             dist[node_id] = {c.vchannel: c.tsafe for c in resp.channels}
         self._dist = dist
 
-    def _stub(self, address: str) -> querynode_pb2_grpc.QueryNodeStub:
-        entry = self._stubs.get(address)
-        if entry is None:
-            ch = insecure_channel(address)
-            entry = self._stubs[address] = (ch, querynode_pb2_grpc.QueryNodeStub(ch))
-        return entry[1]

@@ -23,8 +23,8 @@ from coordinator.streaming.policy import place
 from protos import streaming_pb2, streaming_pb2_grpc
 from services.errors import ErrorCode
 from services.etcd.metastore import MetaStore
-from services.etcd.session import SessionInfo, watch_sessions
-from services.grpcutil import insecure_channel, raise_for_status
+from services.etcd.session import SessionInfo, follow_sessions
+from services.grpcutil import StubCache, raise_for_status
 
 _PREFIX = "streamingcoord/pchannel/"
 STREAMING_NODE_ROLE = "streamingnode"
@@ -64,8 +64,8 @@ class StreamingBalancer:
         self._changed = asyncio.Condition()
         self._trigger = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
-        self._stubs: dict[str, streaming_pb2_grpc.StreamingNodeManagerStub] = {}
-        self._grpc_channels: list = []
+        self._stubs = StubCache(streaming_pb2_grpc.StreamingNodeManagerStub)
+        self._stub = self._stubs.get
         self._log = structlog.get_logger().bind(component="streaming-balancer")
 
     async def start(self) -> None:
@@ -87,8 +87,7 @@ class StreamingBalancer:
         for t in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await t
-        for ch in self._grpc_channels:
-            await ch.close()
+        await self._stubs.close()
 
     @property
     def pchannel_names(self) -> list[str]:
@@ -125,20 +124,13 @@ class StreamingBalancer:
             self.trigger()
 
     async def _watch_nodes(self, first_view: asyncio.Event) -> None:
-        while True:
-            try:
-                async for nodes in watch_sessions(self._store, STREAMING_NODE_ROLE):
-                    if set(nodes) != set(self._nodes):
-                        self._log.info("streaming nodes changed", nodes=sorted(nodes))
-                    self._nodes = nodes
-                    await self._bump()
-                    self.trigger()
-                    first_view.set()
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # task boundary: a broken etcd watch is re-established
-                self._log.exception("session watch failed, re-watching")
-                await asyncio.sleep(0.5)
+        async for nodes in follow_sessions(self._store, STREAMING_NODE_ROLE):
+            if set(nodes) != set(self._nodes):
+                self._log.info("streaming nodes changed", nodes=sorted(nodes))
+            self._nodes = nodes
+            await self._bump()
+            self.trigger()
+            first_view.set()
 
     async def _loop(self) -> None:
         backoff = 0.01
@@ -201,10 +193,3 @@ class StreamingBalancer:
             self._version += 1
             self._changed.notify_all()
 
-    def _stub(self, address: str) -> streaming_pb2_grpc.StreamingNodeManagerStub:
-        stub = self._stubs.get(address)
-        if stub is None:
-            ch = insecure_channel(address)
-            self._grpc_channels.append(ch)
-            stub = self._stubs[address] = streaming_pb2_grpc.StreamingNodeManagerStub(ch)
-        return stub

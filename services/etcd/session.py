@@ -139,3 +139,19 @@ async def watch_sessions(store: MetaStore, role: str) -> AsyncIterator[dict[int,
     finally:
         pending.cancel()
         await watch.aclose()
+
+
+async def follow_sessions(
+    store: MetaStore, role: str, *, retry_seconds: float = 0.5
+) -> AsyncIterator[dict[int, SessionInfo]]:
+    """Like :func:`watch_sessions`, forever: a broken etcd watch is logged and re-established."""
+    log = structlog.get_logger().bind(component="session-watch", role=role)
+    while True:
+        try:
+            async for nodes in watch_sessions(store, role):
+                yield nodes
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a long-lived watch must outlive etcd hiccups
+            log.exception("session watch failed, re-watching")
+            await asyncio.sleep(retry_seconds)

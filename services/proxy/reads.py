@@ -7,7 +7,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import grpc
 import numpy as np
 import pyarrow as pa
 
@@ -15,7 +14,7 @@ from protos import coordinator_pb2, querynode_pb2, querynode_pb2_grpc
 from services.arrowio import ipc_to_table, table_to_ipc
 from services.coordclient import CoordinatorClient
 from services.errors import ErrorCode, StrataError
-from services.grpcutil import insecure_channel, raise_for_status
+from services.grpcutil import StubCache, raise_for_status
 from services.proxy.metacache import CollectionEntry
 
 
@@ -43,14 +42,8 @@ LOADING_POLL_SECONDS = 0.1
 class ReadRouter:
     def __init__(self, coord: CoordinatorClient) -> None:
         self._coord = coord
-        self._stubs: dict[str, tuple[grpc.aio.Channel, querynode_pb2_grpc.QueryNodeStub]] = {}
-
-    def _stub(self, address: str) -> querynode_pb2_grpc.QueryNodeStub:
-        entry = self._stubs.get(address)
-        if entry is None:
-            ch = insecure_channel(address)
-            entry = self._stubs[address] = (ch, querynode_pb2_grpc.QueryNodeStub(ch))
-        return entry[1]
+        self._stubs = StubCache(querynode_pb2_grpc.QueryNodeStub)
+        self._stub = self._stubs.get
 
     async def load_view(self, coll: CollectionEntry) -> coordinator_pb2.QueryViewResponse:
         stub = await self._coord.stub()
@@ -145,5 +138,4 @@ class ReadRouter:
         return tables, total
 
     async def close(self) -> None:
-        for ch, _ in self._stubs.values():
-            await ch.close()
+        await self._stubs.close()

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import asyncio
 
-import grpc
-
 from protos import streaming_pb2, streaming_pb2_grpc
-from services.grpcutil import insecure_channel, raise_for_status
+from services.grpcutil import StubCache, raise_for_status
 from services.proxy.metacache import CollectionEntry
 from streamingnode.client.assignment import AssignmentSource
 
@@ -20,18 +18,12 @@ from streamingnode.client.assignment import AssignmentSource
 class WALStats:
     def __init__(self, source: AssignmentSource) -> None:
         self._source = source
-        self._channels: dict[str, grpc.aio.Channel] = {}
-
-    def _stub(self, address: str) -> streaming_pb2_grpc.StreamingNodeHandlerStub:
-        ch = self._channels.get(address)
-        if ch is None:
-            ch = self._channels[address] = insecure_channel(address)
-        return streaming_pb2_grpc.StreamingNodeHandlerStub(ch)
+        self._stubs = StubCache(streaming_pb2_grpc.StreamingNodeHandlerStub)
 
     async def collection_rows(self, coll: CollectionEntry) -> int:
         async def one(pchannel: str) -> int:
             address, term = await self._source.resolve(pchannel)
-            resp = await self._stub(address).GetCollectionRows(
+            resp = await self._stubs.get(address).GetCollectionRows(
                 streaming_pb2.GetCollectionRowsRequest(pchannel=pchannel, term=term, collection_id=coll.collection_id),
                 timeout=30,
             )
@@ -41,5 +33,4 @@ class WALStats:
         return sum(await asyncio.gather(*(one(p) for p in sorted(set(coll.pchannels)))))
 
     async def close(self) -> None:
-        for ch in self._channels.values():
-            await ch.close()
+        await self._stubs.close()
