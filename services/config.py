@@ -1,12 +1,50 @@
 """Role configuration: frozen dataclasses with ``validate()``.
 
-Issue #4 adds ``--config FILE`` and ``STRATA_*`` environment variables; for now
-the CLI flags fill these directly.
+Each role's composition root takes one of these. ``services.configfile`` fills
+them from flags, a YAML file and ``STRATA_*`` environment variables; tests and
+embedders may build them directly. The ``check_*`` functions are shared by
+``validate()`` and the loader, so a bad value is refused the same way whether
+it came from code, a flag, the file or the environment.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+STORAGE_SCHEMES = ("file", "s3")
+
+
+def check_etcd_endpoint(value: str) -> None:
+    """Refuse anything that is not ``HOST:PORT`` with a numeric port."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"etcd endpoint must be HOST:PORT, got {value!r}")
+
+
+def check_port(value: int) -> None:
+    """Ports are 0 (any free port) to 65535."""
+    if not 0 <= value < 65536:
+        raise ValueError(f"port {value} out of range 0..65535")
+
+
+def check_positive(value: float) -> None:
+    if value <= 0:
+        raise ValueError(f"must be positive, got {value}")
+
+
+def check_storage_uri(value: str) -> None:
+    """Accept ``file:///ABSOLUTE/PATH`` and ``s3://BUCKET[/PREFIX]``; refuse everything else."""
+    parts = urlsplit(value)
+    if parts.scheme == "file":
+        if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
+            raise ValueError(f"storage file URI must be file:///ABSOLUTE/PATH, got {value!r}")
+        return
+    if parts.scheme == "s3":
+        if not parts.netloc:
+            raise ValueError(f"storage s3 URI must be s3://BUCKET[/PREFIX], got {value!r}")
+        return
+    raise ValueError(f"storage must be file:///PATH or s3://BUCKET/PREFIX, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -18,10 +56,9 @@ class CommonConfig:
     session_ttl_seconds: int = 15
 
     def validate(self) -> None:
-        if ":" not in self.etcd:
-            raise ValueError(f"--etcd must be HOST:PORT, got {self.etcd!r}")
-        if not 0 <= self.port < 65536:
-            raise ValueError(f"port {self.port} out of range")
+        check_etcd_endpoint(self.etcd)
+        check_port(self.port)
+        check_positive(self.session_ttl_seconds)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,19 +79,27 @@ class StreamingNodeConfig:
     wal_dir: str
     wal_backend: str = "local"
     tick_interval_seconds: float = 0.2
+    # Object storage for flushed segments (issue #5); None until configured.
+    storage: str | None = None
 
     def validate(self) -> None:
         self.common.validate()
         if self.tick_interval_seconds <= 0:
             raise ValueError("tick interval must be positive")
+        if self.storage is not None:
+            check_storage_uri(self.storage)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueryNodeConfig:
     common: CommonConfig
+    # Object storage the query node loads sealed segments from (issue #5); None until configured.
+    storage: str | None = None
 
     def validate(self) -> None:
         self.common.validate()
+        if self.storage is not None:
+            check_storage_uri(self.storage)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,0 +1,303 @@
+"""Build a role's config from defaults, ``STRATA_*`` variables, a YAML file and flags.
+
+Precedence, lowest first: dataclass defaults < environment < file < flags.
+
+The file has one section per role plus ``common``; every key is listed in
+``SETTINGS`` (and in README.md, "Running as a cluster")::
+
+    common: {etcd: "10.0.0.5:2379", etcd_root: strata, host: 127.0.0.1, session_ttl_seconds: 15}
+    coordinator: {port: 0, pchannels: 4, cluster_name: strata}
+    streamingnode: {port: 0, wal_dir: /var/lib/strata/wal, wal_backend: local,
+                    tick_interval_seconds: 0.2, storage: "s3://bucket/strata"}
+    querynode: {port: 0, storage: "s3://bucket/strata"}
+    proxy: {port: 19530}
+
+Each key is also ``STRATA_<SECTION>_<KEY>`` in the environment
+(``STRATA_STREAMINGNODE_WAL_DIR``); ``STRATA_ETCD`` and ``STRATA_ETCD_ROOT``
+are short forms of the ``common`` ones (the long form wins if both are set),
+and ``STRATA_CONFIG`` names the file when ``--config`` is not given.
+
+Values are converted to the type of the dataclass field they fill. Any
+problem -- unknown section or key, a value of the wrong type, a required key
+missing -- raises ``ConfigError`` naming the key and where the value came from;
+the CLI turns it into exit status 2 before anything starts.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, fields
+from typing import Any
+
+import yaml
+
+from services.config import (
+    CommonConfig,
+    CoordinatorConfig,
+    ProxyConfig,
+    QueryNodeConfig,
+    StreamingNodeConfig,
+    check_etcd_endpoint,
+    check_port,
+    check_positive,
+    check_storage_uri,
+)
+
+ROLES = ("coordinator", "streamingnode", "querynode", "proxy")
+SECTIONS = ("common", *ROLES)
+ENV_PREFIX = "STRATA_"
+ENV_CONFIG_FILE = "STRATA_CONFIG"
+ENV_ALIASES = {"STRATA_ETCD": "common.etcd", "STRATA_ETCD_ROOT": "common.etcd_root"}
+
+RoleConfig = CoordinatorConfig | StreamingNodeConfig | QueryNodeConfig | ProxyConfig
+
+
+class ConfigError(ValueError):
+    """A configuration problem; the message names the key and its source."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Setting:
+    """One key of the file: where it lives and which dataclass field it fills."""
+
+    section: str
+    key: str
+    target: type
+    field: str
+    help: str
+    check: Callable[[Any], None] | None = None
+    # Overrides the dataclass default: the proxy listens on 19530, other roles on any free port.
+    default: int | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.section}.{self.key}"
+
+    @property
+    def env(self) -> str:
+        return f"{ENV_PREFIX}{self.section.upper()}_{self.key.upper()}"
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    """A raw value and where it came from (``flag --etcd``, ``env STRATA_ETCD``, ``file x.yaml``)."""
+
+    raw: object
+    source: str
+
+
+def _port(role: str, default: int) -> Setting:
+    return Setting(
+        section=role,
+        key="port",
+        target=CommonConfig,
+        field="port",
+        help=f"gRPC port of the {role} on `common.host` (0 = any free port)",
+        check=check_port,
+        default=default,
+    )
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(section="common", key="etcd", target=CommonConfig, field="etcd",
+            help="etcd endpoint HOST:PORT (required)", check=check_etcd_endpoint),
+    Setting(section="common", key="etcd_root", target=CommonConfig, field="etcd_root",
+            help="key prefix of this cluster in etcd"),
+    Setting(section="common", key="host", target=CommonConfig, field="host",
+            help="address the gRPC servers bind and advertise"),
+    Setting(section="common", key="session_ttl_seconds", target=CommonConfig, field="session_ttl_seconds",
+            help="lease TTL of the role's etcd session", check=check_positive),
+    _port("coordinator", 0),
+    Setting(section="coordinator", key="pchannels", target=CoordinatorConfig, field="pchannel_count",
+            help="number of WAL pchannels", check=check_positive),
+    Setting(section="coordinator", key="cluster_name", target=CoordinatorConfig, field="cluster_name",
+            help="cluster name, prefix of pchannel names"),
+    _port("streamingnode", 0),
+    Setting(section="streamingnode", key="wal_dir", target=StreamingNodeConfig, field="wal_dir",
+            help="directory of the local WAL (required)"),
+    Setting(section="streamingnode", key="wal_backend", target=StreamingNodeConfig, field="wal_backend",
+            help="WAL backend name"),
+    Setting(section="streamingnode", key="tick_interval_seconds", target=StreamingNodeConfig,
+            field="tick_interval_seconds", help="seconds between TimeTicks", check=check_positive),
+    Setting(section="streamingnode", key="storage", target=StreamingNodeConfig, field="storage",
+            help="object storage for flushed segments: file:///PATH or s3://BUCKET/PREFIX",
+            check=check_storage_uri),
+    _port("querynode", 0),
+    Setting(section="querynode", key="storage", target=QueryNodeConfig, field="storage",
+            help="object storage sealed segments are loaded from: file:///PATH or s3://BUCKET/PREFIX",
+            check=check_storage_uri),
+    _port("proxy", 19530),
+)  # fmt: skip
+
+BY_NAME = {s.name: s for s in SETTINGS}
+_ROLE_CLASSES: dict[str, type] = {
+    "coordinator": CoordinatorConfig,
+    "streamingnode": StreamingNodeConfig,
+    "querynode": QueryNodeConfig,
+    "proxy": ProxyConfig,
+}
+
+
+def _field_type(setting: Setting) -> Any:
+    return typing.get_type_hints(setting.target)[setting.field]
+
+
+def _convert(setting: Setting, value: Value) -> object:
+    """Convert ``value`` to the type of the field ``setting`` fills, then run its check."""
+    where = f"{setting.name} (from {value.source})"
+    tp = _field_type(setting)
+    raw = value.raw
+    optional = isinstance(tp, types.UnionType) and type(None) in typing.get_args(tp)
+    if optional:
+        (tp,) = [a for a in typing.get_args(tp) if a is not type(None)]
+        if raw is None or raw == "":
+            return None
+    try:
+        converted = _as_type(tp, raw)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"{where}: {err}") from err
+    if setting.check is not None:
+        try:
+            setting.check(converted)
+        except ValueError as err:
+            raise ConfigError(f"{where}: {err}") from err
+    return converted
+
+
+def _as_type(tp: Any, raw: object) -> object:
+    # Strings come from flags and the environment; the file gives YAML scalars, taken only if they already fit.
+    if tp is int:
+        if isinstance(raw, str):
+            try:
+                return int(raw.strip())
+            except ValueError:
+                raise ValueError(f"expected an integer, got {raw!r}") from None
+        if isinstance(raw, int) and not isinstance(raw, bool):
+            return raw
+        raise TypeError(f"expected an integer, got {type(raw).__name__} {raw!r}")
+    if tp is float:
+        if isinstance(raw, str):
+            try:
+                return float(raw.strip())
+            except ValueError:
+                raise ValueError(f"expected a number, got {raw!r}") from None
+        if isinstance(raw, int | float) and not isinstance(raw, bool):
+            return float(raw)
+        raise TypeError(f"expected a number, got {type(raw).__name__} {raw!r}")
+    if tp is str:
+        if isinstance(raw, str):
+            return raw
+        raise TypeError(f"expected a string, got {type(raw).__name__} {raw!r} (quote it in YAML)")
+    raise TypeError(f"unsupported config field type {tp!r}")  # a programming error in SETTINGS
+
+
+def read_file(path: str) -> dict[str, Value]:
+    """Parse the YAML file into ``{"section.key": Value}``; unknown sections or keys are errors."""
+    source = f"config file {path}"
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
+    except OSError as err:
+        raise ConfigError(f"{source}: cannot read: {err.strerror or err}") from err
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{source}: not valid YAML: {err}") from err
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{source}: expected a mapping of sections ({', '.join(SECTIONS)})")
+    out: dict[str, Value] = {}
+    for section, body in doc.items():
+        if section not in SECTIONS:
+            raise ConfigError(f"{source}: unknown section {section!r} (known: {', '.join(SECTIONS)})")
+        if body is None:
+            continue
+        if not isinstance(body, dict):
+            raise ConfigError(f"{source}: section {section!r} must be a mapping of keys")
+        for key, raw in body.items():
+            name = f"{section}.{key}"
+            if name not in BY_NAME:
+                known = ", ".join(s.key for s in SETTINGS if s.section == section)
+                raise ConfigError(f"{source}: unknown key {name!r} (known in {section}: {known})")
+            out[name] = Value(raw, source)
+    return out
+
+
+def read_env(environ: Mapping[str, str]) -> dict[str, Value]:
+    """Collect ``STRATA_<SECTION>_<KEY>`` and the short aliases; unknown keys of a known section are errors."""
+    out: dict[str, Value] = {}
+    for var, name in ENV_ALIASES.items():
+        if var in environ:
+            out[name] = Value(environ[var], f"env {var}")
+    by_env = {s.env: s for s in SETTINGS}
+    for var in sorted(environ):
+        setting = by_env.get(var)
+        if setting is not None:
+            out[setting.name] = Value(environ[var], f"env {var}")
+            continue
+        for section in SECTIONS:
+            if var.startswith(f"{ENV_PREFIX}{section.upper()}_"):
+                known = ", ".join(s.env for s in SETTINGS if s.section == section)
+                raise ConfigError(f"env {var}: unknown key (known: {known})")
+    return out
+
+
+def resolve(*, flags: Mapping[str, Value], config_file: str | None, environ: Mapping[str, str]) -> dict[str, object]:
+    """Merge the layers and convert every value given: ``{"section.key": value}``.
+
+    Every key present is converted and checked, not only the role's own, so a
+    shared cluster file with a mistake is refused by whichever role reads it first.
+    """
+    for name in flags:
+        if name not in BY_NAME:
+            raise ConfigError(f"unknown key {name!r}")  # a programming error in the CLI's flag table
+    merged: dict[str, Value] = {}
+    merged.update(read_env(environ))
+    if config_file is not None:
+        merged.update(read_file(config_file))
+    merged.update(flags)
+    return {name: _convert(BY_NAME[name], value) for name, value in merged.items()}
+
+
+def _kwargs(cls: type, sections: tuple[str, ...], values: Mapping[str, object]) -> dict[str, Any]:
+    """Keyword arguments for ``cls`` from the keys of ``sections``; a required field left unset is an error."""
+    kwargs: dict[str, Any] = {}
+    for setting in SETTINGS:
+        if setting.target is not cls or setting.section not in sections:
+            continue
+        if setting.name in values:
+            kwargs[setting.field] = values[setting.name]
+        elif setting.default is not None:
+            kwargs[setting.field] = setting.default
+    for f in fields(cls):
+        if f.name in kwargs or f.name == "common":
+            continue
+        if f.default is MISSING and f.default_factory is MISSING:
+            setting = next(s for s in SETTINGS if s.target is cls and s.field == f.name)
+            flag = "--" + setting.key.replace("_", "-")
+            env = " or ".join([setting.env, *(var for var, name in ENV_ALIASES.items() if name == setting.name)])
+            raise ConfigError(
+                f"{setting.name} is required: pass {flag}, set {setting.key} in the {setting.section} "
+                f"section of the config file, or set {env}"
+            )
+    return kwargs
+
+
+def build(role: str, values: Mapping[str, object]) -> RoleConfig:
+    """Build and validate the config of ``role`` from resolved values."""
+    if role not in ROLES:
+        raise ValueError(f"unknown role {role!r}")
+    common = CommonConfig(**_kwargs(CommonConfig, ("common", role), values))
+    cls = _ROLE_CLASSES[role]
+    config: RoleConfig = cls(common=common, **_kwargs(cls, (role,), values))
+    try:
+        config.validate()
+    except ValueError as err:
+        raise ConfigError(f"invalid {role} configuration: {err}") from err
+    return config
+
+
+def load(role: str, *, flags: Mapping[str, Value], config_file: str | None, environ: Mapping[str, str]) -> RoleConfig:
+    """Resolve every layer and build the config of ``role``; raises ``ConfigError``."""
+    return build(role, resolve(flags=flags, config_file=config_file, environ=environ))
