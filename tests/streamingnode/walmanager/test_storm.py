@@ -90,7 +90,11 @@ async def test_storm_converges_to_the_latest_expected_state(seed: int) -> None:
     assert factory.overlaps == 0
     assert factory.max_open == 1
     _check_history(factory, "p0")
-    assert len(factory.opened_terms()) >= TERMS // 2  # the storm did move through terms
+    # The storm did move through terms: the requests spanned them (fixed by the seed), and the
+    # worker opened several. How many it opens depends on timing (under load it rightly skips
+    # terms that were already superseded), so that count is not pinned.
+    assert len({t.term for t in targets}) >= TERMS // 2
+    assert len(factory.opened_terms()) >= 2
     assert factory.open_wals["p0"] == []
     assert sum(outcomes.values()) == OPS
     assert outcomes.get("ok", 0) > 0 and outcomes.get("IgnoredOperation", 0) > 0
