@@ -18,18 +18,10 @@ from streamingnode.message import new_insert
 from streamingnode.service.handler import HandlerService
 from streamingnode.walimpls.registry import build_opener
 from streamingnode.walmanager.manager import WALManager
+from tests.streamingnode.fakes import CountingAllocator
 
 pytestmark = pytest.mark.timeout(30)
 
-
-class FakeTSO:
-    def __init__(self) -> None:
-        self.next = 1
-
-    async def allocate(self, count: int) -> int:
-        first = self.next
-        self.next += count
-        return first
 
 
 class StaticSource:
@@ -50,7 +42,7 @@ class StaticSource:
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[tuple[WALManager, str]]:
     opener = build_opener("local", root_dir=tmp_path / "wal")
-    manager = WALManager(opener, FakeTSO(), tick_interval=0.05)
+    manager = WALManager(opener, CountingAllocator(), tick_interval=0.05)
     await manager.open("p0", 1)
 
     def add(server: grpc.aio.Server) -> None:

@@ -16,18 +16,10 @@ from services.grpcutil import insecure_channel, start_server
 from streamingnode.service.manager import ManagerService
 from streamingnode.walimpls.registry import build_opener
 from streamingnode.walmanager.manager import WALManager
+from tests.streamingnode.fakes import CountingAllocator
 
 pytestmark = pytest.mark.timeout(30)
 
-
-class FakeTSO:
-    def __init__(self) -> None:
-        self.next = 1
-
-    async def allocate(self, count: int) -> int:
-        first = self.next
-        self.next += count
-        return first
 
 
 @dataclass
@@ -53,7 +45,7 @@ class Node:
 async def node(tmp_path: Path) -> AsyncIterator[Node]:
     wal_dir = tmp_path / "wal"
     opener = build_opener("local", root_dir=wal_dir)
-    manager = WALManager(opener, FakeTSO(), tick_interval=0.05)
+    manager = WALManager(opener, CountingAllocator(), tick_interval=0.05)
 
     def add(server: grpc.aio.Server) -> None:
         streaming_pb2_grpc.add_StreamingNodeManagerServicer_to_server(ManagerService(manager), server)

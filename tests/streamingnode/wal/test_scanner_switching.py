@@ -17,16 +17,7 @@ from streamingnode.wal.wab import BufferOptions
 from streamingnode.wal.wal import WAL, Appended
 from streamingnode.walimpls.registry import build_opener
 from streamingnode.walimpls.wal import DeliverPolicy, MessageID, WALImpl, WALOpener
-
-
-class CountingTSO:
-    def __init__(self) -> None:
-        self.next = 1000
-
-    async def allocate(self, count: int) -> int:
-        first = self.next
-        self.next += count
-        return first
+from tests.streamingnode.fakes import CountingAllocator
 
 
 def insert(vchannel: str, i: int, size: int = 200) -> Message:
@@ -37,7 +28,7 @@ def insert(vchannel: str, i: int, size: int = 200) -> Message:
 async def open_wal(tmp_path: Path, **kwargs: object) -> tuple[WAL, WALOpener]:
     opener = build_opener("local", root_dir=tmp_path, sync=False)
     impl = await opener.open("p0", 1)
-    wal = WAL(impl, CountingTSO(), **kwargs)  # type: ignore[arg-type]
+    wal = WAL(impl, CountingAllocator(1000), **kwargs)  # type: ignore[arg-type]
     await wal.start()
     return wal, opener
 
@@ -172,7 +163,7 @@ class FailAfterWrite:
 async def test_a_batch_whose_append_failed_but_was_written_still_reaches_tailing_readers(tmp_path: Path) -> None:
     opener = build_opener("local", root_dir=tmp_path, sync=False)
     backend = FailAfterWrite(await opener.open("p0", 1))
-    wal = WAL(backend, CountingTSO(), tick_interval=0.02)  # type: ignore[arg-type]
+    wal = WAL(backend, CountingAllocator(1000), tick_interval=0.02)  # type: ignore[arg-type]
     await wal.start()
     try:
         scanner = wal.scanner(DeliverPolicy.all(), "v0")

@@ -20,23 +20,14 @@ from streamingnode.wal.shard_interceptor import ShardInterceptor
 from streamingnode.wal.wal import WAL
 from streamingnode.walimpls.registry import build_opener
 from streamingnode.walimpls.wal import DeliverPolicy
-
-
-class Counter:
-    def __init__(self, start: int) -> None:
-        self.next = start
-
-    async def allocate(self, count: int) -> int:
-        first = self.next
-        self.next += count
-        return first
+from tests.streamingnode.fakes import CountingAllocator
 
 
 class Harness:
     def __init__(self, root: Path, policy: SealPolicy) -> None:
         self.root, self.policy = root, policy
         # Realistic hybrid timestamps: replay reads segment ages from them.
-        self.tso, self.ids = Counter(compose(int(time.time() * 1000))), Counter(500)
+        self.tso, self.ids = CountingAllocator(compose(int(time.time() * 1000))), CountingAllocator(500)
 
     async def open(self, term: int) -> tuple[WAL, object]:
         opener = build_opener("local", root_dir=self.root)

@@ -14,25 +14,14 @@ from streamingnode.message import new_insert, new_time_tick
 from streamingnode.wal.wal import WAL
 from streamingnode.walimpls.registry import build_opener
 from streamingnode.walimpls.wal import DeliverPolicy, MessageID
-
-
-class CountingTSO:
-    def __init__(self) -> None:
-        self.next = 1000
-        self.calls = 0
-
-    async def allocate(self, count: int) -> int:
-        self.calls += 1
-        first = self.next
-        self.next += count
-        return first
+from tests.streamingnode.fakes import CountingAllocator
 
 
 @pytest.fixture()
 async def wal(tmp_path: Path) -> AsyncIterator[WAL]:
     opener = build_opener("local", root_dir=tmp_path)
     impl = await opener.open("p0", 1)
-    w = WAL(impl, CountingTSO(), tick_interval=0.05)
+    w = WAL(impl, CountingAllocator(1000), tick_interval=0.05)
     await w.start()
     try:
         yield w

@@ -20,22 +20,8 @@ from streamingnode.wal.wal import WAL
 from streamingnode.walimpls.registry import build_opener
 from streamingnode.walimpls.wal import WALOpener
 from streamingnode.walmanager.manager import WALManager, WALStatus
+from tests.streamingnode.fakes import CountingAllocator
 from tests.streamingnode.walmanager.fakes import FakeFactory
-
-
-class FakeTSO:
-    """Increasing timestamps; ``fail`` makes every allocation raise."""
-
-    def __init__(self) -> None:
-        self.next = 1000
-        self.fail = False
-
-    async def allocate(self, count: int) -> int:
-        if self.fail:
-            raise StrataError("tso unavailable")
-        first = self.next
-        self.next += count
-        return first
 
 
 @pytest.fixture
@@ -121,7 +107,7 @@ async def local_opener(tmp_path: Path) -> AsyncIterator[WALOpener]:
 
 
 async def test_default_factory_opens_and_starts_a_real_wal(local_opener: WALOpener) -> None:
-    manager = WALManager(local_opener, FakeTSO(), tick_interval=0.05)
+    manager = WALManager(local_opener, CountingAllocator(1000), tick_interval=0.05)
     try:
         await manager.open("p0", 1)
         wal = manager.get("p0", 1)
@@ -137,7 +123,7 @@ async def test_default_factory_opens_and_starts_a_real_wal(local_opener: WALOpen
 
 
 async def test_default_factory_gives_the_channel_back_when_start_fails(local_opener: WALOpener) -> None:
-    tso = FakeTSO()
+    tso = CountingAllocator(1000, name="tso")
     tso.fail = True
     manager = WALManager(local_opener, tso, tick_interval=0.05)
     try:
@@ -154,7 +140,7 @@ async def test_default_factory_gives_the_channel_back_when_start_fails(local_ope
 async def test_backend_fencing_is_an_open_error(local_opener: WALOpener, tmp_path: Path) -> None:
     other = build_opener("local", root_dir=tmp_path / "wal")
     held = await other.open("p0", 1)  # another owner holds the channel
-    manager = WALManager(local_opener, FakeTSO(), tick_interval=0.05)
+    manager = WALManager(local_opener, CountingAllocator(1000), tick_interval=0.05)
     try:
         with pytest.raises(ChannelFenced):
             await manager.open("p0", 2)
