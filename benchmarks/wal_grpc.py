@@ -178,13 +178,15 @@ class ServerProcess:
                 with contextlib.suppress(TimeoutError, RuntimeError, ValueError):
                     self.exit_event = await self._read("exit", _EXIT_TIMEOUT)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(proc.wait(), _EXIT_TIMEOUT)
+                    async with asyncio.timeout(_EXIT_TIMEOUT):
+                        await proc.wait()
         finally:
             self._proc = None
             if proc.returncode is None:
                 proc.terminate()
                 try:
-                    await asyncio.wait_for(proc.wait(), 3)
+                    async with asyncio.timeout(3):
+                        await proc.wait()
                 except TimeoutError:
                     proc.kill()
                     await proc.wait()
@@ -218,7 +220,8 @@ class _Reader:
         self._reached.clear()
         self._check()
         try:
-            await asyncio.wait_for(self._reached.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._reached.wait()
         except TimeoutError:
             return False
         return True
@@ -303,7 +306,8 @@ async def _tailing(
             while not stop.is_set():
                 max_lag = max(max_lag, acked - reader.count)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), 0.05)
+                    async with asyncio.timeout(0.05):
+                        await stop.wait()
 
         start = time.perf_counter()
         async with asyncio.TaskGroup() as outer:

@@ -1,15 +1,37 @@
-"""Composition root of the coordinator."""
+"""Composition root of the coordinator.
+
+Coordinators run active/standby (``coordinator.election``): ``start()`` first
+campaigns for the leader key ``<root>/session/coordinator``; a standby blocks there and serves
+nothing. Once elected it starts the TSO, ids, catalog, balancer and query
+coordinator (each reloads its state from etcd, so a new leader continues
+where the old one stopped), serves gRPC, publishes its address in the leader
+key and registers its ``coordinator`` session.
+
+The election lease TTL is ``common.session_ttl_seconds`` (default 15 s; also
+``STRATA_COMMON_SESSION_TTL_SECONDS``). It bounds failover: a standby takes
+over at most one TTL after the active coordinator died.
+
+Losing the lease (etcd unreachable for about a TTL) makes the active
+coordinator exit the process with status 3, as Milvus does, instead of
+stopping its components: a graceful stop needs etcd, which is gone, and may
+hang while a new leader already serves. The supervisor restarts the process,
+which comes back as a standby. Tests may pass ``on_leadership_lost``.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
+from collections.abc import Callable
 
 import grpc
 import structlog
 
 from coordinator.catalog import Catalog
 from coordinator.ddl import DDL
+from coordinator.election import Election
 from coordinator.idalloc import IDAllocator
 from coordinator.query.coord import QueryCoordinator
 from coordinator.service import CoordinatorService
@@ -18,9 +40,9 @@ from coordinator.streaming.local_source import BalancerAssignmentSource
 from coordinator.tso import TimestampOracle
 from protos import coordinator_pb2_grpc
 from services.config import CoordinatorConfig
-from services.coordclient import COORDINATOR_ROLE
+from services.coordclient import COORDINATOR_ROLE, LeaderInfo, read_leader
 from services.etcd.metastore import MetaStore
-from services.etcd.session import Session
+from services.etcd.session import Session, allocate_server_id
 from services.grpcutil import start_server
 from streamingnode.client.producer import Producer
 
@@ -29,15 +51,48 @@ def pchannel_names(cluster: str, count: int) -> list[str]:
     return [f"{cluster}-dml_{i}" for i in range(count)]
 
 
+LEADERSHIP_LOST_EXIT_STATUS = 3
+
+
+def _exit_on_leadership_lost() -> None:
+    # No cleanup on purpose: every further action could race the new leader (see module doc).
+    structlog.get_logger().bind(component="coordinator").critical("coordinator lost leadership, exiting")
+    os._exit(LEADERSHIP_LOST_EXIT_STATUS)
+
+
+class StandbyStopped(SystemExit):
+    """A standby was asked to stop (SIGINT/SIGTERM) before it was elected: the process exits 0."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+
+
 class Coordinator:
-    def __init__(self, config: CoordinatorConfig) -> None:
+    def __init__(self, config: CoordinatorConfig, *, on_leadership_lost: Callable[[], None] | None = None) -> None:
         config.validate()
         self.config = config
         self.address = ""
+        self._on_leadership_lost = on_leadership_lost or _exit_on_leadership_lost
+        self._log = structlog.get_logger().bind(component="coordinator")
 
     async def start(self) -> None:
+        """Campaign (a standby blocks here), then start every component and serve.
+
+        SIGINT/SIGTERM while standing by make the process exit 0 (``StandbyStopped``).
+        """
         c = self.config
         self._store = await MetaStore.connect(c.common.etcd, c.common.etcd_root)
+        server_id = await allocate_server_id(self._store)
+        self._election = Election(
+            self._store, ttl_seconds=c.common.session_ttl_seconds, on_lost=self._on_leadership_lost
+        )
+        try:
+            await self._campaign(LeaderInfo(server_id=server_id))
+        except BaseException:  # StandbyStopped, a cancelled start(), etcd errors: clean up, re-raise
+            await self._election.resign()
+            await self._store.close()
+            raise
+        self._log.info("coordinator active", server_id=server_id)
         self.tso = TimestampOracle(self._store)
         await self.tso.start()
         self.ids = IDAllocator(self._store)
@@ -57,13 +112,52 @@ class Coordinator:
 
         self._server, port = await start_server(add, host=c.common.host, port=c.common.port)
         self.address = f"{c.common.host}:{port}"
-        # Other roles find us through this session; streaming nodes need it for timestamps
-        # before they can open a WAL, so register before balancing.
+        # Other roles find us through the leader key; streaming nodes need us for timestamps
+        # before they can open a WAL, so publish the address before balancing.
+        await self._election.proclaim(LeaderInfo(server_id=server_id, address=self.address))
         self._session = Session(self._store, COORDINATOR_ROLE, self.address, ttl_seconds=c.common.session_ttl_seconds)
-        await self._session.start()
+        await self._session.start(server_id=server_id)
         await self.balancer.start()
         await self.query.start()
         self._recovery = asyncio.create_task(self._recover(), name="ddl-recovery")
+
+    async def _campaign(self, info: LeaderInfo) -> None:
+        loop = asyncio.get_running_loop()
+        holder = await read_leader(self._store)
+        if holder is not None:
+            self._log.info("coordinator standby", server_id=info.server_id, leader=holder.server_id)
+        campaign = asyncio.ensure_future(self._election.campaign(info))
+        # ``run_until_signalled`` only watches for SIGINT/SIGTERM after start() returns, and a
+        # standby may block here for ever: while campaigning, a signal stops the campaign.
+        # asyncio has no public getter for a signal's handler, so the role's own handlers are
+        # saved from the loop's private table and put back once elected.
+        handlers: dict[int, object] | None = getattr(loop, "_signal_handlers", None)
+        saved = {sig: handlers[sig] for sig in (signal.SIGINT, signal.SIGTERM) if sig in handlers} if handlers else {}
+        signalled = False
+
+        def on_signal() -> None:
+            nonlocal signalled
+            signalled = True
+            campaign.cancel()
+
+        if handlers is not None:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, on_signal)
+        try:
+            await campaign
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if signalled and (task is None or task.cancelling() == 0):
+                self._log.info("coordinator standby stopped")
+                raise StandbyStopped() from None
+            raise
+        finally:
+            if handlers is not None:
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    if sig in saved:
+                        handlers[sig] = saved[sig]
+                    else:
+                        loop.remove_signal_handler(sig)
 
     async def _recover(self) -> None:
         # Finishing half-done DDL needs streaming nodes, which may come up after us: retry.
@@ -85,6 +179,8 @@ class Coordinator:
         await self.query.stop()
         await self.balancer.stop()
         await self._producer.close()
-        await self._session.stop()
+        # Stop serving before resigning, so two coordinators never serve at once.
         await self._server.stop(grace=1)
+        await self._session.stop()
+        await self._election.resign()
         await self._store.close()

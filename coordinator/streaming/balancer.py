@@ -136,7 +136,8 @@ class StreamingBalancer:
         backoff = 0.01
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._trigger.wait(), self._interval)
+                async with asyncio.timeout(self._interval):
+                    await self._trigger.wait()
             self._trigger.clear()
             try:
                 await self._balance()

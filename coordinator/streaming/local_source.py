@@ -26,7 +26,8 @@ class BalancerAssignmentSource:
             if remaining <= 0:
                 raise NotReady(f"pchannel {pchannel} has no available streaming node")
             try:
-                view = await asyncio.wait_for(self._balancer.wait_for_version(view.version), remaining)
+                async with asyncio.timeout(remaining):
+                    view = await self._balancer.wait_for_version(view.version)
             except TimeoutError:
                 raise NotReady(f"pchannel {pchannel} has no available streaming node") from None
 

@@ -35,7 +35,8 @@ class TSafe:
                     break
                 before = self.value
                 try:
-                    await asyncio.wait_for(self._changed.wait(), remaining)
+                    async with asyncio.timeout(remaining):
+                        await self._changed.wait()
                 except TimeoutError:
                     if self.value == before:
                         break

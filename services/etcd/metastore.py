@@ -11,6 +11,9 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 
 import aetcd
+from aetcd.utils import prefix_range_end
+
+from services.etcd.watch import EtcdWatch
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +37,10 @@ class Op:
     value: bytes | None
 
 
+# Every unary etcd call fails after this long instead of hanging on a frozen etcd.
+CALL_TIMEOUT_SECONDS = 10
+
+
 class MetaStore:
     """Namespaced etcd access. Keys given to methods are relative to ``root``."""
 
@@ -44,7 +51,7 @@ class MetaStore:
     @staticmethod
     async def connect(endpoint: str, root: str = "strata") -> MetaStore:
         host, _, port = endpoint.rpartition(":")
-        client = aetcd.Client(host=host or "127.0.0.1", port=int(port))
+        client = aetcd.Client(host=host or "127.0.0.1", port=int(port), timeout=CALL_TIMEOUT_SECONDS)
         await client.status()  # fail fast if etcd is not there
         return MetaStore(client, root)
 
@@ -65,6 +72,19 @@ class MetaStore:
     async def scan(self, prefix: str) -> list[KeyValue]:
         rs = await self._client.get_prefix(self.full_key(prefix))
         return [KeyValue(self._strip(kv.key), kv.value, kv.mod_revision) for kv in rs]
+
+    async def scan_at(self, prefix: str) -> tuple[list[KeyValue], int]:
+        """Like :meth:`scan`, plus the store revision the result was read at."""
+        full = self.full_key(prefix)
+        client = self._client
+        await client.connect()
+        resp = await client.kvstub.Range(
+            aetcd.rpc.RangeRequest(key=full, range_end=prefix_range_end(full)),
+            timeout=CALL_TIMEOUT_SECONDS,
+            metadata=client.metadata,
+        )
+        kvs = [KeyValue(self._strip(kv.key), kv.value, kv.mod_revision) for kv in resp.kvs]
+        return kvs, int(resp.header.revision)
 
     async def put(self, key: str, value: bytes, *, lease: aetcd.Lease | None = None) -> None:
         await self._client.put(self.full_key(key), value, lease=lease)
@@ -93,18 +113,27 @@ class MetaStore:
         )
         return bool(ok)
 
-    async def watch_prefix(self, prefix: str) -> AsyncGenerator[WatchEvent, None]:
-        """Yield changes under ``prefix`` until the caller stops iterating."""
-        watch = await self._client.watch_prefix(self.full_key(prefix))
-        try:
-            async for ev in watch:
-                key = self._strip(ev.kv.key)
-                if ev.kind == aetcd.EventKind.DELETE:
-                    yield WatchEvent(key, None)
-                else:
-                    yield WatchEvent(key, ev.kv.value)
-        finally:
-            await watch.cancel()
+    async def watch_prefix(
+        self, prefix: str, *, start_revision: int | None = None
+    ) -> AsyncGenerator[WatchEvent, None]:
+        """Yield changes under ``prefix`` (from ``start_revision`` if given) until the caller stops.
+
+        A broken stream raises ``services.etcd.watch.WatchBroken``; it never ends quietly.
+        """
+        full = self.full_key(prefix)
+        async with EtcdWatch(
+            self._client, full, range_end=prefix_range_end(full), start_revision=start_revision
+        ) as watch:
+            async for batch in watch.events():
+                for ev in batch:
+                    yield WatchEvent(self._strip(ev.key), ev.value)
+
+    async def watch_key(self, key: str, *, start_revision: int | None = None) -> AsyncGenerator[WatchEvent, None]:
+        """Yield changes of one key; see :meth:`watch_prefix`."""
+        async with EtcdWatch(self._client, self.full_key(key), start_revision=start_revision) as watch:
+            async for batch in watch.events():
+                for ev in batch:
+                    yield WatchEvent(key, ev.value)
 
     async def close(self) -> None:
         await self._client.close()

@@ -119,26 +119,21 @@ async def list_sessions(store: MetaStore, role: str) -> list[SessionInfo]:
 
 
 async def watch_sessions(store: MetaStore, role: str) -> AsyncIterator[dict[int, SessionInfo]]:
-    """Yield the full set of live sessions of ``role`` now and after every change."""
+    """Yield the full set of live sessions of ``role`` now and after every change.
+
+    The watch starts at the revision after the scan, so no change between the two is missed.
+    """
     prefix = f"{SESSION_PREFIX}{role}-"
-    watch = store.watch_prefix(prefix)
-    first = asyncio.ensure_future(anext(watch))  # subscribe before the scan so nothing is missed
-    current = {s.server_id: s for s in await list_sessions(store, role)}
+    kvs, revision = await store.scan_at(prefix)
+    current = {s.server_id: s for s in (SessionInfo.from_json(kv.value) for kv in kvs)}
     yield dict(current)
-    pending: asyncio.Future = first
-    try:
-        while True:
-            ev = await pending
-            sid = int(ev.key.rsplit("-", 1)[1])
-            if ev.value is None:
-                current.pop(sid, None)
-            else:
-                current[sid] = SessionInfo.from_json(ev.value)
-            yield dict(current)
-            pending = asyncio.ensure_future(anext(watch))
-    finally:
-        pending.cancel()
-        await watch.aclose()
+    async for ev in store.watch_prefix(prefix, start_revision=revision + 1):
+        sid = int(ev.key.rsplit("-", 1)[1])
+        if ev.value is None:
+            current.pop(sid, None)
+        else:
+            current[sid] = SessionInfo.from_json(ev.value)
+        yield dict(current)
 
 
 async def follow_sessions(

@@ -45,7 +45,8 @@ class AssignmentCache:
 
         async with self._changed:
             try:
-                await asyncio.wait_for(self._changed.wait_for(ready), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._changed.wait_for(ready)
             except TimeoutError:
                 raise NotReady(f"pchannel {pchannel} has no available streaming node") from None
             return self._owners[pchannel]

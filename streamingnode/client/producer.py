@@ -141,7 +141,8 @@ class _Stream:
         fut: asyncio.Future[streaming_pb2.ProduceResponse] = asyncio.get_running_loop().create_future()
         self._outbox.append(_Waiter(messages, txn, fut))
         self._wake.set()
-        return await asyncio.wait_for(fut, timeout)
+        async with asyncio.timeout(timeout):
+            return await fut
 
     async def close(self) -> None:
         for task in (self._sender, self._reader):

@@ -168,7 +168,8 @@ class WAL:
     async def _write_loop(self) -> None:
         while True:
             try:
-                first = await asyncio.wait_for(self._queue.get(), self._tick_interval)
+                async with asyncio.timeout(self._tick_interval):
+                    first = await self._queue.get()
             except TimeoutError:
                 first = None
             batch = [first] if first is not None else []
@@ -324,9 +325,8 @@ class WAL:
         self._closing = True
         if self._writer is not None:
             # Let the writer finish what was accepted (it exits once the queue is empty).
-            try:
-                await asyncio.wait_for(asyncio.shield(self._writer), 10 * self._tick_interval + 5)
-            except TimeoutError:
+            done, _ = await asyncio.wait([self._writer], timeout=10 * self._tick_interval + 5)
+            if not done:
                 self._writer.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._writer
