@@ -104,15 +104,15 @@ async def test_concurrent_assigns_leave_the_newest_term(node: Node) -> None:
 
 async def test_a_fenced_open_is_reported_and_a_later_term_recovers(node: Node) -> None:
     other = build_opener("local", root_dir=node.wal_dir)
-    held = await other.open("p0", 1)  # another owner holds the channel
+    held = await other.open("p0", 5)  # another owner holds the channel with a newer term
     try:
         assert await node.assign("p0", 2) == ErrorCode.CHANNEL_FENCED
         term, available, error = (await node.status())["p0"]
-        assert (term, available) == (2, False) and "term 1" in error
+        assert (term, available) == (2, False) and "term 5" in error
         assert await node.remove("p0", 2) == ErrorCode.OK  # the failed open counts as removed
         await held.close()
-        assert await node.assign("p0", 3) == ErrorCode.OK
-        assert await node.status() == {"p0": (3, True, "")}
+        assert await node.assign("p0", 6) == ErrorCode.OK
+        assert await node.status() == {"p0": (6, True, "")}
     finally:
         await other.close()
 

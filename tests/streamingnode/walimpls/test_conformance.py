@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
@@ -205,16 +206,35 @@ async def test_reopen_after_close_keeps_data_and_continues_ids(
     assert wal.last_message_id() == more[0]
 
 
-async def test_second_owner_is_fenced(backend: Backend) -> None:
+async def test_an_open_channel_refuses_the_same_term(backend: Backend) -> None:
     wal = await backend.opener().open(CH, 3)
-    other = backend.opener()
-    for term in (3, 4):
-        with pytest.raises(ChannelFenced, match="3"):
-            await other.open(CH, term)
+    with pytest.raises(ChannelFenced, match="3"):
+        await backend.opener().open(CH, 3)
     await wal.append([b"still mine"])
     await wal.close()
-    taken = await other.open(CH, 4)
-    assert taken.term == 4
+    taken = await backend.opener().open(CH, 3)  # closed: the same term may open it again
+    assert taken.term == 3
+
+
+async def test_a_newer_term_takes_over_and_fences_the_old_owner(backend: Backend, take: Take) -> None:
+    # The old owner is still running (frozen, partitioned): nobody closed it.
+    old = await backend.opener().open(CH, 3)
+    await old.append(payloads("old", 5, size=300))  # rolls files (2 KiB segments)
+    new = await backend.opener().open(CH, 4)
+    for _ in range(3):  # every later append fails, also ones that would roll a file
+        with pytest.raises(ChannelFenced, match="4"):
+            await old.append(payloads("late", 4, size=900))
+    await new.append([b"new-0"])
+    expected = payloads("old", 5, size=300) + [b"new-0"]
+    assert [e.payload for e in await take(new.read(DeliverPolicy.all()), 6)] == expected
+    # The next owner, after both are gone, sees the same log: nothing of the fenced writes.
+    await old.close()
+    await new.close()
+    after = await backend.opener().open(CH, 5)
+    log = await take(after.read(DeliverPolicy.all()), 6)
+    assert [e.payload for e in log] == expected
+    more = await after.append([b"new-1"])
+    assert more[0] > log[-1].message_id
 
 
 async def test_stale_term_is_fenced(backend: Backend) -> None:
@@ -294,3 +314,81 @@ async def test_reopen_after_crash(backend: Backend, take: Take) -> None:
     assert [e.payload for e in log] == [f"crash-{i}".encode() for i in range(25)]
     more = await wal.append([b"after crash"])
     assert more[0] > ids[-1]
+
+
+_FROZEN_OWNER = """
+import asyncio, json, sys
+from services.errors import ChannelFenced
+from streamingnode.walimpls import build_opener
+
+async def main() -> None:
+    name, options, channel, term = json.loads(sys.argv[1])
+    wal = await build_opener(name, **options).open(channel, term)
+    i = 0
+    while True:
+        try:
+            ids = await wal.append([f"frozen-{i}".encode().ljust(300, b".")])
+        except ChannelFenced as err:
+            print("FENCED " + str(err), flush=True)
+            return
+        print(f"ACK {i} {ids[0].to_bytes().hex()}", flush=True)
+        i += 1
+
+asyncio.run(main())
+"""
+
+
+async def test_a_frozen_owner_is_fenced_when_it_wakes_up(
+    backend: Backend, take: Take, nothing_within: NothingWithin
+) -> None:
+    """SIGSTOP an owner that appends without pause, take the channel over, SIGCONT it.
+
+    Nothing it appends after the take-over is acknowledged or ever delivered;
+    everything it acknowledged is in the new owner's log.
+    """
+    args = json.dumps([backend.name, backend.options, CH, 7])
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _FROZEN_OWNER, args, env=env, cwd=REPO_ROOT,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    assert child.stdout is not None
+    acked: dict[int, MessageID] = {}
+    try:
+        async with asyncio.timeout(30):
+            while len(acked) < 20:
+                line = (await child.stdout.readline()).decode()
+                assert line, "the owner exited early"
+                if not line.startswith("ACK "):
+                    continue  # its log lines
+                _, i, hexid = line.split()
+                acked[int(i)] = MessageID.from_bytes(bytes.fromhex(hexid))
+        os.kill(child.pid, signal.SIGSTOP)
+        new = await backend.opener().open(CH, 8)
+        mine = await new.append([b"new-owner"])
+        os.kill(child.pid, signal.SIGCONT)
+        async with asyncio.timeout(30):
+            while True:
+                line = (await child.stdout.readline()).decode()
+                assert line, "the frozen owner exited without being fenced"
+                if line.startswith("FENCED "):
+                    break
+                if not line.startswith("ACK "):
+                    continue
+                _, i, hexid = line.split()  # acknowledged before the take-over, printed after SIGCONT
+                acked[int(i)] = MessageID.from_bytes(bytes.fromhex(hexid))
+        assert await child.wait() == 0
+    finally:
+        if child.returncode is None:
+            child.kill()
+            await child.wait()
+    log = await take(new.read(DeliverPolicy.all()), mine[0].seq, timeout=10)
+    by_id = {e.message_id: e.payload for e in log}
+    for i, mid in acked.items():  # every acknowledged append is there
+        assert by_id[mid] == f"frozen-{i}".encode().ljust(300, b".")
+    # The old owner's records form a prefix; the new owner's record follows them, nothing after.
+    payloads_in_order = [e.payload for e in log]
+    assert payloads_in_order[-1] == b"new-owner" and log[-1].message_id == mine[0]
+    assert all(p.startswith(b"frozen-") for p in payloads_in_order[:-1])
+    assert await nothing_within(new.read(DeliverPolicy.start_after(mine[0])), 0.5)
+

@@ -122,7 +122,9 @@ async def test_default_factory_opens_and_starts_a_real_wal(local_opener: WALOpen
         await asyncio.wait_for(manager.close(), 5)
 
 
-async def test_default_factory_gives_the_channel_back_when_start_fails(local_opener: WALOpener) -> None:
+async def test_default_factory_gives_the_channel_back_when_start_fails(
+    local_opener: WALOpener, tmp_path: Path
+) -> None:
     tso = CountingAllocator(1000, name="tso")
     tso.fail = True
     manager = WALManager(local_opener, tso, tick_interval=0.05)
@@ -130,8 +132,12 @@ async def test_default_factory_gives_the_channel_back_when_start_fails(local_ope
         with pytest.raises(StrataError, match="tso unavailable"):
             await manager.open("p0", 1)
         assert manager.states() == [WALStatus(pchannel="p0", term=1, available=False, error="tso unavailable")]
+        # Another owner can open it with the same term: it would be fenced if term 1 still held it.
+        other = build_opener("local", root_dir=tmp_path / "wal")
+        await (await other.open("p0", 1)).close()
+        await other.close()
         tso.fail = False
-        await manager.open("p0", 2)  # would be fenced if term 1 still held the channel
+        await manager.open("p0", 2)
         assert manager.get("p0", 2).term == 2
     finally:
         await asyncio.wait_for(manager.close(), 5)
@@ -139,7 +145,7 @@ async def test_default_factory_gives_the_channel_back_when_start_fails(local_ope
 
 async def test_backend_fencing_is_an_open_error(local_opener: WALOpener, tmp_path: Path) -> None:
     other = build_opener("local", root_dir=tmp_path / "wal")
-    held = await other.open("p0", 1)  # another owner holds the channel
+    held = await other.open("p0", 5)  # another owner holds the channel with a newer term
     manager = WALManager(local_opener, CountingAllocator(1000), tick_interval=0.05)
     try:
         with pytest.raises(ChannelFenced):
@@ -148,8 +154,8 @@ async def test_backend_fencing_is_an_open_error(local_opener: WALOpener, tmp_pat
         assert (status.term, status.available) == (2, False) and status.error
         await manager.remove("p0", 2)  # the failed open counts as removed
         await held.close()
-        await manager.open("p0", 3)
-        assert manager.get("p0", 3).term == 3
+        await manager.open("p0", 6)
+        assert manager.get("p0", 6).term == 6
     finally:
         await asyncio.wait_for(manager.close(), 5)
         await other.close()

@@ -28,7 +28,7 @@ from typing import assert_never
 
 import structlog
 
-from services.errors import InvalidArgument, StrataError, WALClosed
+from services.errors import ChannelFenced, InvalidArgument, StrataError, WALClosed
 
 from ...wal import DeliverPolicy, DeliverPolicyKind, MessageID
 from .lock import ChannelLock
@@ -144,6 +144,7 @@ class LocalWAL:
         inside such a file keep reading it through their open descriptor.
         """
         self._check_open()
+        await asyncio.to_thread(self._lock.check)  # a fenced owner deletes nothing
         drop: list[Segment] = []
         while len(self._segments) > 1 and self._segments[1].first_seq <= message_id.seq:
             drop.append(self._segments.pop(0))
@@ -204,6 +205,8 @@ class LocalWAL:
     def _check_open(self) -> None:
         if self._state is not _State.OPEN:
             raise WALClosed(f"wal of channel {self.channel} (term {self.term}) is closed")
+        if isinstance(self._failure, ChannelFenced):
+            raise ChannelFenced(f"wal of channel {self.channel} (term {self.term}): {self._failure}")
         if self._failure is not None:
             raise StrataError(f"wal of channel {self.channel} failed") from self._failure
 
@@ -244,7 +247,8 @@ class LocalWAL:
         if not live:
             return
         if self._failure is not None:
-            self._fail(live, StrataError, "failed earlier", self._failure)
+            kind = ChannelFenced if isinstance(self._failure, ChannelFenced) else StrataError
+            self._fail(live, kind, f"failed earlier: {self._failure}", self._failure)
             return
         records: list[tuple[int, bytes]] = []
         ids: list[list[MessageID]] = []
@@ -259,6 +263,13 @@ class LocalWAL:
         self._next_seq = seq
         try:
             result = await asyncio.to_thread(self._writer.write, records)
+        except ChannelFenced as err:
+            # A newer term owns the channel: this batch is on disk where no reader looks,
+            # and it must not be acknowledged or published. The WAL stays fenced.
+            self._failure = err
+            self._log.warning("wal fenced", error=str(err), records=len(records))
+            self._fail(live, ChannelFenced, str(err), err)
+            return
         except Exception as err:
             # The file may hold part of the batch: no further write may land
             # after it. Reopening cuts the torn part off.

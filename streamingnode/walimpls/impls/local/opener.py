@@ -1,9 +1,11 @@
 """``LocalWALOpener``: opens channels as directories under one root.
 
-``open`` takes the channel lock, recovers the last segment (cutting a torn
-tail off) and hands the resulting :class:`LocalWAL` to the caller. The
-opener keeps the WALs it opened so that its own ``close`` can close the ones
-still open.
+``open`` takes the channel for its term (``lock.py``: possibly over an old
+owner that is still running, which is then fenced), deletes the files a newer
+term superseded, recovers the last live segment (cutting a torn tail off),
+starts a segment file of its own term, and hands the resulting
+:class:`LocalWAL` to the caller. The opener keeps the WALs it opened so that
+its own ``close`` can close the ones still open.
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ from pathlib import Path
 
 import structlog
 
-from services.errors import InvalidArgument, WALClosed
+from services.errors import ChannelFenced, InvalidArgument, WALClosed
 
 from .local_wal import LocalWAL
-from .lock import ChannelLock
-from .segment import Segment, fsync_dir, list_segments, recover_tail
+from .lock import ChannelLock, opening
+from .segment import Segment, fsync_dir, recover_tail, scan_segments, segment_path
 from .writer import SegmentWriter
 
 DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
@@ -82,6 +84,9 @@ class LocalWALOpener:
         _check_channel(channel)
         if term < 0:
             raise InvalidArgument(f"term must not be negative, got {term}")
+        for wal in self._wals:
+            if wal.channel == channel and not wal.is_closed:
+                raise ChannelFenced(f"channel {channel} is owned by term {wal.term}, cannot open with term {term}")
         loop = asyncio.get_running_loop()
         recovery = loop.run_in_executor(None, self._recover, channel, term)
         try:
@@ -120,35 +125,54 @@ class LocalWALOpener:
             directory.mkdir(parents=True, exist_ok=True)
             fsync_dir(root)
         log = self._log.bind(pchannel=channel, term=term)
-        lock = ChannelLock.acquire(directory, channel, term)
-        try:
-            segments = list_segments(directory)
-            next_seq, size = 1, 0
-            if segments:
-                tail = recover_tail(segments[-1])
-                next_seq, size = tail.next_seq, tail.size
-                if tail.torn_bytes:
-                    log.warning(
-                        "torn tail cut",
-                        segment=segments[-1].path.name,
-                        kept_bytes=tail.size,
-                        cut_bytes=tail.torn_bytes,
-                    )
-            writer = SegmentWriter(
-                directory,
-                segments[-1] if segments else None,
-                size,
-                self._options.segment_bytes,
-                self._options.sync,
-            )
-        except BaseException:
-            lock.release()
-            raise
+        with opening(directory, channel):
+            lock = ChannelLock.acquire(directory, channel, term)
+            try:
+                return self._recover_locked(directory, lock, log)
+            except BaseException:
+                lock.release()
+                raise
+
+    def _recover_locked(self, directory: Path, lock: ChannelLock, log: structlog.BoundLogger) -> _Recovered:
+        term = lock.term
+        segments, superseded = scan_segments(directory)
+        for seg in superseded:  # written by fenced owners after they lost the channel
+            seg.path.unlink(missing_ok=True)
+            log.warning("superseded segment deleted", segment=seg.path.name)
+        next_seq, size = 1, 0
+        if segments:
+            tail = recover_tail(segments[-1])
+            next_seq, size = tail.next_seq, tail.size
+            if tail.torn_bytes:
+                log.warning(
+                    "torn tail cut",
+                    segment=segments[-1].path.name,
+                    kept_bytes=tail.size,
+                    cut_bytes=tail.torn_bytes,
+                )
+        if not segments or segments[-1].term != term:
+            # Our own file from the next seq on: it hides anything an older owner writes later.
+            path = segment_path(directory, next_seq, term)
+            with open(path, "xb"):
+                pass
+            segments.append(Segment(first_seq=next_seq, term=term, path=path))
+            size = 0
+        fsync_dir(directory)
+        writer = SegmentWriter(
+            directory,
+            segments[-1],
+            size,
+            self._options.segment_bytes,
+            self._options.sync,
+            term=term,
+            check_owner=lock.check,
+        )
         log.info(
             "wal opened",
             segments=len(segments),
             next_seq=next_seq,
             previous_term=lock.previous_term,
+            took_over=not lock.holds_flock,
         )
         return _Recovered(directory, lock, segments, writer, next_seq)
 

@@ -62,6 +62,7 @@ class _Cursor:
         self._buf = b""
         self._buf_off = 0
         self.missing: Path | None = None  # a file of the snapshot that was gone
+        self._end_seq: int | None = None  # where the current file ends (next file's first seq)
 
     def read(self, segments: tuple[Segment, ...], upto: int) -> list[LogEntry]:
         """Records from ``next_seq`` to at most ``upto``, about ``_BATCH_BYTES`` of them."""
@@ -74,7 +75,9 @@ class _Cursor:
         while self.next_seq <= upto and budget > 0:
             if self.fd is None and not self._locate(segments):
                 break
-            header = self._bytes(HEADER_SIZE)
+            # A file ends where the next live one starts; bytes past that (a fenced
+            # owner's late writes) are never read.
+            header = b"" if self.pos_seq == self._end(segments) else self._bytes(HEADER_SIZE)
             if not header:
                 if not self._next_segment(segments, upto):
                     break
@@ -116,6 +119,19 @@ class _Cursor:
             self.next_seq, i = segments[0].first_seq, 0
         return self._open(segments[i])
 
+    def _end(self, segments: tuple[Segment, ...]) -> int | None:
+        """The first seq of the live file after the current one, if there is one yet.
+
+        Cached once known: a later file, once it exists, never changes its first seq.
+        """
+        if self._end_seq is None and segments and segments[-1] != self.segment:
+            seg = self.segment
+            assert seg is not None
+            i = bisect_right([s.first_seq for s in segments], seg.first_seq)
+            if i < len(segments):
+                self._end_seq = segments[i].first_seq
+        return self._end_seq
+
     def _next_segment(self, segments: tuple[Segment, ...], upto: int) -> bool:
         """At the end of a segment file: move on to the one after it."""
         seg = self.segment
@@ -144,6 +160,7 @@ class _Cursor:
             self.missing = segment.path
             return False
         self.segment, self.offset, self.pos_seq = segment, 0, segment.first_seq
+        self._end_seq = None
         return True
 
     def _bytes(self, n: int) -> memoryview:

@@ -1,8 +1,17 @@
 """Segment files of one channel directory: naming, listing, tail recovery.
 
 A channel directory holds append-only segment files named after the
-sequence number of their first record (``00000000000000000001.log``), so
-the files sort in log order and a record is found by a bisect on names.
+sequence number of their first record and the term of the owner that wrote
+them (``00000000000000000001-0000000007.log``), so the files sort in log
+order and a record is found by a bisect on names.
+
+Terms decide which files count. A file is *superseded* when a file of a
+newer term starts at or before its first seq: a new owner always starts its
+own file at the seq after the last record it recovered, so whatever an old
+owner, fenced but still running, writes after the take-over lands either
+past that seq in an old file (readers move on to the next file at its first
+seq and never read there) or in a new file of its old term (superseded).
+:func:`scan_segments` returns the live chain and the superseded files.
 Blocking file I/O; callers run these functions in a thread.
 """
 
@@ -17,7 +26,8 @@ from services.errors import StrataError
 from .record import Decoded, decode_at, find_valid_record_after
 
 SEGMENT_SUFFIX = ".log"
-_NAME_DIGITS = 20
+_SEQ_DIGITS = 20
+_TERM_DIGITS = 10
 
 
 def corruption(detail: str) -> StrataError:
@@ -32,9 +42,10 @@ def corruption(detail: str) -> StrataError:
 
 @dataclass(frozen=True, slots=True)
 class Segment:
-    """One segment file; ``first_seq`` is the seq of its first record."""
+    """One segment file; ``first_seq`` is the seq of its first record, ``term`` its writer's term."""
 
     first_seq: int
+    term: int
     path: Path
 
 
@@ -47,19 +58,39 @@ class TailState:
     torn_bytes: int  # bytes cut off the end
 
 
-def segment_path(directory: Path, first_seq: int) -> Path:
-    return directory / f"{first_seq:0{_NAME_DIGITS}d}{SEGMENT_SUFFIX}"
+def segment_path(directory: Path, first_seq: int, term: int) -> Path:
+    return directory / f"{first_seq:0{_SEQ_DIGITS}d}-{term:0{_TERM_DIGITS}d}{SEGMENT_SUFFIX}"
+
+
+def _parse(path: Path) -> Segment | None:
+    if not path.name.endswith(SEGMENT_SUFFIX):
+        return None
+    seq, sep, term = path.name.removesuffix(SEGMENT_SUFFIX).partition("-")
+    if not sep or len(seq) != _SEQ_DIGITS or len(term) != _TERM_DIGITS or not (seq.isdigit() and term.isdigit()):
+        return None
+    return Segment(first_seq=int(seq), term=int(term), path=path)
+
+
+def scan_segments(directory: Path) -> tuple[list[Segment], list[Segment]]:
+    """``(live, superseded)``: the live chain in log order, and the files a newer term hides."""
+    found = [seg for seg in map(_parse, directory.iterdir()) if seg is not None]
+    # By first seq, newest term first: a file is live if no file seen before it has a newer term.
+    found.sort(key=lambda seg: (seg.first_seq, -seg.term))
+    live: list[Segment] = []
+    superseded: list[Segment] = []
+    newest = -1
+    for seg in found:
+        if seg.term < newest or (live and live[-1].first_seq == seg.first_seq):
+            superseded.append(seg)
+        else:
+            live.append(seg)
+            newest = seg.term
+    return live, superseded
 
 
 def list_segments(directory: Path) -> list[Segment]:
-    """Segment files of ``directory`` in log order; other files are ignored."""
-    segments = []
-    for path in directory.iterdir():
-        stem = path.name.removesuffix(SEGMENT_SUFFIX)
-        if path.name.endswith(SEGMENT_SUFFIX) and stem.isdigit() and len(stem) == _NAME_DIGITS:
-            segments.append(Segment(first_seq=int(stem), path=path))
-    segments.sort(key=lambda s: s.first_seq)
-    return segments
+    """The live segment files of ``directory`` in log order; other files are ignored."""
+    return scan_segments(directory)[0]
 
 
 def recover_tail(segment: Segment) -> TailState:

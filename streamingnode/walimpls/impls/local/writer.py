@@ -9,7 +9,7 @@ it reports the segments it created instead.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,8 +38,13 @@ class SegmentWriter:
         active_size: int,
         segment_bytes: int,
         sync: bool,
+        *,
+        term: int,
+        check_owner: Callable[[], None],
     ) -> None:
         self._dir = directory
+        self._term = term
+        self._check_owner = check_owner
         self._segment_bytes = segment_bytes
         self._sync = sync
         self._fd: int | None = None
@@ -53,6 +58,9 @@ class SegmentWriter:
 
         Raises ``OSError`` on any I/O failure; the file may then hold part of
         the batch, so the caller must stop writing (recovery cuts it off).
+        Raises ``ChannelFenced`` (from ``check_owner``, called once the batch
+        is durable) when a newer term took the channel over meanwhile: the
+        batch must then be neither acknowledged nor shown to readers.
         """
         new_segments: list[Segment] = []
         fsyncs_before = self.fsync_count
@@ -70,6 +78,7 @@ class SegmentWriter:
         self._flush(chunks)
         if new_segments:
             self._fsync_dir()
+        self._check_owner()
         return WriteResult(new_segments=new_segments, fsyncs=self.fsync_count - fsyncs_before)
 
     def close(self) -> None:
@@ -94,10 +103,10 @@ class SegmentWriter:
     def _roll(self, first_seq: int) -> Segment:
         """Seal the active segment (already fsync'd) and start a new one."""
         self.close()
-        path = segment_path(self._dir, first_seq)
+        path = segment_path(self._dir, first_seq, self._term)
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
         self._size = 0
-        return Segment(first_seq=first_seq, path=path)
+        return Segment(first_seq=first_seq, term=self._term, path=path)
 
     def _fsync_dir(self) -> None:
         # A record in a new file is only durable once the file's name is.

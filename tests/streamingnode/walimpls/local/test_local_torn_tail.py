@@ -12,7 +12,7 @@ from structlog.testing import capture_logs
 from streamingnode.walimpls import DeliverPolicy, MessageID
 from streamingnode.walimpls.impls.local import LocalWAL, LocalWALOpener
 from streamingnode.walimpls.impls.local.record import HEADER, encode
-from streamingnode.walimpls.impls.local.segment import list_segments
+from streamingnode.walimpls.impls.local.segment import list_segments, segment_path
 
 MakeOpener = Callable[..., LocalWALOpener]
 CH = "torn"
@@ -89,8 +89,10 @@ async def test_empty_last_segment_after_a_crash_at_roll(make_opener: MakeOpener)
     directory = wal.segments[0].path.parent
     await wal.close()
     # The roll created the next file, then the process died before writing to it.
-    (directory / f"{ids[-1].seq + 1:020d}.log").touch()
+    empty = segment_path(directory, ids[-1].seq + 1, 1)
+    empty.touch()
     wal = await make_opener(segment_bytes=1024).open(CH, 1)
+    assert wal.segments[-1].path == empty  # the same term goes on in its empty file
     assert wal.last_message_id() == ids[-1]
     more = await wal.append([b"into the empty file"])
     assert more == [MessageID(ids[-1].seq + 1)]
