@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +29,7 @@ import aetcd
 import structlog
 
 from services.coordclient import LEADER_KEY, LeaderInfo
+from services.etcd.lease import keep_alive
 from services.etcd.metastore import MetaStore
 
 __all__ = ["LEADER_KEY", "Election", "LeaderInfo", "LeadershipLost"]
@@ -135,30 +135,7 @@ class Election:
         self._keepalive_task = asyncio.create_task(self._keepalive(self._lease), name="election-keepalive")
 
     async def _keepalive(self, lease: aetcd.Lease) -> None:
-        # A refresh keeps the lease until ``sent + ttl`` on etcd's clock at the latest, so
-        # counting from the send time is conservative; a margin covers clock-rate drift.
-        margin = max(self._ttl / 5, 0.5)
-        last_ok_sent = time.monotonic()
-        while True:
-            sent = time.monotonic()
-            try:
-                async with asyncio.timeout(max(self._ttl / 4, 0.5)):
-                    resp = await lease.refresh()
-                if resp is not None and resp.TTL <= 0:
-                    self._lost("lease expired on etcd")
-                    return
-                last_ok_sent = sent
-                pause = self._ttl / 3
-            except asyncio.CancelledError:
-                raise
-            except Exception as err:  # a flaky etcd: retry until the deadline below
-                self._log.warning("lease refresh failed", error=str(err) or type(err).__name__)
-                pause = 0.5
-            remaining = last_ok_sent + self._ttl - margin - time.monotonic()
-            if remaining <= 0:
-                self._lost("lease not refreshed within its TTL")
-                return
-            await asyncio.sleep(min(pause, remaining))
+        await keep_alive(lease, self._ttl, self._lost, self._log)
 
     def _lost(self, reason: str) -> None:
         self._lease_lost.set()

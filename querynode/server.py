@@ -9,7 +9,7 @@ from querynode.service.service import QueryNodeService
 from services.config import QueryNodeConfig
 from services.coordclient import CoordinatorClient
 from services.etcd.metastore import MetaStore
-from services.etcd.session import Session, allocate_server_id
+from services.etcd.session import Session, SessionInfo, allocate_server_id
 from services.grpcutil import start_server
 from streamingnode.client.assignment import DiscoverWatcher
 
@@ -37,7 +37,19 @@ class QueryNode:
 
         self._server, port = await start_server(add, host=c.common.host, port=c.common.port)
         self.address = f"{c.common.host}:{port}"
-        self._session = Session(self._store, ROLE, self.address, ttl_seconds=c.common.session_ttl_seconds)
+        # A lost session releases every delegator, and the node comes back under a new id:
+        # the coordinator has placed its channels elsewhere meanwhile.
+        def registered(info: SessionInfo) -> None:
+            service.node_id = info.server_id
+
+        self._session = Session(
+            self._store,
+            ROLE,
+            self.address,
+            ttl_seconds=c.common.session_ttl_seconds,
+            on_lost=service.release_all,
+            on_registered=registered,
+        )
         await self._session.start(server_id=node_id)
 
     async def stop(self) -> None:

@@ -52,7 +52,11 @@ class StreamingNode:
         self.address = f"{c.common.host}:{port}"
         self._opener = opener
         # Register last: the coordinator may call Assign as soon as the session appears.
-        self._session = Session(self._store, ROLE, self.address, ttl_seconds=c.common.session_ttl_seconds)
+        # A lost session (etcd away or this process frozen for a TTL) releases every pchannel:
+        # the coordinator gives them to other nodes meanwhile.
+        self._session = Session(
+            self._store, ROLE, self.address, ttl_seconds=c.common.session_ttl_seconds, on_lost=manager.release_all
+        )
         await self._session.start()
 
     async def stop(self) -> None:

@@ -98,7 +98,11 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
             ],
         )
 
-    async def close(self) -> None:
-        for d in list(self.delegators.values()):
+    async def release_all(self) -> None:
+        """Stop every delegator; the service stays usable (a lost session, or close)."""
+        delegators, self.delegators = list(self.delegators.values()), {}
+        for d in delegators:
             await d.stop()
-        self.delegators.clear()
+
+    async def close(self) -> None:
+        await self.release_all()

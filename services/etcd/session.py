@@ -4,6 +4,14 @@ A process is alive while its session key exists. The key is attached to a
 lease (TTL 15 s by default) that a keep-alive task refreshes; if the process
 dies the lease expires and the key disappears, which is how the coordinator
 learns that a node is gone.
+
+A session can also be *lost* while the process lives: etcd unreachable or the
+process frozen for about a TTL. The coordinator then treats the node as gone
+and hands its work to others, so the node must stop serving that work: the
+keep-alive notices (``services.etcd.lease``), awaits the owner's ``on_lost``
+(release every channel, every delegator), and registers again under a new
+server id, as a new node, once etcd answers. ``on_registered`` tells the owner
+the new id.
 """
 
 from __future__ import annotations
@@ -11,12 +19,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 import aetcd
 import structlog
 
+from services.etcd.lease import keep_alive
 from services.etcd.metastore import MetaStore
 
 SESSION_PREFIX = "session/"
@@ -67,14 +76,28 @@ async def allocate_server_id(store: MetaStore) -> int:
 class Session:
     """This process's registration. ``start()`` registers, ``stop()`` revokes."""
 
-    def __init__(self, store: MetaStore, role: str, address: str, *, ttl_seconds: int = 15) -> None:
+    def __init__(
+        self,
+        store: MetaStore,
+        role: str,
+        address: str,
+        *,
+        ttl_seconds: int = 15,
+        on_lost: Callable[[], Awaitable[None]] | None = None,
+        on_registered: Callable[[SessionInfo], None] | None = None,
+        retry_seconds: float = 1.0,
+    ) -> None:
         self._store = store
         self._role = role
         self._address = address
         self._ttl = ttl_seconds
+        self._on_lost = on_lost
+        self._on_registered = on_registered
+        self._retry = retry_seconds
         self._lease: aetcd.Lease | None = None
         self._task: asyncio.Task[None] | None = None
         self.info: SessionInfo | None = None
+        self.lost_count = 0
         self._log = structlog.get_logger().bind(component="session", role=role)
 
     @property
@@ -83,33 +106,55 @@ class Session:
         return self.info.server_id
 
     async def start(self, server_id: int | None = None) -> SessionInfo:
-        sid = server_id if server_id is not None else await allocate_server_id(self._store)
-        self.info = SessionInfo(role=self._role, server_id=sid, address=self._address)
-        self._lease = await self._store.client.lease(self._ttl)
-        await self._store.put(self.info.key, self.info.to_json(), lease=self._lease)
-        self._task = asyncio.create_task(self._keepalive(), name=f"session-keepalive-{self._role}")
-        self._log.info("session registered", server_id=sid, address=self._address)
-        return self.info
+        info = await self._register(server_id)
+        self._task = asyncio.create_task(self._run(), name=f"session-{self._role}")
+        return info
 
-    async def _keepalive(self) -> None:
-        assert self._lease is not None
+    async def _register(self, server_id: int | None) -> SessionInfo:
+        sid = server_id if server_id is not None else await allocate_server_id(self._store)
+        info = SessionInfo(role=self._role, server_id=sid, address=self._address)
+        lease = await self._store.client.lease(self._ttl)
+        await self._store.put(info.key, info.to_json(), lease=lease)
+        self.info, self._lease = info, lease
+        self._log.info("session registered", server_id=sid, address=self._address)
+        if self._on_registered is not None:
+            self._on_registered(info)
+        return info
+
+    async def _run(self) -> None:
+        """Keep the lease alive; when it is lost, let the owner release its work, then register anew."""
         while True:
-            await asyncio.sleep(max(self._ttl / 3, 0.5))
-            try:
-                await self._lease.refresh()
-            except asyncio.CancelledError:
-                raise
-            except Exception as err:  # the loop must survive a flaky etcd connection
-                self._log.warning("lease refresh failed", error=str(err))
+            assert self._lease is not None
+            reason: list[str] = []
+            await keep_alive(self._lease, self._ttl, reason.append, self._log)
+            self.lost_count += 1
+            self._log.error("session lost", reason=reason[0] if reason else "", server_id=self.server_id)
+            if self._on_lost is not None:
+                try:
+                    await self._on_lost()
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # task boundary: still register again
+                    self._log.exception("releasing work after a lost session failed")
+            while True:
+                try:
+                    async with asyncio.timeout(max(self._ttl, 5)):
+                        await self._register(None)
+                    break
+                except asyncio.CancelledError:
+                    raise
+                except Exception as err:  # etcd still away: try again
+                    self._log.warning("session registration failed", error=str(err) or type(err).__name__)
+                    await asyncio.sleep(self._retry)
 
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await asyncio.wait([self._task])
         if self._lease is not None:
             with contextlib.suppress(Exception):
-                await self._lease.revoke()
+                async with asyncio.timeout(5):
+                    await self._lease.revoke()
         self._log.info("session revoked")
 
 

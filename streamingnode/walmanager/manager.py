@@ -117,6 +117,18 @@ class WALManager:
                 out.append(WALStatus(pchannel=name, term=s.term, available=s.available, error=s.error))
         return out
 
+    async def release_all(self) -> None:
+        """Close every open WAL (as ``remove`` at its current term) and stay usable.
+
+        What a node does when its session is lost: the coordinator hands these
+        pchannels to other nodes, so this node must stop serving them.
+        """
+        terms = {name: lt.current.term for name, lt in self._lifetimes.items() if lt.current.term >= 0}
+        async with asyncio.TaskGroup() as tg:
+            for name, term in terms.items():
+                tg.create_task(self.remove(name, term))
+        self._log.warning("every pchannel released", pchannels=sorted(terms))
+
     async def close(self) -> None:
         """Fail new requests with ``WALClosed``, then close every lifetime (and its WAL)."""
         self._closing = True

@@ -55,6 +55,21 @@ async def test_each_pchannel_has_its_own_lifetime(fake_manager: WALManager, fact
     ]
 
 
+async def test_release_all_closes_every_wal_and_stays_usable(fake_manager: WALManager) -> None:
+    await fake_manager.open("p0", 1)
+    await fake_manager.open("p1", 4)
+    await fake_manager.release_all()  # what a lost session does
+    assert sorted(fake_manager.states(), key=lambda s: s.pchannel) == [
+        WALStatus(pchannel="p0", term=1, available=False),
+        WALStatus(pchannel="p1", term=4, available=False),
+    ]
+    for name, term in (("p0", 1), ("p1", 4)):
+        with pytest.raises((ChannelNotExist, UnmatchedChannelTerm)):
+            fake_manager.get(name, term)
+    await fake_manager.open("p0", 2)  # given back later with a newer term
+    assert fake_manager.get("p0", 2).term == 2
+
+
 async def test_states_report_a_failed_open(fake_manager: WALManager, factory: FakeFactory) -> None:
     factory.fail[2] = ChannelFenced("owned elsewhere")
     with pytest.raises(ChannelFenced):

@@ -1,4 +1,4 @@
-"""Etcd watches on their own streams, against a real etcd."""
+"""Etcd watches on their own streams, and sessions that get lost, against a real etcd."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from services.etcd.metastore import MetaStore, WatchEvent
 from services.etcd.process import EtcdProcess
-from services.etcd.session import Session, watch_sessions
+from services.etcd.session import Session, list_sessions, watch_sessions
 from services.etcd.watch import WatchBroken
 
 _roots = itertools.count()
@@ -122,4 +122,34 @@ async def test_watch_sessions_reports_joins_and_leaves(etcd_endpoint: str) -> No
         assert await asyncio.wait_for(anext(gen), 10) == {}
         await gen.aclose()
     finally:
+        await store.close()
+
+
+async def test_a_lost_session_releases_its_work_and_registers_anew(etcd_endpoint: str) -> None:
+    store = await _store(etcd_endpoint)
+    other = await MetaStore.connect(etcd_endpoint, "unused")
+    released = asyncio.Event()
+    registered: list[int] = []
+
+    async def on_lost() -> None:
+        released.set()
+
+    s = Session(store, "node", "127.0.0.1:2", ttl_seconds=2, on_lost=on_lost,
+                on_registered=lambda info: registered.append(info.server_id))  # fmt: skip
+    try:
+        first = await s.start()
+        assert registered == [first.server_id]
+        # Revoking the lease is what an expiry does: the key goes, the keep-alive learns it.
+        kv = await store.client.get(store.full_key(first.key))
+        assert kv is not None
+        await other.client.revoke_lease(kv.lease)
+        await asyncio.wait_for(released.wait(), 5)
+        async with asyncio.timeout(10):
+            while len(registered) < 2:
+                await asyncio.sleep(0.05)
+        assert registered[1] > registered[0] and s.lost_count == 1
+        assert [x.server_id for x in await list_sessions(store, "node")] == [registered[1]]
+    finally:
+        await s.stop()
+        await other.close()
         await store.close()
