@@ -190,7 +190,7 @@ class Producer:
             remaining = max(deadline - loop.time(), 0.1)
             stream = await self._stream(pchannel, stale_term, remaining)
             try:
-                resp = await stream.send(messages, remaining, txn=txn)
+                resp = await self._send_unless_moved(stream, messages, remaining, txn)
             except (ConnectionError, grpc.aio.AioRpcError) as err:
                 await self._drop(stream)
                 raise StrataError(
@@ -209,6 +209,30 @@ class Producer:
                 await asyncio.sleep(0.05)
                 continue
             raise error_from_code(resp.status.code, resp.status.reason)
+
+    async def _send_unless_moved(
+        self, stream: _Stream, messages: Sequence[common_pb2.Message], timeout: float, txn: bool
+    ) -> streaming_pb2.ProduceResponse:
+        """``stream.send``, abandoned if the pchannel moves to a newer term meanwhile.
+
+        An owner that froze (SIGSTOP, a pause, cut off from etcd) keeps its TCP
+        connection and never answers; the coordinator moves its pchannels once
+        its session is lost, and waiting any longer would only hit the timeout.
+        """
+        send = asyncio.ensure_future(stream.send(messages, timeout, txn=txn))
+        moved = asyncio.ensure_future(self._source.resolve(stream.pchannel, newer_than_term=stream.term, timeout=timeout))
+        try:
+            await asyncio.wait([send, moved], return_when=asyncio.FIRST_COMPLETED)
+            if not send.done() and moved.exception() is None:
+                raise ConnectionError(f"{stream.pchannel} moved to term {moved.result()[1]} during the append")
+            return await send
+        finally:
+            for fut in (send, moved):
+                fut.cancel()
+            await asyncio.wait([send, moved])
+            for fut in (send, moved):
+                if not fut.cancelled():
+                    fut.exception()  # retrieved: the one that mattered was raised above
 
     async def _drop(self, stream: _Stream) -> None:
         async with self._lock:

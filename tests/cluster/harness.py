@@ -1,0 +1,222 @@
+"""Real processes for cluster tests: one role per process group, logs in files, retries."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import numpy as np
+from pymilvus import DataType, MilvusClient
+
+from coordinator.streaming.pchannel import PChannelMeta
+from services.etcd.metastore import MetaStore
+from tests.harness import REPO
+
+T = TypeVar("T")
+
+
+class Role:
+    """One ``python -m services.cli ROLE`` child in its own process group, logging to a file."""
+
+    def __init__(self, name: str, args: list[str], logs: Path, env: dict[str, str] | None = None) -> None:
+        self.name = name
+        self.log_path = logs / f"{name}.log"
+        out = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "services.cli", *args],
+            cwd=REPO,
+            stdout=out,
+            stderr=out,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env={**os.environ, **(env or {})},
+        )
+        out.close()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_for_log(self, text: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in self.log():
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n{self.log()[-3000:]}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.name} did not log {text!r} in {timeout}s:\n{self.log()[-3000:]}")
+            time.sleep(0.05)
+
+    def send_signal(self, sig: signal.Signals) -> None:
+        """Send ``sig`` to the role's whole process group."""
+        with_suppressed_lookup(lambda: os.killpg(self.proc.pid, sig))
+
+    @property
+    def pid(self) -> int:
+        """The child's pid, which is also its process group id."""
+        return self.proc.pid
+
+    def exited(self) -> int | None:
+        """The exit status if the role's process has exited, else None."""
+        return self.proc.poll()
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group and reap the child."""
+        with_suppressed_lookup(lambda: os.killpg(self.proc.pid, signal.SIGKILL))
+        self.proc.wait(10)
+
+
+def with_suppressed_lookup(fn: Callable[[], None]) -> None:
+    try:
+        fn()
+    except ProcessLookupError:
+        pass
+
+
+def retry(what: str, fn: Callable[[], T], *, timeout: float) -> T:
+    """Call ``fn`` until it returns (pymilvus raises while the cluster recovers), at most ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return fn()
+        except Exception as err:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what} still failing after {timeout}s") from err
+            time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def quiet_pymilvus() -> Iterator[None]:
+    """pymilvus logs every failed call with a traceback; the expected ones during the gap are noise."""
+    logger = logging.getLogger("pymilvus")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def read_prefix(endpoint: str, root: str, prefix: str) -> dict[str, bytes]:
+    """Keys (relative to ``root``) and values under ``prefix``, read from etcd once."""
+
+    async def scan() -> dict[str, bytes]:
+        store = await MetaStore.connect(endpoint, root)
+        try:
+            return {kv.key: kv.value for kv in await store.scan(prefix)}
+        finally:
+            await store.close()
+
+    return asyncio.run(scan())
+
+
+def read_pchannels(endpoint: str, root: str) -> dict[str, PChannelMeta]:
+    """pchannel name -> its assignment (owner, term, state) as the coordinator stored it in etcd."""
+    prefix = "streamingcoord/pchannel/"
+    return {k[len(prefix) :]: PChannelMeta.from_json(v) for k, v in read_prefix(endpoint, root, prefix).items()}
+
+
+def read_sessions(endpoint: str, root: str, role: str) -> dict[int, str]:
+    """server id -> address of the live sessions of ``role``."""
+    raw = read_prefix(endpoint, root, f"session/{role}-")
+    return {int(d["server_id"]): str(d["address"]) for d in (json.loads(v) for v in raw.values())}
+
+
+# Collections of the cluster tests: an INT64 primary key "id" and a FLOAT_VECTOR "v", L2.
+
+
+def vectors(ids: range, dim: int) -> list[dict[str, object]]:
+    """Rows for ``ids``; the same ids always get the same vectors."""
+    rng = np.random.default_rng(ids.start)
+    vecs = rng.standard_normal((len(ids), dim)).astype(np.float32)
+    return [{"id": i, "v": vecs[k].tolist()} for k, i in enumerate(ids)]
+
+
+def create_collection(client: MilvusClient, name: str, *, dim: int, num_shards: int) -> None:
+    """Create (and load) the collection unless an earlier attempt already did; safe to retry."""
+    if client.has_collection(name, timeout=5):
+        return  # an earlier attempt got through before its answer was lost
+    schema = MilvusClient.create_schema(auto_id=False)
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    schema.add_field("v", DataType.FLOAT_VECTOR, dim=dim)
+    index = client.prepare_index_params()
+    index.add_index("v", metric_type="L2")
+    client.create_collection(name, schema=schema, index_params=index, num_shards=num_shards, timeout=10)
+
+
+def query_ids(client: MilvusClient, name: str) -> list[int]:
+    """Every id of the collection (duplicates kept), read with Strong consistency."""
+    rows = client.query(name, filter="id >= 0", output_fields=["id"], consistency_level="Strong", timeout=30)
+    return [int(r["id"]) for r in rows]
+
+
+def search_finds(client: MilvusClient, name: str, row: dict[str, object]) -> None:
+    """A Strong search for ``row``'s vector returns ``row`` first."""
+    hits = client.search(name, data=[row["v"]], limit=1, consistency_level="Strong", timeout=10)
+    assert hits[0][0]["id"] == row["id"], hits
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    """One acknowledged batch: its ids, when the attempt that succeeded was sent, when it returned."""
+
+    ids: range
+    sent: float
+    acked: float
+
+
+class Inserter(threading.Thread):
+    """Inserts batches of new ids into ``collection`` through its own client until ``stop`` is set.
+
+    A batch counts as acknowledged only once ``insert()`` returned without error. After an
+    error the same batch (same ids, same vectors) is sent again until it succeeds: a failed
+    attempt may still have landed, so ids may be written more than once.
+    """
+
+    def __init__(self, uri: str, collection: str, *, first_id: int, dim: int, batch: int = 20) -> None:
+        super().__init__(daemon=True, name=f"inserter-{first_id}")
+        self.client = MilvusClient(uri, timeout=30)
+        self.collection = collection
+        self.dim = dim
+        self.batch = batch
+        self.next_id = first_id
+        self.acked: list[Ack] = []
+        self.attempted: list[range] = []
+        self.failures = 0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                ids = range(self.next_id, self.next_id + self.batch)
+                rows = vectors(ids, self.dim)
+                self.attempted.append(ids)
+                while not self.stop.is_set():
+                    sent = time.monotonic()
+                    try:
+                        self.client.insert(self.collection, rows, timeout=5)
+                    except Exception:
+                        self.failures += 1
+                        time.sleep(0.1)
+                        continue
+                    self.acked.append(Ack(ids, sent, time.monotonic()))
+                    break
+                self.next_id += self.batch
+        finally:
+            self.client.close()
+
+    def acked_ids(self) -> list[int]:
+        return [i for a in list(self.acked) for i in a.ids]
+
+    def attempted_ids(self) -> set[int]:
+        return {i for r in list(self.attempted) for i in r}
