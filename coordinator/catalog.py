@@ -107,11 +107,16 @@ class Catalog:
         return None if raw is None else int(raw)
 
     async def reserve_name(self, meta: CollectionMeta) -> bool:
-        """Atomically claim ``meta.name``; False if a collection already has it."""
-        if not await self._store.create_if_absent(f"{_NAME}{meta.name}", str(meta.collection_id).encode()):
-            return False
-        await self._store.put(f"{_COLL}{meta.collection_id}", meta.to_json())
-        return True
+        """Claim ``meta.name`` and save ``meta`` in one transaction; False if a collection already has the name.
+
+        One transaction, so a failure cannot leave the name claimed by a collection that was never saved
+        (which nothing would ever finish or remove).
+        """
+        return await self._store.create_if_absent(
+            f"{_NAME}{meta.name}",
+            str(meta.collection_id).encode(),
+            also=[Op(key=f"{_COLL}{meta.collection_id}", value=meta.to_json())],
+        )
 
     async def save_collection(self, meta: CollectionMeta) -> None:
         await self._store.put(f"{_COLL}{meta.collection_id}", meta.to_json())

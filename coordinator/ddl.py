@@ -2,7 +2,8 @@
 
 create: reserve the name (state CREATING) -> append CreateCollection to each vchannel -> CREATED.
 drop:   mark DROPPING -> release -> append DropCollection to each vchannel -> remove the entries.
-A coordinator that restarts finishes any CREATING or DROPPING collection it finds.
+A coordinator that restarts finishes any CREATING or DROPPING collection it finds; a create
+that finds its name held by a CREATING collection (an earlier create failed half-way) finishes it first.
 """
 
 from __future__ import annotations
@@ -67,8 +68,11 @@ class DDL:
         if shards_num < 1 or shards_num > MAX_SHARDS:
             raise InvalidArgument(f"shards_num must be between 1 and {MAX_SHARDS}, got {shards_num}")
         async with self._lock:
-            if await self._catalog.collection_id_by_name(schema.name) is not None:
-                raise StrataError(f"collection {schema.name} already exists", ErrorCode.COLLECTION_ALREADY_EXISTS)
+            taken_by = await self._catalog.collection_id_by_name(schema.name)
+            if taken_by is not None:
+                return await self._resume_create(
+                    taken_by, schema, shards_num=shards_num, consistency_level=consistency_level, properties=properties
+                )
             counts = await self.vchannel_counts()
             chosen = sorted(self._pchannels, key=lambda p: (counts[p], p))
             collection_id = await self._ids.allocate(2)
@@ -88,6 +92,37 @@ class DDL:
             if not await self._catalog.reserve_name(meta):
                 raise StrataError(f"collection {schema.name} already exists", ErrorCode.COLLECTION_ALREADY_EXISTS)
             return await self._finish_create(meta)
+
+    async def _resume_create(
+        self,
+        collection_id: int,
+        schema: CollectionSchema,
+        *,
+        shards_num: int,
+        consistency_level: int,
+        properties: dict[str, str],
+    ) -> CollectionMeta:
+        """The name is taken. A CREATING collection is a create that failed half-way (a WAL append
+        failed, e.g. while etcd or a streaming node was away): finish it now, as recovery would,
+        rather than leave the name unusable (invisible yet "already exists") until the next
+        coordinator start. If this request asks for that same collection, it is a client retrying
+        an ambiguous failure and gets it; any other request finds the name taken.
+        """
+        taken = StrataError(f"collection {schema.name} already exists", ErrorCode.COLLECTION_ALREADY_EXISTS)
+        meta = await self._catalog.get_collection(collection_id)
+        if meta is None or meta.state != CollectionState.CREATING:
+            raise taken
+        self._log.info("finishing an earlier create", name=meta.name, collection_id=meta.collection_id)
+        meta = await self._finish_create(meta)
+        same = (
+            meta.schema.to_json() == schema.to_json()
+            and len(meta.vchannels) == shards_num
+            and meta.consistency_level == consistency_level
+            and meta.properties == properties
+        )
+        if not same:
+            raise taken
+        return meta
 
     async def _finish_create(self, meta: CollectionMeta) -> CollectionMeta:
         schema_json = meta.schema.to_json()

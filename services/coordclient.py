@@ -11,6 +11,7 @@ The client caches one stub. It forgets it when
 * the leader key changes: a background watch, started by the first
   :meth:`CoordinatorClient.stub` call and stopped by ``close()``, follows it,
   so callers that never reset still move to a new leader after a failover.
+  A broken watch alone (etcd away) does not forget it: see ``_follow_leader``.
 
 Channels are kept per address and reused rather than closed on ``reset()``:
 closing a gRPC channel cancels every call in flight on it, including other
@@ -31,6 +32,7 @@ import structlog
 from protos import coordinator_pb2_grpc
 from services.errors import NotReady
 from services.etcd.metastore import MetaStore
+from services.etcd.watch import EtcdWatch
 from services.grpcutil import insecure_channel
 
 COORDINATOR_ROLE = "coordinator"
@@ -120,21 +122,35 @@ class CoordinatorClient:
         self._stub = self._address = None
 
     async def _follow_leader(self) -> None:
-        """Forget the stub whenever the leader key names another address (or disappears)."""
+        """Forget the stub whenever the leader key names another address (or disappears).
+
+        A broken watch (etcd restarting or unreachable) keeps the stub: the coordinator it
+        names is most likely still serving, and nothing a caller asks it needs etcd on this
+        side. Dropping it made every call wait for etcd to find the very same coordinator
+        again. It is still safe: a coordinator that loses its lease exits before another can
+        be elected (``coordinator.election``), so a stale stub fails fast and callers reset.
+        Each new watch is followed by one read of the key, so a change while no watch was
+        open is not missed.
+        """
         while True:
             try:
-                async for ev in self._store.watch_key(LEADER_KEY):
-                    address = "" if ev.value is None else LeaderInfo.from_json(ev.value).address
-                    if address != self._address:
-                        self._log.info("coordinator leader changed", address=address or None)
-                        self._stub = self._address = None
+                async with EtcdWatch(self._store.client, self._store.full_key(LEADER_KEY)) as watch:
+                    # Read only once the watch exists: later changes arrive as its events.
+                    self._follow(await read_leader(self._store))
+                    async for batch in watch.events():
+                        for ev in batch:
+                            self._follow(None if ev.value is None else LeaderInfo.from_json(ev.value))
             except asyncio.CancelledError:
                 raise
             except Exception as err:  # task boundary: the watch must outlive etcd hiccups
                 self._log.warning("leader watch failed, re-watching", error=str(err))
-            # The watch broke: an event may have been missed, so look the leader up again.
-            self._stub = self._address = None
             await asyncio.sleep(0.5)
+
+    def _follow(self, leader: LeaderInfo | None) -> None:
+        address = "" if leader is None else leader.address
+        if self._address is not None and address != self._address:
+            self._log.info("coordinator leader changed", address=address or None)
+            self._stub = self._address = None
 
     async def close(self) -> None:
         """Stop following the leader and close every channel; later ``stub()`` calls raise ``NotReady``."""

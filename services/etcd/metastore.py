@@ -97,19 +97,28 @@ class MetaStore:
 
     async def multi(self, ops: Sequence[Op]) -> None:
         """Apply every op in one etcd transaction (all or nothing)."""
+        await self._client.transaction(compare=[], success=self._writes(ops), failure=[])
+
+    def _writes(self, ops: Sequence[Op]) -> list[object]:
         tx = self._client.transactions
-        success = [
+        return [
             tx.put(self.full_key(o.key), o.value) if o.value is not None else tx.delete(self.full_key(o.key))
             for o in ops
         ]
-        await self._client.transaction(compare=[], success=success, failure=[])
 
-    async def create_if_absent(self, key: str, value: bytes, *, lease: aetcd.Lease | None = None) -> bool:
-        """Put ``key`` only if it does not exist; True if this call created it."""
+    async def create_if_absent(
+        self, key: str, value: bytes, *, lease: aetcd.Lease | None = None, also: Sequence[Op] = ()
+    ) -> bool:
+        """Put ``key`` only if it does not exist, together with ``also`` (one transaction).
+
+        True if this call created it; when False nothing at all was written.
+        """
         tx = self._client.transactions
         full = self.full_key(key)
         ok, _ = await self._client.transaction(
-            compare=[tx.version(full) == 0], success=[tx.put(full, value, lease=lease)], failure=[]
+            compare=[tx.version(full) == 0],
+            success=[tx.put(full, value, lease=lease), *self._writes(also)],
+            failure=[],
         )
         return bool(ok)
 

@@ -143,14 +143,21 @@ def vectors(ids: range, dim: int) -> list[dict[str, object]]:
 
 
 def create_collection(client: MilvusClient, name: str, *, dim: int, num_shards: int) -> None:
-    """Create (and load) the collection unless an earlier attempt already did; safe to retry."""
+    """Create, index and load the collection; safe to retry after any failure.
+
+    pymilvus creates, indexes and loads in three calls; an earlier attempt may have failed
+    after any of them (or after the server did the work and the answer was lost), so an
+    existing collection gets the same index (a no-op when it has it) and a load (idempotent).
+    """
+    index = client.prepare_index_params()
+    index.add_index("v", metric_type="L2")
     if client.has_collection(name, timeout=5):
-        return  # an earlier attempt got through before its answer was lost
+        client.create_index(name, index, timeout=10)
+        client.load_collection(name, timeout=30)
+        return
     schema = MilvusClient.create_schema(auto_id=False)
     schema.add_field("id", DataType.INT64, is_primary=True)
     schema.add_field("v", DataType.FLOAT_VECTOR, dim=dim)
-    index = client.prepare_index_params()
-    index.add_index("v", metric_type="L2")
     client.create_collection(name, schema=schema, index_params=index, num_shards=num_shards, timeout=10)
 
 
