@@ -1,8 +1,21 @@
-"""Read a vchannel (plus every TimeTick) from its pchannel's owner, across ownership changes."""
+"""Read a vchannel (plus every TimeTick) from its pchannel's owner, across ownership changes.
+
+Each stream is tied to one ``(owner, term)``. It is left, and the read resumes
+after the last delivered message id on the new owner, when
+
+* the owner refuses it (wrong term, WAL closed): the error is reported to the
+  coordinator and the consumer waits for a newer term;
+* the connection breaks: the same owner is tried again;
+* the pchannel moves to a newer term while the stream is open. An owner that
+  froze (SIGSTOP, a long pause, cut off from etcd) keeps its TCP connection
+  and sends nothing; without this the consumer, and every read waiting on its
+  tsafe, would wait until the frozen process woke up.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 
 import grpc
@@ -42,8 +55,18 @@ async def consume(
             message_id=last or b"",
         )
         channel = insecure_channel(address)
+        call = streaming_pb2_grpc.StreamingNodeHandlerStub(channel).Consume(req)
+        moved = asyncio.ensure_future(_newer_term(source, pchannel, term))
         try:
-            async for resp in streaming_pb2_grpc.StreamingNodeHandlerStub(channel).Consume(req):
+            while True:
+                resp = await _read_unless_moved(call, moved)
+                if resp is None:
+                    log.info("pchannel moved, leaving its old owner", term=term, new_term=moved.result())
+                    stale_term = term
+                    break
+                if resp is grpc.aio.EOF:
+                    log.info("consume stream ended", term=term)
+                    break
                 if resp.status.code != ErrorCode.OK:
                     log.info("consume rejected", term=term, reason=resp.status.reason)
                     await source.report_error(pchannel, term, resp.status.reason)
@@ -59,5 +82,42 @@ async def consume(
         except Exception:  # anything else: resume after the last delivered id, never give up
             log.exception("consume stream failed", term=term)
         finally:
+            moved.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await moved
+            call.cancel()
             await channel.close()
         await asyncio.sleep(0.2)
+
+
+async def _newer_term(source: AssignmentSource, pchannel: str, term: int) -> int:
+    """Return the pchannel's term once the assignment names one above ``term``; waits as long as needed."""
+    while True:
+        try:
+            _, newer = await source.resolve(pchannel, newer_than_term=term, timeout=60.0)
+            return newer
+        except NotReady:
+            continue
+
+
+async def _read_unless_moved(
+    call: grpc.aio.UnaryStreamCall, moved: asyncio.Future[int]
+) -> streaming_pb2.ConsumeResponse | object | None:
+    """The next response of ``call`` (or ``grpc.aio.EOF``); None if ``moved`` completed first.
+
+    A response that is already there wins over a move: it was sent by the owner of
+    its term before the move, and the new owner resumes after the last id delivered.
+    """
+    read = asyncio.ensure_future(call.read())
+    try:
+        await asyncio.wait([read, moved], return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        read.cancel()
+        raise
+    if read.done():
+        return read.result()
+    read.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await read
+    moved.result()  # a failed lookup raises here: the caller retries the same owner
+    return None

@@ -165,13 +165,15 @@ class Producer:
 
     async def _stream(self, pchannel: str, newer_than_term: int, timeout: float) -> _Stream:
         async with self._lock:
+            address, term = await self._source.resolve(pchannel, newer_than_term=newer_than_term, timeout=timeout)
             s = self._streams.get(pchannel)
-            if s is not None and s.term > newer_than_term and s.broken is None:
+            # A stream is reused only while it serves the current term: a cached stream to an
+            # owner the pchannel has already moved away from would only be abandoned mid-append.
+            if s is not None and s.term == term and s.address == address and s.broken is None:
                 return s
             if s is not None:
                 await s.close()
                 del self._streams[pchannel]
-            address, term = await self._source.resolve(pchannel, newer_than_term=newer_than_term, timeout=timeout)
             s = self._streams[pchannel] = _Stream(pchannel, address, term)
             return s
 

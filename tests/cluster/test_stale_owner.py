@@ -142,6 +142,19 @@ def test_a_frozen_streaming_node_is_replaced_and_fenced(tmp_path: Path) -> None:
                 assert time.monotonic() < deadline, "inserts did not resume"
                 time.sleep(0.05)
             resumed = max(t.ack_times[-1] for t in inserters) - frozen_at
+            # Reads follow the move too: the query node's consumers leave the silent owner,
+            # so a Strong read succeeds while it is still frozen and sees every acked row.
+            acked_so_far = {i for t in inserters for i in list(t.acked)}
+            rows = retry(
+                "query while frozen",
+                lambda: client.query(
+                    "c", filter="id >= 0", output_fields=["id"], limit=16384, consistency_level="Strong", timeout=10
+                ),
+                timeout=30,
+            )
+            read_ok = time.monotonic() - frozen_at
+            missing = acked_so_far - {int(r["id"]) for r in rows}
+            assert not missing, f"{len(missing)} acknowledged rows missing from a read while the old owner is frozen"
 
             nodes[frozen_name].send_signal(signal.SIGCONT)
             nodes[frozen_name].wait_for_log("session lost", 30)
@@ -151,7 +164,10 @@ def test_a_frozen_streaming_node_is_replaced_and_fenced(tmp_path: Path) -> None:
                 t.stop.set()
             for t in inserters:
                 t.join(30)
-        print(f"frozen streaming node: pchannels reassigned after {reassigned:.2f}s, inserts resumed by {resumed:.2f}s")
+        print(
+            f"frozen streaming node: pchannels reassigned after {reassigned:.2f}s, inserts resumed by {resumed:.2f}s, "
+            f"Strong read served by {read_ok:.2f}s"
+        )
 
         acked = [i for t in inserters for i in t.acked]
         rows = retry(
