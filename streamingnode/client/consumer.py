@@ -64,9 +64,6 @@ async def consume(
                     log.info("pchannel moved, leaving its old owner", term=term, new_term=moved.result())
                     stale_term = term
                     break
-                if resp is grpc.aio.EOF:
-                    log.info("consume stream ended", term=term)
-                    break
                 if resp.status.code != ErrorCode.OK:
                     log.info("consume rejected", term=term, reason=resp.status.reason)
                     await source.report_error(pchannel, term, resp.status.reason)
@@ -77,6 +74,8 @@ async def consume(
                     yield item.message_id, item.message
         except grpc.aio.AioRpcError as err:
             log.info("consume stream broken", term=term, error=err.code().name)
+        except _StreamEnded:
+            log.info("consume stream ended", term=term)
         except (asyncio.CancelledError, GeneratorExit):
             raise
         except Exception:  # anything else: resume after the last delivered id, never give up
@@ -100,10 +99,14 @@ async def _newer_term(source: AssignmentSource, pchannel: str, term: int) -> int
             continue
 
 
+class _StreamEnded(Exception):
+    """The server closed the stream without a status."""
+
+
 async def _read_unless_moved(
     call: grpc.aio.UnaryStreamCall, moved: asyncio.Future[int]
-) -> streaming_pb2.ConsumeResponse | object | None:
-    """The next response of ``call`` (or ``grpc.aio.EOF``); None if ``moved`` completed first.
+) -> streaming_pb2.ConsumeResponse | None:
+    """The next response of ``call``; None if ``moved`` completed first; ``_StreamEnded`` at its end.
 
     A response that is already there wins over a move: it was sent by the owner of
     its term before the move, and the new owner resumes after the last id delivered.
@@ -115,7 +118,11 @@ async def _read_unless_moved(
         read.cancel()
         raise
     if read.done():
-        return read.result()
+        resp = read.result()
+        if resp is grpc.aio.EOF:
+            raise _StreamEnded()
+        assert isinstance(resp, streaming_pb2.ConsumeResponse)
+        return resp
     read.cancel()
     with contextlib.suppress(asyncio.CancelledError, Exception):
         await read
