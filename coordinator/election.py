@@ -70,6 +70,14 @@ class Election:
     def is_leader(self) -> bool:
         return self._leading
 
+    @property
+    def create_revision(self) -> int:
+        """The etcd revision at which this candidate created the leader key (0 before it led).
+
+        Writes guarded by it (``MetaStore.guarded``) fail once anyone else holds the key.
+        """
+        return self._create_revision
+
     async def campaign(self, info: LeaderInfo) -> None:
         """Return once this candidate holds the leader key with value ``info``.
 

@@ -11,6 +11,11 @@ The election lease TTL is ``common.session_ttl_seconds`` (default 15 s; also
 ``STRATA_COMMON_SESSION_TTL_SECONDS``). It bounds failover: a standby takes
 over at most one TTL after the active coordinator died.
 
+Every metadata write of an active coordinator is conditional on the leader
+key it created (``MetaStore.guarded``): a coordinator frozen past its lease,
+while a standby took over, has its first write refused and exits, so it never
+overwrites the new leader's state.
+
 Losing the lease (etcd unreachable for about a TTL) makes the active
 coordinator exit the process with status 3, as Milvus does, instead of
 stopping its components: a graceful stop needs etcd, which is gone, and may
@@ -40,7 +45,7 @@ from coordinator.streaming.local_source import BalancerAssignmentSource
 from coordinator.tso import TimestampOracle
 from protos import coordinator_pb2_grpc
 from services.config import CoordinatorConfig
-from services.coordclient import COORDINATOR_ROLE, LeaderInfo, read_leader
+from services.coordclient import COORDINATOR_ROLE, LEADER_KEY, LeaderInfo, read_leader
 from services.etcd.metastore import MetaStore
 from services.etcd.session import Session, allocate_server_id
 from services.grpcutil import start_server
@@ -93,14 +98,17 @@ class Coordinator:
             await self._store.close()
             raise
         self._log.info("coordinator active", server_id=server_id)
-        self.tso = TimestampOracle(self._store)
+        # Every metadata write of the leader's components is fenced by the leader key: if this
+        # process froze past its lease and another coordinator won, the write is refused.
+        meta = self._store.guarded(LEADER_KEY, self._election.create_revision, on_refused=self._on_leadership_lost)
+        self.tso = TimestampOracle(meta)
         await self.tso.start()
-        self.ids = IDAllocator(self._store)
+        self.ids = IDAllocator(meta)
         await self.ids.start()
-        self.catalog = Catalog(self._store)
+        self.catalog = Catalog(meta)
         names = pchannel_names(c.cluster_name, c.pchannel_count)
-        self.balancer = StreamingBalancer(self._store, names)
-        self.query = QueryCoordinator(self._store, self.catalog, self.tso)
+        self.balancer = StreamingBalancer(meta, names)
+        self.query = QueryCoordinator(meta, self.catalog, self.tso)
         self._producer = Producer(BalancerAssignmentSource(self.balancer))
         self.ddl = DDL(self.catalog, self.ids, self.tso, self._producer, names, self.query.release)
         service = CoordinatorService(

@@ -3,17 +3,29 @@
 A thin layer over ``aetcd`` that namespaces keys under a root path and offers
 only what the catalog needs: get, prefix scan, put, delete, compare-and-swap
 transactions and prefix watches. Values are bytes; callers encode JSON.
+
+A *guarded* view (:meth:`MetaStore.guarded`) makes every write conditional on
+one key still having the create revision it had when the guard was taken. The
+coordinator guards its writes with the leader key, so a leader that was frozen
+past its lease while another was elected cannot make even one stale write:
+the write raises ``NotLeader`` and changes nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import aetcd
 from aetcd.utils import prefix_range_end
 
+from services.errors import StrataError
 from services.etcd.watch import EtcdWatch
+
+
+class NotLeader(StrataError):
+    """A guarded write was refused: the guard key was deleted or created anew by someone else."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +49,13 @@ class Op:
     value: bytes | None
 
 
+@dataclass(frozen=True, slots=True)
+class _Guard:
+    key: bytes
+    create_revision: int
+    on_refused: Callable[[], None] | None
+
+
 # Every unary etcd call fails after this long instead of hanging on a frozen etcd.
 CALL_TIMEOUT_SECONDS = 10
 
@@ -44,9 +63,10 @@ CALL_TIMEOUT_SECONDS = 10
 class MetaStore:
     """Namespaced etcd access. Keys given to methods are relative to ``root``."""
 
-    def __init__(self, client: aetcd.Client, root: str) -> None:
+    def __init__(self, client: aetcd.Client, root: str, *, guard: _Guard | None = None) -> None:
         self._client = client
         self._root = root.rstrip("/") + "/"
+        self._guard = guard
 
     @staticmethod
     async def connect(endpoint: str, root: str = "strata") -> MetaStore:
@@ -54,6 +74,14 @@ class MetaStore:
         client = aetcd.Client(host=host or "127.0.0.1", port=int(port), timeout=CALL_TIMEOUT_SECONDS)
         await client.status()  # fail fast if etcd is not there
         return MetaStore(client, root)
+
+    def guarded(self, key: str, create_revision: int, *, on_refused: Callable[[], None] | None = None) -> MetaStore:
+        """A view on the same connection whose writes require ``key`` to keep ``create_revision``.
+
+        A refused write calls ``on_refused`` (if given), then raises ``NotLeader``; it wrote
+        nothing. Reads and watches are not guarded. Closing the view closes the shared connection.
+        """
+        return MetaStore(self._client, self._root, guard=_Guard(self.full_key(key), create_revision, on_refused))
 
     @property
     def client(self) -> aetcd.Client:
@@ -87,24 +115,27 @@ class MetaStore:
         return kvs, int(resp.header.revision)
 
     async def put(self, key: str, value: bytes, *, lease: aetcd.Lease | None = None) -> None:
-        await self._client.put(self.full_key(key), value, lease=lease)
+        if self._guard is None:
+            await self._client.put(self.full_key(key), value, lease=lease)
+        else:
+            await self._txn([], [self._client.transactions.put(self.full_key(key), value, lease=lease)])
 
     async def delete(self, key: str) -> None:
-        await self._client.delete(self.full_key(key))
+        if self._guard is None:
+            await self._client.delete(self.full_key(key))
+        else:
+            await self._txn([], [self._client.transactions.delete(self.full_key(key))])
 
     async def delete_prefix(self, prefix: str) -> None:
-        await self._client.delete_prefix(self.full_key(prefix))
+        full = self.full_key(prefix)
+        if self._guard is None:
+            await self._client.delete_prefix(full)
+        else:
+            await self._txn([], [self._client.transactions.delete(full, range_end=prefix_range_end(full))])
 
     async def multi(self, ops: Sequence[Op]) -> None:
         """Apply every op in one etcd transaction (all or nothing)."""
-        await self._client.transaction(compare=[], success=self._writes(ops), failure=[])
-
-    def _writes(self, ops: Sequence[Op]) -> list[object]:
-        tx = self._client.transactions
-        return [
-            tx.put(self.full_key(o.key), o.value) if o.value is not None else tx.delete(self.full_key(o.key))
-            for o in ops
-        ]
+        await self._txn([], self._writes(ops))
 
     async def create_if_absent(
         self, key: str, value: bytes, *, lease: aetcd.Lease | None = None, also: Sequence[Op] = ()
@@ -115,12 +146,36 @@ class MetaStore:
         """
         tx = self._client.transactions
         full = self.full_key(key)
-        ok, _ = await self._client.transaction(
-            compare=[tx.version(full) == 0],
-            success=[tx.put(full, value, lease=lease), *self._writes(also)],
-            failure=[],
-        )
-        return bool(ok)
+        return await self._txn([tx.version(full) == 0], [tx.put(full, value, lease=lease), *self._writes(also)])
+
+    def _writes(self, ops: Sequence[Op]) -> list[Any]:
+        tx = self._client.transactions
+        return [
+            tx.put(self.full_key(o.key), o.value) if o.value is not None else tx.delete(self.full_key(o.key))
+            for o in ops
+        ]
+
+    async def _txn(self, compare: list[Any], success: list[Any]) -> bool:
+        """One transaction under the guard, if any; False if one of ``compare`` failed.
+
+        Raises ``NotLeader`` when it was the guard that failed.
+        """
+        guard = self._guard
+        if guard is not None:
+            compare = [*compare, self._client.transactions.create(guard.key) == guard.create_revision]
+        ok, _ = await self._client.transaction(compare=compare, success=success, failure=[])
+        if ok:
+            return True
+        if guard is not None:
+            holder = await self._client.get(guard.key)
+            if holder is None or holder.create_revision != guard.create_revision:
+                if guard.on_refused is not None:
+                    guard.on_refused()
+                raise NotLeader(
+                    f"write refused: {guard.key.decode()} is no longer the one created at revision "
+                    f"{guard.create_revision}"
+                )
+        return False
 
     async def watch_prefix(
         self, prefix: str, *, start_revision: int | None = None

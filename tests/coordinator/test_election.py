@@ -11,7 +11,7 @@ import pytest
 
 from coordinator.election import Election
 from services.coordclient import LEADER_KEY, CoordinatorClient, LeaderInfo, read_leader
-from services.etcd.metastore import MetaStore
+from services.etcd.metastore import MetaStore, NotLeader
 
 
 @pytest.fixture()
@@ -121,5 +121,32 @@ async def test_client_follows_the_leader_key(stores: Callable[[], MetaStore]) ->
             await asyncio.sleep(0.05)
     finally:
         await client.close()
+        await a.resign()
+        await b.resign()
+
+
+async def test_a_frozen_leaders_guarded_writes_are_refused_once_a_standby_leads(
+    stores: Callable[[], MetaStore],
+) -> None:
+    a_store, b_store, observer = stores(), stores(), stores()
+    a = Election(a_store, ttl_seconds=2, on_lost=lambda: None)
+    b = Election(b_store, ttl_seconds=2, on_lost=_never_lost)
+    try:
+        await asyncio.wait_for(a.campaign(LeaderInfo(server_id=1)), 5)
+        refused: list[str] = []
+        a_meta = a_store.guarded(LEADER_KEY, a.create_revision, on_refused=lambda: refused.append("a"))
+        await a_meta.put("tso/high-water-ms", b"100")  # the leader writes as usual
+
+        await a._stop_keepalive()  # a freezes; its lease expires and b wins
+        await asyncio.wait_for(b.campaign(LeaderInfo(server_id=2)), 10)
+        b_meta = b_store.guarded(LEADER_KEY, b.create_revision)
+        await b_meta.put("tso/high-water-ms", b"200")
+
+        # a wakes up with its state from before: its writes must not land.
+        with pytest.raises(NotLeader):
+            await a_meta.put("tso/high-water-ms", b"150")
+        assert refused == ["a"]
+        assert await observer.get("tso/high-water-ms") == b"200"
+    finally:
         await a.resign()
         await b.resign()
