@@ -107,7 +107,7 @@ class Coordinator:
         await self.ids.start()
         self.catalog = Catalog(meta)
         names = pchannel_names(c.cluster_name, c.pchannel_count)
-        self.balancer = StreamingBalancer(meta, names)
+        self.balancer = StreamingBalancer(meta, names, rebalance_cooldown_seconds=c.rebalance_cooldown_seconds)
         self.query = QueryCoordinator(meta, self.catalog, self.tso)
         self._producer = Producer(BalancerAssignmentSource(self.balancer))
         self.ddl = DDL(self.catalog, self.ids, self.tso, self._producer, names, self.query.release)

@@ -33,6 +33,11 @@ def check_positive(value: float) -> None:
         raise ValueError(f"must be positive, got {value}")
 
 
+def check_non_negative(value: float) -> None:
+    if value < 0:
+        raise ValueError(f"must not be negative, got {value}")
+
+
 def check_storage_uri(value: str) -> None:
     """Accept ``file:///ABSOLUTE/PATH`` and ``s3://BUCKET[/PREFIX]``; refuse everything else."""
     parts = urlsplit(value)
@@ -66,11 +71,14 @@ class CoordinatorConfig:
     common: CommonConfig
     cluster_name: str = "strata"
     pchannel_count: int = 4
+    # At most one pchannel moves to even out the streaming nodes' load per this many seconds.
+    rebalance_cooldown_seconds: float = 10.0
 
     def validate(self) -> None:
         self.common.validate()
         if self.pchannel_count < 1:
             raise ValueError("pchannel_count must be at least 1")
+        check_non_negative(self.rebalance_cooldown_seconds)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,25 +1,29 @@
 """The pchannel balancer: places pchannels on live streaming nodes with terms.
 
 Round (on a timer, on a node-set change, on a reported error):
-1. unplaced channels = not ASSIGNED to a live node;
-2. the policy picks a node for each;
-3. persist ASSIGNING with term+1 (old owner into history);
-4. ``Remove(old term)`` on every history node that is still alive (a node whose
-   session is gone counts as removed), then ``Assign(new term)`` on the target;
-5. persist ASSIGNED, clear history, bump the assignment version.
+1. the policy (``policy.BalancePolicy``) picks the moves: every channel not
+   ASSIGNED to a live node, or else at most one rebalance move;
+2. persist ASSIGNING with term+1 (old owner into history);
+3. ``Remove(old term)`` on every history node that is still alive, then
+   ``Assign(new term)`` on the target. A node whose session is gone counts as
+   removed, also while a call to it is in flight: a frozen node never answers,
+   and the round must not wait for it longer than its session lives;
+4. persist ASSIGNED, clear history, bump the assignment version.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import structlog
 
 from coordinator.streaming.pchannel import PChannelMeta, PChannelState
-from coordinator.streaming.policy import place
+from coordinator.streaming.policy import BalancePolicy
 from protos import streaming_pb2, streaming_pb2_grpc
 from services.errors import ErrorCode
 from services.etcd.metastore import MetaStore
@@ -28,6 +32,11 @@ from services.grpcutil import StubCache, raise_for_status
 
 _PREFIX = "streamingcoord/pchannel/"
 STREAMING_NODE_ROLE = "streamingnode"
+T = TypeVar("T")
+
+
+class NodeGone(Exception):
+    """The node's session disappeared while a call to it was in flight."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,10 +62,12 @@ class StreamingBalancer:
         *,
         interval_seconds: float = 1.0,
         vchannel_counts: Callable[[], dict[str, int]] | None = None,
+        rebalance_cooldown_seconds: float = 10.0,
     ) -> None:
         self._store = store
         self._names = pchannels
         self._interval = interval_seconds
+        self._policy = BalancePolicy(rebalance_cooldown_seconds=rebalance_cooldown_seconds)
         self._vchannel_counts = vchannel_counts
         self._channels: dict[str, PChannelMeta] = {}
         self._nodes: dict[int, SessionInfo] = {}
@@ -153,7 +164,7 @@ class StreamingBalancer:
     async def _balance(self) -> None:
         live = set(self._nodes)
         counts = self._vchannel_counts() if self._vchannel_counts else None
-        moves = place(list(self._channels.values()), live, counts)
+        moves = self._policy.plan(list(self._channels.values()), live, counts, time.monotonic())
         if not moves:
             return
         # Phase 1: persist the new terms before any node hears of them.
@@ -162,27 +173,63 @@ class StreamingBalancer:
             meta = self._channels[name].assign_to(node)
             await self._persist(meta)
             staged[name] = meta
-        await asyncio.gather(*(self._apply(meta) for meta in staged.values()))
+        # Every channel's step runs to its end, whatever happens to the others; then the first error.
+        results = await asyncio.gather(*(self._apply(meta) for meta in staged.values()), return_exceptions=True)
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
 
     async def _apply(self, meta: PChannelMeta) -> None:
         for h in meta.history:
             node = self._nodes.get(h.node_id)
             if node is None:
                 continue  # session gone: counts as removed
-            resp = await self._stub(node.address).Remove(
-                streaming_pb2.RemoveRequest(pchannel=meta.name, term=h.term), timeout=60
-            )
+            try:
+                resp = await self._unless_gone(
+                    h.node_id,
+                    self._stub(node.address).Remove(
+                        streaming_pb2.RemoveRequest(pchannel=meta.name, term=h.term), timeout=60
+                    ),
+                )
+            except NodeGone:
+                self._log.info("old owner gone during remove", pchannel=meta.name, term=h.term, node=h.node_id)
+                continue
             if resp.status.code not in (ErrorCode.OK, ErrorCode.IGNORED_OPERATION):
                 raise_for_status(resp.status)
         target = self._nodes.get(meta.node_id)
         if target is None:
             raise RuntimeError(f"node {meta.node_id} left while assigning {meta.name}")
-        resp = await self._stub(target.address).Assign(
-            streaming_pb2.AssignRequest(pchannel=meta.name, term=meta.term), timeout=60
+        resp = await self._unless_gone(
+            meta.node_id,
+            self._stub(target.address).Assign(
+                streaming_pb2.AssignRequest(pchannel=meta.name, term=meta.term), timeout=60
+            ),
         )
         raise_for_status(resp.status)
         await self._persist(meta.assign_done())
         self._log.info("pchannel assigned", pchannel=meta.name, term=meta.term, node=meta.node_id)
+
+    async def _unless_gone(self, node_id: int, call: Awaitable[T]) -> T:
+        """Await ``call``; raise ``NodeGone`` (and cancel it) if ``node_id``'s session disappears first."""
+
+        async def gone() -> None:
+            async with self._changed:
+                await self._changed.wait_for(lambda: node_id not in self._nodes)
+
+        work = asyncio.ensure_future(call)
+        watch = asyncio.ensure_future(gone())
+        try:
+            await asyncio.wait([work, watch], return_when=asyncio.FIRST_COMPLETED)
+            if work.done():
+                return work.result()
+            raise NodeGone(f"streaming node {node_id} left")
+        finally:
+            for fut in (work, watch):
+                fut.cancel()
+            await asyncio.wait([work, watch])
+            for fut in (work, watch):
+                if not fut.cancelled():
+                    fut.exception()  # retrieved: what mattered was returned or raised above
 
     async def _persist(self, meta: PChannelMeta) -> None:
         await self._store.put(_PREFIX + meta.name, meta.to_json())

@@ -1,7 +1,8 @@
 """A frozen streaming node loses its pchannels and cannot hurt anyone when it wakes up.
 
 Real processes: etcd, a coordinator, two streaming nodes sharing one
-``--wal-dir``, a query node and a proxy, every session with a 5 s TTL.
+``--wal-dir``, a query node and a proxy, every session with a 5 s TTL; the
+pchannels are spread 2 + 2 before anything is frozen.
 Clients insert without pause; one streaming node is frozen with SIGSTOP until
 the coordinator has moved its pchannels (term + 1) to the other node; the
 clients recover by retrying; then SIGCONT. The woken node finds its session
@@ -78,7 +79,8 @@ def test_a_frozen_streaming_node_is_replaced_and_fenced(tmp_path: Path) -> None:
     etcd = EtcdProcess(tmp_path / "etcd")
     roles: list[Role] = []
     inserters: list[Inserter] = []
-    env = {"STRATA_COMMON_SESSION_TTL_SECONDS": str(TTL)}
+    # A short rebalance cooldown: the second node gets its share of pchannels quickly.
+    env = {"STRATA_COMMON_SESSION_TTL_SECONDS": str(TTL), "STRATA_COORDINATOR_REBALANCE_COOLDOWN_SECONDS": "1"}
     try:
         etcd.start()
         common = ["--etcd", etcd.endpoint, "--etcd-root", ROOT]
@@ -86,14 +88,20 @@ def test_a_frozen_streaming_node_is_replaced_and_fenced(tmp_path: Path) -> None:
         roles.append(Role("coordinator", ["coordinator", *common, "--port", "0"], logs, env))
         ports = {"sn-a": free_port(), "sn-b": free_port()}
         nodes: dict[str, Role] = {}
-        for name, port in ports.items():  # one after the other: the first gets the pchannels
+        for name, port in ports.items():  # one after the other: the second gets its share by rebalancing
             nodes[name] = Role(name, ["streamingnode", *common, "--wal-dir", wal, "--port", str(port)], logs, env)
             roles.append(nodes[name])
             nodes[name].wait_for_log("role ready", 60)
-            deadline = time.monotonic() + 30
-            while not all(m["state"] == "ASSIGNED" for m in _pchannels(etcd.endpoint).values()):
-                assert time.monotonic() < deadline, _pchannels(etcd.endpoint)
-                time.sleep(0.2)
+
+        def balanced() -> bool:
+            ps = _pchannels(etcd.endpoint).values()
+            owners = [m["node_id"] for m in ps]
+            return all(m["state"] == "ASSIGNED" for m in ps) and sorted(owners.count(o) for o in set(owners)) == [2, 2]
+
+        deadline = time.monotonic() + 30
+        while not balanced():  # 2 + 2, after which no rebalance moves anything until a node changes
+            assert time.monotonic() < deadline, _pchannels(etcd.endpoint)
+            time.sleep(0.2)
         roles.append(Role("querynode", ["querynode", *common], logs, env))
         proxy_port = free_port()
         roles.append(Role("proxy", ["proxy", *common, "--port", str(proxy_port)], logs, env))
