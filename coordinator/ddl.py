@@ -1,7 +1,9 @@
 """Collection DDL: the WAL of every vchannel hears of it first, then the catalog changes.
 
-create: reserve the name (state CREATING) -> append CreateCollection to each vchannel -> CREATED.
-drop:   mark DROPPING -> release -> append DropCollection to each vchannel -> remove the entries.
+create: reserve the name (state CREATING) -> append CreateCollection to each vchannel ->
+        each vchannel's checkpoint starts at its CreateCollection -> CREATED.
+drop:   mark DROPPING -> release -> append DropCollection to each vchannel -> the collection's
+        segments become DROPPED (their files are garbage-collected later) -> remove the entries.
 A coordinator that restarts finishes any CREATING or DROPPING collection it finds; a create
 that finds its name held by a CREATING collection (an earlier create failed half-way) finishes it first.
 """
@@ -15,9 +17,11 @@ from collections.abc import Awaitable, Callable
 import structlog
 
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState, IndexMeta, vchannel_name
+from coordinator.data.datacoord import DataCoordinator
 from coordinator.idalloc import IDAllocator
 from coordinator.tso import TimestampOracle
 from services.errors import CollectionNotFound, ErrorCode, InvalidArgument, StrataError
+from services.position import Position
 from services.schema import CollectionSchema
 from streamingnode.client.producer import Producer
 from streamingnode.message import new_create_collection, new_drop_collection
@@ -34,8 +38,10 @@ class DDL:
         producer: Producer,
         pchannels: list[str],
         release: Callable[[int], Awaitable[None]],
+        data: DataCoordinator,
     ) -> None:
         self._catalog = catalog
+        self._data = data
         self._ids = ids
         self._tso = tso
         self._producer = producer
@@ -126,11 +132,15 @@ class DDL:
 
     async def _finish_create(self, meta: CollectionMeta) -> CollectionMeta:
         schema_json = meta.schema.to_json()
-        await asyncio.gather(
+        appended = await asyncio.gather(
             *(
                 self._producer.append(p, [new_create_collection(v, meta.collection_id, schema_json)])
                 for v, p in zip(meta.vchannels, meta.pchannels, strict=True)
             )
+        )
+        # Flushers and delegators of a new vchannel start right after its CreateCollection.
+        await self._data.collection_created(
+            [(v, Position(r.message_id, r.timetick)) for v, (r,) in zip(meta.vchannels, appended, strict=True)]
         )
         meta = await self._catalog.mark_state(meta, CollectionState.CREATED)
         self._log.info("collection created", name=meta.name, collection_id=meta.collection_id)
@@ -149,6 +159,7 @@ class DDL:
                 for v, p in zip(meta.vchannels, meta.pchannels, strict=True)
             )
         )
+        await self._data.collection_dropped(meta)
         await self._catalog.remove_collection(meta)
         self._log.info("collection dropped", name=meta.name, collection_id=meta.collection_id)
 

@@ -35,6 +35,7 @@ import grpc
 import structlog
 
 from coordinator.catalog import Catalog
+from coordinator.data.datacoord import DataCoordinator
 from coordinator.ddl import DDL
 from coordinator.election import Election
 from coordinator.idalloc import IDAllocator
@@ -110,9 +111,17 @@ class Coordinator:
         self.balancer = StreamingBalancer(meta, names, rebalance_cooldown_seconds=c.rebalance_cooldown_seconds)
         self.query = QueryCoordinator(meta, self.catalog, self.tso)
         self._producer = Producer(BalancerAssignmentSource(self.balancer))
-        self.ddl = DDL(self.catalog, self.ids, self.tso, self._producer, names, self.query.release)
+        self.data = DataCoordinator(meta, self.catalog, self.tso, self._producer)
+        await self.data.start()
+        self.ddl = DDL(self.catalog, self.ids, self.tso, self._producer, names, self.query.release, self.data)
         service = CoordinatorService(
-            tso=self.tso, ids=self.ids, catalog=self.catalog, ddl=self.ddl, balancer=self.balancer, query=self.query
+            tso=self.tso,
+            ids=self.ids,
+            catalog=self.catalog,
+            ddl=self.ddl,
+            balancer=self.balancer,
+            query=self.query,
+            data=self.data,
         )
 
         def add(server: grpc.aio.Server) -> None:

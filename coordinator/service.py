@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 import grpc
 
 from coordinator.catalog import Catalog, CollectionMeta
+from coordinator.data.datacoord import DataCoordinator
 from coordinator.ddl import DDL
 from coordinator.idalloc import IDAllocator
 from coordinator.query.coord import QueryCoordinator
@@ -17,6 +18,8 @@ from protos import coordinator_pb2_grpc
 from services.errors import InvalidArgument
 from services.grpcutil import ok_status, rpc_method
 from services.schema import CollectionSchema
+from services.segment import SegmentState
+from services.segment_pb import position_from_pb, position_to_pb, segment_from_pb, segment_to_pb
 
 
 def collection_info(meta: CollectionMeta) -> pb.CollectionInfo:
@@ -57,7 +60,9 @@ class CoordinatorService(coordinator_pb2_grpc.CoordinatorServicer):
         ddl: DDL,
         balancer: StreamingBalancer,
         query: QueryCoordinator,
+        data: DataCoordinator,
     ) -> None:
+        self._data = data
         self._tso = tso
         self._ids = ids
         self._catalog = catalog
@@ -177,6 +182,68 @@ class CoordinatorService(coordinator_pb2_grpc.CoordinatorServicer):
     async def ReportAssignmentError(self, request: pb.ReportAssignmentErrorRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
         await self._balancer.report_error(request.pchannel, request.term)
         return pb.StatusResponse(status=ok_status())
+
+    # -- data coordination -------------------------------------------------------------------
+
+    @rpc_method(pb.StatusResponse)
+    async def AllocSegment(self, request: pb.AllocSegmentRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
+        await self._data.alloc_segment(segment_from_pb(request.segment))
+        return pb.StatusResponse(status=ok_status())
+
+    @rpc_method(pb.StatusResponse)
+    async def UpdateSegmentState(self, request: pb.UpdateSegmentStateRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
+        try:
+            state = SegmentState(request.state)
+        except ValueError as err:
+            raise InvalidArgument(f"unknown segment state {request.state}") from err
+        await self._data.update_state(request.segment_id, state)
+        return pb.StatusResponse(status=ok_status())
+
+    @rpc_method(pb.StatusResponse)
+    async def SaveBinlogPaths(self, request: pb.SaveBinlogPathsRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
+        await self._data.save_binlog_paths(segment_from_pb(request.segment), flushed=request.flushed)
+        return pb.StatusResponse(status=ok_status())
+
+    @rpc_method(pb.StatusResponse)
+    async def UpdateChannelCheckpoint(
+        self, request: pb.UpdateChannelCheckpointRequest, context: grpc.aio.ServicerContext
+    ) -> pb.StatusResponse:
+        updates = []
+        for cp in request.checkpoints:
+            pos = position_from_pb(cp.checkpoint, cp.HasField("checkpoint"))
+            if pos is None:
+                raise InvalidArgument(f"checkpoint of {cp.vchannel} has no position")
+            updates.append((cp.vchannel, pos))
+        await self._data.update_checkpoints(updates)
+        return pb.StatusResponse(status=ok_status())
+
+    @rpc_method(pb.GetChannelRecoveryInfoResponse)
+    async def GetChannelRecoveryInfo(
+        self, request: pb.GetChannelRecoveryInfoRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetChannelRecoveryInfoResponse:
+        out = []
+        for r in await self._data.recovery_info(request.pchannel):
+            v = pb.VChannelRecovery(
+                vchannel=r.vchannel,
+                collection_id=r.collection_id,
+                schema_json=r.schema.to_json(),
+                segments=[segment_to_pb(s) for s in r.segments],
+            )
+            if r.checkpoint is not None:
+                v.checkpoint.CopyFrom(position_to_pb(r.checkpoint))
+            out.append(v)
+        return pb.GetChannelRecoveryInfoResponse(status=ok_status(), vchannels=out)
+
+    @rpc_method(pb.FlushResponse)
+    async def Flush(self, request: pb.FlushRequest, context: grpc.aio.ServicerContext) -> pb.FlushResponse:
+        segment_ids, flush_ts = await self._data.flush(await self._meta(request.collection))
+        return pb.FlushResponse(status=ok_status(), segment_ids=segment_ids, flush_ts=flush_ts)
+
+    @rpc_method(pb.GetFlushStateResponse)
+    async def GetFlushState(self, request: pb.GetFlushStateRequest, context: grpc.aio.ServicerContext) -> pb.GetFlushStateResponse:
+        meta = await self._meta(request.collection)
+        flushed = self._data.flush_state(meta, list(request.segment_ids), request.flush_ts)
+        return pb.GetFlushStateResponse(status=ok_status(), flushed=flushed)
 
 
 __all__ = ["CoordinatorService"]

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13protos/common.proto\x12\rstrata.common\"&\n\x06Status\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x8e\x02\n\x07Message\x12(\n\x04type\x18\x01 \x01(\x0e\x32\x1a.strata.common.MessageType\x12\x10\n\x08vchannel\x18\x02 \x01(\t\x12\x10\n\x08timetick\x18\x03 \x01(\x04\x12\x16\n\x0elast_confirmed\x18\x04 \x01(\x0c\x12\x10\n\x08wal_term\x18\x05 \x01(\x03\x12\x0e\n\x06header\x18\x06 \x01(\x0c\x12\x0c\n\x04\x62ody\x18\x07 \x01(\x0c\x12:\n\nproperties\x18\x08 \x03(\x0b\x32&.strata.common.Message.PropertiesEntry\x1a\x31\n\x0fPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01*\xe1\x01\n\x0bMessageType\x12\x18\n\x14MESSAGE_TYPE_UNKNOWN\x10\x00\x12\r\n\tTIME_TICK\x10\x01\x12\n\n\x06INSERT\x10\x02\x12\n\n\x06\x44\x45LETE\x10\x03\x12\t\n\x05\x46LUSH\x10\x04\x12\x15\n\x11\x43REATE_COLLECTION\x10\x05\x12\x13\n\x0f\x44ROP_COLLECTION\x10\x06\x12\x14\n\x10\x43REATE_PARTITION\x10\x07\x12\x12\n\x0e\x44ROP_PARTITION\x10\x08\x12\x10\n\x0cMANUAL_FLUSH\x10\t\x12\x12\n\x0e\x43REATE_SEGMENT\x10\n\x12\n\n\x06IMPORT\x10\x0b\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13protos/common.proto\x12\rstrata.common\"&\n\x06Status\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x8e\x02\n\x07Message\x12(\n\x04type\x18\x01 \x01(\x0e\x32\x1a.strata.common.MessageType\x12\x10\n\x08vchannel\x18\x02 \x01(\t\x12\x10\n\x08timetick\x18\x03 \x01(\x04\x12\x16\n\x0elast_confirmed\x18\x04 \x01(\x0c\x12\x10\n\x08wal_term\x18\x05 \x01(\x03\x12\x0e\n\x06header\x18\x06 \x01(\x0c\x12\x0c\n\x04\x62ody\x18\x07 \x01(\x0c\x12:\n\nproperties\x18\x08 \x03(\x0b\x32&.strata.common.Message.PropertiesEntry\x1a\x31\n\x0fPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"0\n\x08Position\x12\x12\n\nmessage_id\x18\x01 \x01(\x0c\x12\x10\n\x08timetick\x18\x02 \x01(\x04\"\xb4\x02\n\x0bSegmentInfo\x12\x12\n\nsegment_id\x18\x01 \x01(\x03\x12\x15\n\rcollection_id\x18\x02 \x01(\x03\x12\x14\n\x0cpartition_id\x18\x03 \x01(\x03\x12\x10\n\x08vchannel\x18\x04 \x01(\t\x12*\n\x05state\x18\x05 \x01(\x0e\x32\x1b.strata.common.SegmentState\x12*\n\x05level\x18\x06 \x01(\x0e\x32\x1b.strata.common.SegmentLevel\x12\x0c\n\x04rows\x18\x07 \x01(\x03\x12\x10\n\x08manifest\x18\x08 \x01(\t\x12/\n\x0estart_position\x18\t \x01(\x0b\x32\x17.strata.common.Position\x12)\n\x08position\x18\n \x01(\x0b\x32\x17.strata.common.Position*\xe1\x01\n\x0bMessageType\x12\x18\n\x14MESSAGE_TYPE_UNKNOWN\x10\x00\x12\r\n\tTIME_TICK\x10\x01\x12\n\n\x06INSERT\x10\x02\x12\n\n\x06\x44\x45LETE\x10\x03\x12\t\n\x05\x46LUSH\x10\x04\x12\x15\n\x11\x43REATE_COLLECTION\x10\x05\x12\x13\n\x0f\x44ROP_COLLECTION\x10\x06\x12\x14\n\x10\x43REATE_PARTITION\x10\x07\x12\x12\n\x0e\x44ROP_PARTITION\x10\x08\x12\x10\n\x0cMANUAL_FLUSH\x10\t\x12\x12\n\x0e\x43REATE_SEGMENT\x10\n\x12\n\n\x06IMPORT\x10\x0b*g\n\x0cSegmentState\x12\x16\n\x12SEGMENT_STATE_NONE\x10\x00\x12\x0b\n\x07GROWING\x10\x02\x12\n\n\x06SEALED\x10\x03\x12\x0b\n\x07\x46LUSHED\x10\x04\x12\x0c\n\x08\x46LUSHING\x10\x05\x12\x0b\n\x07\x44ROPPED\x10\x06*9\n\x0cSegmentLevel\x12\x19\n\x15SEGMENT_LEVEL_UNKNOWN\x10\x00\x12\x06\n\x02L0\x10\x01\x12\x06\n\x02L1\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,12 +33,20 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_MESSAGE_PROPERTIESENTRY']._loaded_options = None
   _globals['_MESSAGE_PROPERTIESENTRY']._serialized_options = b'8\001'
-  _globals['_MESSAGETYPE']._serialized_start=352
-  _globals['_MESSAGETYPE']._serialized_end=577
+  _globals['_MESSAGETYPE']._serialized_start=713
+  _globals['_MESSAGETYPE']._serialized_end=938
+  _globals['_SEGMENTSTATE']._serialized_start=940
+  _globals['_SEGMENTSTATE']._serialized_end=1043
+  _globals['_SEGMENTLEVEL']._serialized_start=1045
+  _globals['_SEGMENTLEVEL']._serialized_end=1102
   _globals['_STATUS']._serialized_start=38
   _globals['_STATUS']._serialized_end=76
   _globals['_MESSAGE']._serialized_start=79
   _globals['_MESSAGE']._serialized_end=349
   _globals['_MESSAGE_PROPERTIESENTRY']._serialized_start=300
   _globals['_MESSAGE_PROPERTIESENTRY']._serialized_end=349
+  _globals['_POSITION']._serialized_start=351
+  _globals['_POSITION']._serialized_end=399
+  _globals['_SEGMENTINFO']._serialized_start=402
+  _globals['_SEGMENTINFO']._serialized_end=710
 # @@protoc_insertion_point(module_scope)

@@ -21,6 +21,21 @@ class MessageType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     MANUAL_FLUSH: _ClassVar[MessageType]
     CREATE_SEGMENT: _ClassVar[MessageType]
     IMPORT: _ClassVar[MessageType]
+
+class SegmentState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SEGMENT_STATE_NONE: _ClassVar[SegmentState]
+    GROWING: _ClassVar[SegmentState]
+    SEALED: _ClassVar[SegmentState]
+    FLUSHED: _ClassVar[SegmentState]
+    FLUSHING: _ClassVar[SegmentState]
+    DROPPED: _ClassVar[SegmentState]
+
+class SegmentLevel(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SEGMENT_LEVEL_UNKNOWN: _ClassVar[SegmentLevel]
+    L0: _ClassVar[SegmentLevel]
+    L1: _ClassVar[SegmentLevel]
 MESSAGE_TYPE_UNKNOWN: MessageType
 TIME_TICK: MessageType
 INSERT: MessageType
@@ -33,6 +48,15 @@ DROP_PARTITION: MessageType
 MANUAL_FLUSH: MessageType
 CREATE_SEGMENT: MessageType
 IMPORT: MessageType
+SEGMENT_STATE_NONE: SegmentState
+GROWING: SegmentState
+SEALED: SegmentState
+FLUSHED: SegmentState
+FLUSHING: SegmentState
+DROPPED: SegmentState
+SEGMENT_LEVEL_UNKNOWN: SegmentLevel
+L0: SegmentLevel
+L1: SegmentLevel
 
 class Status(_message.Message):
     __slots__ = ("code", "reason")
@@ -68,3 +92,35 @@ class Message(_message.Message):
     body: bytes
     properties: _containers.ScalarMap[str, str]
     def __init__(self, type: _Optional[_Union[MessageType, str]] = ..., vchannel: _Optional[str] = ..., timetick: _Optional[int] = ..., last_confirmed: _Optional[bytes] = ..., wal_term: _Optional[int] = ..., header: _Optional[bytes] = ..., body: _Optional[bytes] = ..., properties: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class Position(_message.Message):
+    __slots__ = ("message_id", "timetick")
+    MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    TIMETICK_FIELD_NUMBER: _ClassVar[int]
+    message_id: bytes
+    timetick: int
+    def __init__(self, message_id: _Optional[bytes] = ..., timetick: _Optional[int] = ...) -> None: ...
+
+class SegmentInfo(_message.Message):
+    __slots__ = ("segment_id", "collection_id", "partition_id", "vchannel", "state", "level", "rows", "manifest", "start_position", "position")
+    SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_ID_FIELD_NUMBER: _ClassVar[int]
+    VCHANNEL_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    MANIFEST_FIELD_NUMBER: _ClassVar[int]
+    START_POSITION_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    segment_id: int
+    collection_id: int
+    partition_id: int
+    vchannel: str
+    state: SegmentState
+    level: SegmentLevel
+    rows: int
+    manifest: str
+    start_position: Position
+    position: Position
+    def __init__(self, segment_id: _Optional[int] = ..., collection_id: _Optional[int] = ..., partition_id: _Optional[int] = ..., vchannel: _Optional[str] = ..., state: _Optional[_Union[SegmentState, str]] = ..., level: _Optional[_Union[SegmentLevel, str]] = ..., rows: _Optional[int] = ..., manifest: _Optional[str] = ..., start_position: _Optional[_Union[Position, _Mapping]] = ..., position: _Optional[_Union[Position, _Mapping]] = ...) -> None: ...

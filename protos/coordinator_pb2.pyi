@@ -253,3 +253,101 @@ class ReportAssignmentErrorRequest(_message.Message):
     term: int
     error: str
     def __init__(self, pchannel: _Optional[str] = ..., term: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...
+
+class AllocSegmentRequest(_message.Message):
+    __slots__ = ("segment",)
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    segment: _common_pb2.SegmentInfo
+    def __init__(self, segment: _Optional[_Union[_common_pb2.SegmentInfo, _Mapping]] = ...) -> None: ...
+
+class UpdateSegmentStateRequest(_message.Message):
+    __slots__ = ("segment_id", "state")
+    SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    segment_id: int
+    state: _common_pb2.SegmentState
+    def __init__(self, segment_id: _Optional[int] = ..., state: _Optional[_Union[_common_pb2.SegmentState, str]] = ...) -> None: ...
+
+class SaveBinlogPathsRequest(_message.Message):
+    __slots__ = ("segment", "flushed")
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    FLUSHED_FIELD_NUMBER: _ClassVar[int]
+    segment: _common_pb2.SegmentInfo
+    flushed: bool
+    def __init__(self, segment: _Optional[_Union[_common_pb2.SegmentInfo, _Mapping]] = ..., flushed: _Optional[bool] = ...) -> None: ...
+
+class ChannelCheckpoint(_message.Message):
+    __slots__ = ("vchannel", "checkpoint")
+    VCHANNEL_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    vchannel: str
+    checkpoint: _common_pb2.Position
+    def __init__(self, vchannel: _Optional[str] = ..., checkpoint: _Optional[_Union[_common_pb2.Position, _Mapping]] = ...) -> None: ...
+
+class UpdateChannelCheckpointRequest(_message.Message):
+    __slots__ = ("checkpoints",)
+    CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
+    checkpoints: _containers.RepeatedCompositeFieldContainer[ChannelCheckpoint]
+    def __init__(self, checkpoints: _Optional[_Iterable[_Union[ChannelCheckpoint, _Mapping]]] = ...) -> None: ...
+
+class GetChannelRecoveryInfoRequest(_message.Message):
+    __slots__ = ("pchannel",)
+    PCHANNEL_FIELD_NUMBER: _ClassVar[int]
+    pchannel: str
+    def __init__(self, pchannel: _Optional[str] = ...) -> None: ...
+
+class VChannelRecovery(_message.Message):
+    __slots__ = ("vchannel", "collection_id", "schema_json", "checkpoint", "segments")
+    VCHANNEL_FIELD_NUMBER: _ClassVar[int]
+    COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_JSON_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    SEGMENTS_FIELD_NUMBER: _ClassVar[int]
+    vchannel: str
+    collection_id: int
+    schema_json: str
+    checkpoint: _common_pb2.Position
+    segments: _containers.RepeatedCompositeFieldContainer[_common_pb2.SegmentInfo]
+    def __init__(self, vchannel: _Optional[str] = ..., collection_id: _Optional[int] = ..., schema_json: _Optional[str] = ..., checkpoint: _Optional[_Union[_common_pb2.Position, _Mapping]] = ..., segments: _Optional[_Iterable[_Union[_common_pb2.SegmentInfo, _Mapping]]] = ...) -> None: ...
+
+class GetChannelRecoveryInfoResponse(_message.Message):
+    __slots__ = ("status", "vchannels")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    VCHANNELS_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    vchannels: _containers.RepeatedCompositeFieldContainer[VChannelRecovery]
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., vchannels: _Optional[_Iterable[_Union[VChannelRecovery, _Mapping]]] = ...) -> None: ...
+
+class FlushRequest(_message.Message):
+    __slots__ = ("collection",)
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    collection: CollectionRef
+    def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ...) -> None: ...
+
+class FlushResponse(_message.Message):
+    __slots__ = ("status", "segment_ids", "flush_ts")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    FLUSH_TS_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    segment_ids: _containers.RepeatedScalarFieldContainer[int]
+    flush_ts: int
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., segment_ids: _Optional[_Iterable[int]] = ..., flush_ts: _Optional[int] = ...) -> None: ...
+
+class GetFlushStateRequest(_message.Message):
+    __slots__ = ("collection", "segment_ids", "flush_ts")
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    FLUSH_TS_FIELD_NUMBER: _ClassVar[int]
+    collection: CollectionRef
+    segment_ids: _containers.RepeatedScalarFieldContainer[int]
+    flush_ts: int
+    def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., segment_ids: _Optional[_Iterable[int]] = ..., flush_ts: _Optional[int] = ...) -> None: ...
+
+class GetFlushStateResponse(_message.Message):
+    __slots__ = ("status", "flushed")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    FLUSHED_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    flushed: bool
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., flushed: _Optional[bool] = ...) -> None: ...

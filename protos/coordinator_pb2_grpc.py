@@ -104,6 +104,41 @@ class CoordinatorStub:
                 request_serializer=protos_dot_coordinator__pb2.ReportAssignmentErrorRequest.SerializeToString,
                 response_deserializer=protos_dot_coordinator__pb2.StatusResponse.FromString,
                 _registered_method=True)
+        self.AllocSegment = channel.unary_unary(
+                '/strata.coordinator.Coordinator/AllocSegment',
+                request_serializer=protos_dot_coordinator__pb2.AllocSegmentRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.StatusResponse.FromString,
+                _registered_method=True)
+        self.UpdateSegmentState = channel.unary_unary(
+                '/strata.coordinator.Coordinator/UpdateSegmentState',
+                request_serializer=protos_dot_coordinator__pb2.UpdateSegmentStateRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.StatusResponse.FromString,
+                _registered_method=True)
+        self.SaveBinlogPaths = channel.unary_unary(
+                '/strata.coordinator.Coordinator/SaveBinlogPaths',
+                request_serializer=protos_dot_coordinator__pb2.SaveBinlogPathsRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.StatusResponse.FromString,
+                _registered_method=True)
+        self.UpdateChannelCheckpoint = channel.unary_unary(
+                '/strata.coordinator.Coordinator/UpdateChannelCheckpoint',
+                request_serializer=protos_dot_coordinator__pb2.UpdateChannelCheckpointRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.StatusResponse.FromString,
+                _registered_method=True)
+        self.GetChannelRecoveryInfo = channel.unary_unary(
+                '/strata.coordinator.Coordinator/GetChannelRecoveryInfo',
+                request_serializer=protos_dot_coordinator__pb2.GetChannelRecoveryInfoRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.GetChannelRecoveryInfoResponse.FromString,
+                _registered_method=True)
+        self.Flush = channel.unary_unary(
+                '/strata.coordinator.Coordinator/Flush',
+                request_serializer=protos_dot_coordinator__pb2.FlushRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.FlushResponse.FromString,
+                _registered_method=True)
+        self.GetFlushState = channel.unary_unary(
+                '/strata.coordinator.Coordinator/GetFlushState',
+                request_serializer=protos_dot_coordinator__pb2.GetFlushStateRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.GetFlushStateResponse.FromString,
+                _registered_method=True)
 
 
 class CoordinatorServicer:
@@ -196,6 +231,55 @@ class CoordinatorServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AllocSegment(self, request, context):
+        """Data coordination (segments and checkpoints), called by the flushers of streaming nodes.
+        A CreateSegment was consumed: the segment is GROWING (idempotent).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateSegmentState(self, request, context):
+        """A segment moved on without new files (SEALED, FLUSHING; DROPPED when it stayed empty).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SaveBinlogPaths(self, request, context):
+        """Files written: the segment's manifest, rows and synced position; `flushed` makes it FLUSHED.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateChannelCheckpoint(self, request, context):
+        """Everything of the vchannel up to the checkpoint is in object storage (moves forward only).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetChannelRecoveryInfo(self, request, context):
+        """Where a flusher of `pchannel` resumes: every live vchannel with its checkpoint and segments.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Flush(self, request, context):
+        """Seal every growing segment of a collection and report what to wait for (pymilvus flush()).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetFlushState(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CoordinatorServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -268,6 +352,41 @@ def add_CoordinatorServicer_to_server(servicer, server):
                     servicer.ReportAssignmentError,
                     request_deserializer=protos_dot_coordinator__pb2.ReportAssignmentErrorRequest.FromString,
                     response_serializer=protos_dot_coordinator__pb2.StatusResponse.SerializeToString,
+            ),
+            'AllocSegment': grpc.unary_unary_rpc_method_handler(
+                    servicer.AllocSegment,
+                    request_deserializer=protos_dot_coordinator__pb2.AllocSegmentRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.StatusResponse.SerializeToString,
+            ),
+            'UpdateSegmentState': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateSegmentState,
+                    request_deserializer=protos_dot_coordinator__pb2.UpdateSegmentStateRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.StatusResponse.SerializeToString,
+            ),
+            'SaveBinlogPaths': grpc.unary_unary_rpc_method_handler(
+                    servicer.SaveBinlogPaths,
+                    request_deserializer=protos_dot_coordinator__pb2.SaveBinlogPathsRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.StatusResponse.SerializeToString,
+            ),
+            'UpdateChannelCheckpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateChannelCheckpoint,
+                    request_deserializer=protos_dot_coordinator__pb2.UpdateChannelCheckpointRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.StatusResponse.SerializeToString,
+            ),
+            'GetChannelRecoveryInfo': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetChannelRecoveryInfo,
+                    request_deserializer=protos_dot_coordinator__pb2.GetChannelRecoveryInfoRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.GetChannelRecoveryInfoResponse.SerializeToString,
+            ),
+            'Flush': grpc.unary_unary_rpc_method_handler(
+                    servicer.Flush,
+                    request_deserializer=protos_dot_coordinator__pb2.FlushRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.FlushResponse.SerializeToString,
+            ),
+            'GetFlushState': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetFlushState,
+                    request_deserializer=protos_dot_coordinator__pb2.GetFlushStateRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.GetFlushStateResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -648,6 +767,195 @@ class Coordinator:
             '/strata.coordinator.Coordinator/ReportAssignmentError',
             protos_dot_coordinator__pb2.ReportAssignmentErrorRequest.SerializeToString,
             protos_dot_coordinator__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AllocSegment(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/AllocSegment',
+            protos_dot_coordinator__pb2.AllocSegmentRequest.SerializeToString,
+            protos_dot_coordinator__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateSegmentState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/UpdateSegmentState',
+            protos_dot_coordinator__pb2.UpdateSegmentStateRequest.SerializeToString,
+            protos_dot_coordinator__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SaveBinlogPaths(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/SaveBinlogPaths',
+            protos_dot_coordinator__pb2.SaveBinlogPathsRequest.SerializeToString,
+            protos_dot_coordinator__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateChannelCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/UpdateChannelCheckpoint',
+            protos_dot_coordinator__pb2.UpdateChannelCheckpointRequest.SerializeToString,
+            protos_dot_coordinator__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetChannelRecoveryInfo(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/GetChannelRecoveryInfo',
+            protos_dot_coordinator__pb2.GetChannelRecoveryInfoRequest.SerializeToString,
+            protos_dot_coordinator__pb2.GetChannelRecoveryInfoResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Flush(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/Flush',
+            protos_dot_coordinator__pb2.FlushRequest.SerializeToString,
+            protos_dot_coordinator__pb2.FlushResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetFlushState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/GetFlushState',
+            protos_dot_coordinator__pb2.GetFlushStateRequest.SerializeToString,
+            protos_dot_coordinator__pb2.GetFlushStateResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -14,16 +14,32 @@ class StatusResponse(_message.Message):
     def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ...) -> None: ...
 
 class WatchChannelRequest(_message.Message):
-    __slots__ = ("collection_id", "vchannel", "pchannel", "schema_json")
+    __slots__ = ("collection_id", "vchannel", "pchannel", "schema_json", "checkpoint", "segments")
     COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]
     VCHANNEL_FIELD_NUMBER: _ClassVar[int]
     PCHANNEL_FIELD_NUMBER: _ClassVar[int]
     SCHEMA_JSON_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    SEGMENTS_FIELD_NUMBER: _ClassVar[int]
     collection_id: int
     vchannel: str
     pchannel: str
     schema_json: str
-    def __init__(self, collection_id: _Optional[int] = ..., vchannel: _Optional[str] = ..., pchannel: _Optional[str] = ..., schema_json: _Optional[str] = ...) -> None: ...
+    checkpoint: _common_pb2.Position
+    segments: _containers.RepeatedCompositeFieldContainer[_common_pb2.SegmentInfo]
+    def __init__(self, collection_id: _Optional[int] = ..., vchannel: _Optional[str] = ..., pchannel: _Optional[str] = ..., schema_json: _Optional[str] = ..., checkpoint: _Optional[_Union[_common_pb2.Position, _Mapping]] = ..., segments: _Optional[_Iterable[_Union[_common_pb2.SegmentInfo, _Mapping]]] = ...) -> None: ...
+
+class SyncDistributionRequest(_message.Message):
+    __slots__ = ("collection_id", "vchannel", "load", "release")
+    COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]
+    VCHANNEL_FIELD_NUMBER: _ClassVar[int]
+    LOAD_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_FIELD_NUMBER: _ClassVar[int]
+    collection_id: int
+    vchannel: str
+    load: _containers.RepeatedCompositeFieldContainer[_common_pb2.SegmentInfo]
+    release: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, collection_id: _Optional[int] = ..., vchannel: _Optional[str] = ..., load: _Optional[_Iterable[_Union[_common_pb2.SegmentInfo, _Mapping]]] = ..., release: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class UnwatchChannelRequest(_message.Message):
     __slots__ = ("collection_id", "vchannel")
@@ -104,16 +120,22 @@ class GetDataDistributionRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ChannelDistribution(_message.Message):
-    __slots__ = ("collection_id", "vchannel", "tsafe", "growing_rows")
+    __slots__ = ("collection_id", "vchannel", "tsafe", "growing_rows", "sealed_segments", "serviceable", "sealed_rows")
     COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]
     VCHANNEL_FIELD_NUMBER: _ClassVar[int]
     TSAFE_FIELD_NUMBER: _ClassVar[int]
     GROWING_ROWS_FIELD_NUMBER: _ClassVar[int]
+    SEALED_SEGMENTS_FIELD_NUMBER: _ClassVar[int]
+    SERVICEABLE_FIELD_NUMBER: _ClassVar[int]
+    SEALED_ROWS_FIELD_NUMBER: _ClassVar[int]
     collection_id: int
     vchannel: str
     tsafe: int
     growing_rows: int
-    def __init__(self, collection_id: _Optional[int] = ..., vchannel: _Optional[str] = ..., tsafe: _Optional[int] = ..., growing_rows: _Optional[int] = ...) -> None: ...
+    sealed_segments: _containers.RepeatedScalarFieldContainer[int]
+    serviceable: bool
+    sealed_rows: int
+    def __init__(self, collection_id: _Optional[int] = ..., vchannel: _Optional[str] = ..., tsafe: _Optional[int] = ..., growing_rows: _Optional[int] = ..., sealed_segments: _Optional[_Iterable[int]] = ..., serviceable: _Optional[bool] = ..., sealed_rows: _Optional[int] = ...) -> None: ...
 
 class GetDataDistributionResponse(_message.Message):
     __slots__ = ("node_id", "channels")

@@ -44,6 +44,11 @@ class QueryNodeStub:
                 request_serializer=protos_dot_querynode__pb2.UnwatchChannelRequest.SerializeToString,
                 response_deserializer=protos_dot_querynode__pb2.StatusResponse.FromString,
                 _registered_method=True)
+        self.SyncDistribution = channel.unary_unary(
+                '/strata.querynode.QueryNode/SyncDistribution',
+                request_serializer=protos_dot_querynode__pb2.SyncDistributionRequest.SerializeToString,
+                response_deserializer=protos_dot_querynode__pb2.StatusResponse.FromString,
+                _registered_method=True)
         self.Search = channel.unary_unary(
                 '/strata.querynode.QueryNode/Search',
                 request_serializer=protos_dot_querynode__pb2.SearchRequest.SerializeToString,
@@ -65,7 +70,8 @@ class QueryNodeServicer:
     """Missing associated documentation comment in .proto file."""
 
     def WatchChannel(self, request, context):
-        """Become the delegator of `vchannel`: consume it from the streaming node.
+        """Become the delegator of `vchannel`: load its sealed segments, then consume it from the
+        streaming node from the checkpoint on.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -73,6 +79,14 @@ class QueryNodeServicer:
 
     def UnwatchChannel(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SyncDistribution(self, request, context):
+        """The coordinator's view of a vchannel's sealed segments: load these, release those.
+        The delegator's distribution changes only through this call (and WatchChannel).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -106,6 +120,11 @@ def add_QueryNodeServicer_to_server(servicer, server):
             'UnwatchChannel': grpc.unary_unary_rpc_method_handler(
                     servicer.UnwatchChannel,
                     request_deserializer=protos_dot_querynode__pb2.UnwatchChannelRequest.FromString,
+                    response_serializer=protos_dot_querynode__pb2.StatusResponse.SerializeToString,
+            ),
+            'SyncDistribution': grpc.unary_unary_rpc_method_handler(
+                    servicer.SyncDistribution,
+                    request_deserializer=protos_dot_querynode__pb2.SyncDistributionRequest.FromString,
                     response_serializer=protos_dot_querynode__pb2.StatusResponse.SerializeToString,
             ),
             'Search': grpc.unary_unary_rpc_method_handler(
@@ -177,6 +196,33 @@ class QueryNode:
             target,
             '/strata.querynode.QueryNode/UnwatchChannel',
             protos_dot_querynode__pb2.UnwatchChannelRequest.SerializeToString,
+            protos_dot_querynode__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SyncDistribution(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.querynode.QueryNode/SyncDistribution',
+            protos_dot_querynode__pb2.SyncDistributionRequest.SerializeToString,
             protos_dot_querynode__pb2.StatusResponse.FromString,
             options,
             channel_credentials,

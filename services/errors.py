@@ -33,6 +33,7 @@ class ErrorCode(IntEnum):
     NOT_READY = 16
     NODE_NOT_FOUND = 17
     UNAVAILABLE = 18
+    POSITION_TRUNCATED = 19
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +65,7 @@ CODE_TABLE: dict[ErrorCode, CodeInfo] = {
     ErrorCode.NOT_READY: CodeInfo(grpc.StatusCode.UNAVAILABLE, 1, 1),
     ErrorCode.NODE_NOT_FOUND: CodeInfo(grpc.StatusCode.UNAVAILABLE, 1, 901),
     ErrorCode.UNAVAILABLE: CodeInfo(grpc.StatusCode.UNAVAILABLE, 1, 1),
+    ErrorCode.POSITION_TRUNCATED: CodeInfo(grpc.StatusCode.OUT_OF_RANGE, 1, 500),
 }
 
 
@@ -124,6 +126,12 @@ class NotReady(StrataError):
 
 class ReadTimeout(StrataError):
     code = ErrorCode.TIMEOUT
+
+
+class PositionTruncated(StrataError):
+    """A reader asked to start below the oldest record the WAL still has."""
+
+    code = ErrorCode.POSITION_TRUNCATED
 
 
 def error_from_code(code: int, message: str) -> StrataError:

@@ -97,6 +97,21 @@ class MetaStore:
         r = await self._client.get(self.full_key(key))
         return None if r is None else r.value
 
+    async def get_versioned(self, key: str) -> tuple[bytes | None, int]:
+        """The value and its etcd version (writes since creation; 0 when the key does not exist)."""
+        r = await self._client.get(self.full_key(key))
+        return (None, 0) if r is None else (r.value, int(r.version))
+
+    async def put_if_version(self, key: str, value: bytes, version: int) -> bool:
+        """Put ``key`` only if its version is still ``version`` (0: absent); True if written.
+
+        The version grows by one with each write, so a writer that remembers ``version + 1``
+        after a success holds the key until anyone else writes it.
+        """
+        tx = self._client.transactions
+        full = self.full_key(key)
+        return await self._txn([tx.version(full) == version], [tx.put(full, value)])
+
     async def scan(self, prefix: str) -> list[KeyValue]:
         rs = await self._client.get_prefix(self.full_key(prefix))
         return [KeyValue(self._strip(kv.key), kv.value, kv.mod_revision) for kv in rs]

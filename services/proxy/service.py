@@ -31,7 +31,7 @@ from services.proxy.pkfilter import primary_keys_of
 from services.proxy.reads import ReadOptions, ReadRouter
 from services.proxy.stats import WALStats
 from services.proxy.status import milvus_status, success
-from services.proxy.writes import allocate_ids, delete_pks, insert_table, manual_flush, upsert_table
+from services.proxy.writes import allocate_ids, delete_pks, insert_table, upsert_table
 from services.tsoutil import physical_ms
 from streamingnode.client.producer import Producer
 
@@ -367,24 +367,41 @@ class MilvusProxy(milvus_pb2_grpc.MilvusServiceServicer):
 
     @milvus_rpc(milvus_pb2.FlushResponse)
     async def Flush(self, request: milvus_pb2.FlushRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.FlushResponse:
-        # Every acknowledged write is already fsync'd in the WAL. The ManualFlush seals the
-        # growing segments; writing them to object storage comes with the flusher (issue #5).
-        flush_ts = await self._fresh_ts()
+        # Seals every growing segment (a ManualFlush per vchannel); pymilvus then polls
+        # GetFlushState until they are in object storage and the checkpoints passed flush_ts.
         names = list(request.collection_names)
+        segments: dict[str, list[int]] = {}
+        flush_ts: dict[str, int] = {}
         for name in names:
-            await manual_flush(self._producer, await self._coll(name), flush_ts)
+            coll = await self._coll(name)
+            resp = await (await self._stub()).Flush(
+                coordinator_pb2.FlushRequest(collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id)),
+                timeout=30,
+            )
+            raise_for_status(resp.status)
+            segments[name], flush_ts[name] = list(resp.segment_ids), int(resp.flush_ts)
         return milvus_pb2.FlushResponse(
             status=success(),
             db_name=request.db_name or "default",
-            coll_segIDs={n: schema_pb2.LongArray(data=[]) for n in names},
-            flush_coll_segIDs={n: schema_pb2.LongArray(data=[]) for n in names},
+            coll_segIDs={n: schema_pb2.LongArray(data=segments[n]) for n in names},
+            flush_coll_segIDs={n: schema_pb2.LongArray(data=segments[n]) for n in names},
             coll_seal_times={n: int(time.time()) for n in names},
-            coll_flush_ts={n: flush_ts for n in names},
+            coll_flush_ts=flush_ts,
         )
 
     @milvus_rpc(milvus_pb2.GetFlushStateResponse)
     async def GetFlushState(self, request: milvus_pb2.GetFlushStateRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.GetFlushStateResponse:
-        return milvus_pb2.GetFlushStateResponse(status=success(), flushed=True)
+        coll = await self._coll(request.collection_name)
+        resp = await (await self._stub()).GetFlushState(
+            coordinator_pb2.GetFlushStateRequest(
+                collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
+                segment_ids=list(request.segmentIDs),
+                flush_ts=request.flush_ts,
+            ),
+            timeout=10,
+        )
+        raise_for_status(resp.status)
+        return milvus_pb2.GetFlushStateResponse(status=success(), flushed=resp.flushed)
 
     # ---- reads ---------------------------------------------------------------------------------
     async def _guarantee(self, coll: CollectionEntry, req: Any) -> int:

@@ -15,7 +15,7 @@ from services.grpcutil import raise_for_status
 from services.proxy.metacache import CollectionEntry
 from services.proxy.routing import shard_indices
 from streamingnode.client.producer import Producer
-from streamingnode.message import new_delete, new_insert, new_manual_flush
+from streamingnode.message import new_delete, new_insert
 
 # Keep one WAL message well below gRPC and backend limits.
 MAX_MESSAGE_ROWS = 20_000
@@ -97,11 +97,3 @@ async def upsert_table(producer: Producer, coll: CollectionEntry, table: pa.Tabl
     return max((r.timetick for rs in results for r in rs), default=0)
 
 
-async def manual_flush(producer: Producer, coll: CollectionEntry, flush_ts: int) -> None:
-    """Seal the collection's growing segments on every vchannel (the WAL records which)."""
-    await asyncio.gather(
-        *(
-            producer.append(p, [new_manual_flush(v, coll.collection_id, flush_ts)])
-            for v, p in zip(coll.vchannels, coll.pchannels, strict=True)
-        )
-    )

@@ -92,6 +92,7 @@ class HandlerService(streaming_pb2_grpc.StreamingNodeHandlerServicer):
         try:
             wal = self._manager.get(request.pchannel, request.term)
             policy = _policy(request)
+            wal.check_start(policy)
         except StrataError as err:
             yield streaming_pb2.ConsumeResponse(status=error_status(err))
             return

@@ -14,10 +14,18 @@ goes into the write-ahead buffer (``wab.py``), from which readers at the tail
 are served without touching the backend; readers that fall behind read the
 backend (``scanner.py``).
 
-Lifetime: ``start()`` replays, writes the term's first TimeTick, creates the
-buffer and starts the writer; ``close()`` fails new appends, lets the writer
-drain, closes the buffer (tailing readers end after what it holds) and then
-the backend (catching-up readers end).
+Lifetime: ``start()`` restores the newest recovery snapshot (``recovery.py``)
+and replays the log after it, writes the term's first TimeTick, saves a
+snapshot (which fences older owners), creates the buffer and starts the
+writer; ``close()`` fails new appends, lets the writer drain, closes the
+buffer (tailing readers end after what it holds) and then the backend
+(catching-up readers end).
+
+Recovery snapshots are captured by the writer between two batches, the only
+moments when the folded state (segments, rows) matches a log position exactly,
+and saved by a background task. ``truncate`` never passes the last saved
+position, and ``read`` refuses a start below the oldest record still in the
+log (``PositionTruncated``) rather than skip what was truncated.
 """
 
 from __future__ import annotations
@@ -32,14 +40,18 @@ from dataclasses import dataclass
 import structlog
 
 from protos.common_pb2 import Message, MessageType
-from services.errors import StrataError, WALClosed
+from services.errors import ChannelFenced, PositionTruncated, StrataError, WALClosed
+from services.failpoints import failpoint
+from services.position import Position
 from services.tsoutil import physical_ms
 from streamingnode.message import header, new_time_tick
+from streamingnode.shard import ShardManager
+from streamingnode.wal.recovery import RecoveryHandle, RecoverySnapshot
 from streamingnode.wal.scanner import Backoff, SwitchableScanner
 from streamingnode.wal.shard_interceptor import Expansion, ShardInterceptor
 from streamingnode.wal.timestamps import TimestampSource
 from streamingnode.wal.wab import BufferOptions, WriteAheadBuffer
-from streamingnode.walimpls.wal import DeliverPolicy, MessageID, WALImpl
+from streamingnode.walimpls.wal import DeliverPolicy, DeliverPolicyKind, MessageID, WALImpl
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +82,8 @@ class WAL:
         buffer: bounds of the write-ahead buffer.
         backoff: retry delays of readers whose backend scanner fails.
         clock: monotonic clock of the buffer's age bound (injectable for tests).
+        recovery: where recovery snapshots are loaded from and saved to (None: replay the whole log).
+        snapshot_interval: seconds between two snapshot saves while the log grows.
     """
 
     def __init__(
@@ -82,6 +96,8 @@ class WAL:
         backoff: Backoff | None = None,
         clock: Callable[[], float] = time.monotonic,
         shard: ShardInterceptor | None = None,
+        recovery: RecoveryHandle | None = None,
+        snapshot_interval: float = 10.0,
     ) -> None:
         self.impl = impl
         self.channel = impl.channel
@@ -100,11 +116,27 @@ class WAL:
         self._last_tick_id: MessageID | None = None
         self._wab: WriteAheadBuffer | None = None  # created by start()
         self._rows: dict[int, int] = defaultdict(int)
+        self._recovery = recovery
+        self._snapshot_interval = snapshot_interval
+        self._folded: Position | None = None  # the last persisted TimeTick: state == log up to here
+        self._captured: RecoverySnapshot | None = None  # waiting for the saver
+        self._captured_at = clock()
+        self._snapshot_wake = asyncio.Event()
+        self._saved: Position | None = None  # the newest snapshot in the recovery store
+        self._saver: asyncio.Task[None] | None = None
         self._log = structlog.get_logger().bind(component="wal", pchannel=self.channel, term=self.term)
 
     async def start(self) -> None:
-        """Rebuild per-collection counters, write the first TimeTick of this term, start writing."""
-        await self._replay()
+        """Restore and replay, write the first TimeTick of this term, save a snapshot, start writing.
+
+        Raises ``ChannelFenced`` if a newer owner saved a snapshot meanwhile.
+        """
+        after: MessageID | None = None
+        snap = await self._recovery.load() if self._recovery is not None else None
+        if snap is not None:
+            after = MessageID.from_bytes(snap.position.message_id)
+            self._restore(snap)
+        await self._replay(after)
         ts = await self._ts.allocate(1)
         tick = new_time_tick(ts)
         tick.wal_term = self.term
@@ -114,17 +146,100 @@ class WAL:
             tick.last_confirmed = previous.to_bytes()
         (tick_id,) = await self.impl.append([tick.SerializeToString()])
         self._last_tick_id = tick_id
+        self._folded = Position(tick_id.to_bytes(), ts)
+        if self._recovery is not None:
+            # Saved before anything is served: an older owner's snapshots are refused from now on.
+            first = self._capture()
+            await self._recovery.save(first)
+            self._saved = first.position
         self._wab = WriteAheadBuffer(
             start_timetick=ts, start_id=tick_id, options=self._buffer_options, clock=self._clock, channel=self.channel
         )
         self._writer = asyncio.create_task(self._write_loop(), name=f"wal-writer-{self.channel}")
-        self._log.info("wal open", first_timetick=ts)
+        if self._recovery is not None:
+            self._saver = asyncio.create_task(self._save_loop(), name=f"wal-snapshots-{self.channel}")
+        self._log.info("wal open", first_timetick=ts, restored_from=None if after is None else after.seq)
 
-    async def _replay(self) -> None:
-        last = self.impl.last_message_id()
-        if last is None:
+    def _restore(self, snap: RecoverySnapshot) -> None:
+        self._rows = defaultdict(int, snap.rows)
+        if self._shard is not None and snap.shard is not None:
+            self._shard.manager = ShardManager.from_snapshot(snap.shard, self._shard.manager.policy)
+
+    def _capture(self) -> RecoverySnapshot:
+        """The folded state now; only call between two writer batches (no reservation in flight)."""
+        assert self._folded is not None
+        return RecoverySnapshot(
+            position=self._folded,
+            term=self.term,
+            rows=dict(self._rows),
+            shard=None if self._shard is None else self._shard.manager.snapshot(),
+        )
+
+    def _maybe_capture(self) -> None:
+        if self._recovery is None or self._folded is None or self._folded == self._saved:
             return
-        scanner = self.impl.read(DeliverPolicy.all())
+        if self._clock() - self._captured_at < self._snapshot_interval:
+            return
+        self._captured = self._capture()
+        self._captured_at = self._clock()
+        self._snapshot_wake.set()
+
+    async def _save_loop(self) -> None:
+        assert self._recovery is not None
+        while True:
+            await self._snapshot_wake.wait()
+            self._snapshot_wake.clear()
+            snap, self._captured = self._captured, None
+            if snap is None:
+                continue
+            try:
+                await self._recovery.save(snap)
+                self._saved = snap.position
+            except asyncio.CancelledError:
+                raise
+            except ChannelFenced:
+                self._log.error("recovery snapshot fenced: a newer owner has this pchannel")
+                return
+            except Exception as err:  # task boundary: the next capture tries again
+                self._log.warning("recovery snapshot not saved", error=str(err))
+
+    @property
+    def saved_position(self) -> Position | None:
+        """The position of the newest saved recovery snapshot (None without a recovery store)."""
+        return self._saved
+
+    async def truncate(self, upto: MessageID) -> MessageID | None:
+        """Let the backend drop records below ``upto``, never past the saved snapshot; returns the bound used."""
+        if self._saved is None:
+            return None
+        bound = min(upto, MessageID.from_bytes(self._saved.message_id))
+        failpoint("wal.truncate")
+        await self.impl.truncate(bound)
+        return bound
+
+    def check_start(self, policy: DeliverPolicy) -> None:
+        """Raise ``PositionTruncated`` if a reader starting at ``policy`` would miss truncated records."""
+        first = self.impl.first_message_id()
+        if first is None or policy.message_id is None:
+            return
+        needed = policy.message_id.seq + (1 if policy.kind == DeliverPolicyKind.START_AFTER else 0)
+        if needed < first.seq:
+            raise PositionTruncated(
+                f"position {policy.message_id.seq} of {self.channel} was truncated; the log starts at {first.seq}"
+            )
+
+    async def _replay(self, after: MessageID | None) -> None:
+        last = self.impl.last_message_id()
+        if after is not None and (last is None or after > last):
+            raise StrataError(
+                f"recovery snapshot of {self.channel} is at {after.seq}, past the end of the log "
+                f"({None if last is None else last.seq}): the WAL directory does not match etcd"
+            )
+        if last is None or (after is not None and after >= last):
+            return
+        policy = DeliverPolicy.all() if after is None else DeliverPolicy.start_after(after)
+        self.check_start(policy)
+        scanner = self.impl.read(policy)
         try:
             async for entry in scanner:
                 msg = Message.FromString(entry.payload)
@@ -180,6 +295,7 @@ class WAL:
                     await self._write(batch)
                 elif not await self._self_flush():
                     await self._volatile_tick()
+                self._maybe_capture()
             except asyncio.CancelledError:
                 for p in batch:
                     if not p.future.done():
@@ -292,6 +408,7 @@ class WAL:
             self._wab.invalidate(ts + n)
             raise
         self._last_tick_id = ids[-1]
+        self._folded = Position(ids[-1].to_bytes(), ts + n)
         for msg in stamped:
             self._observe(msg)
         return ids[:-1]
@@ -330,6 +447,9 @@ class WAL:
                 self._writer.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._writer
+        if self._saver is not None:
+            self._saver.cancel()
+            await asyncio.wait([self._saver])
         if self._wab is not None:
             self._wab.close()
         await self.impl.close()

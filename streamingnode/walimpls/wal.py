@@ -153,6 +153,13 @@ class WALImpl(Protocol):
         """The id of the newest durable record, or ``None`` if none was ever appended."""
         ...
 
+    def first_message_id(self) -> MessageID | None:
+        """The id of the oldest record still in the log (truncation moves it), or ``None`` if empty.
+
+        A reader asking to start below it would miss records: the WAL refuses such a start.
+        """
+        ...
+
     async def close(self) -> None:
         """Fail new appends with ``WALClosed``, let in-flight ones finish, end
         every scanner, and give up ownership. Idempotent."""

@@ -15,6 +15,7 @@ import structlog
 from services.errors import ChannelNotExist, WALClosed
 from streamingnode.shard import SealPolicy, ShardManager
 from streamingnode.wal.ids import IDSource
+from streamingnode.wal.recovery import RecoveryStore
 from streamingnode.wal.shard_interceptor import ShardInterceptor
 from streamingnode.wal.timestamps import TimestampSource
 from streamingnode.wal.wal import WAL
@@ -51,8 +52,13 @@ class WALManager:
         on_close: WALHook | None = None,
         segment_ids: IDSource | None = None,
         seal_policy: SealPolicy | None = None,
+        recovery: RecoveryStore | None = None,
+        snapshot_interval: float = 10.0,
     ) -> None:
         self._opener = opener
+        # With a recovery store every WAL saves snapshots and reopens from the newest one.
+        self._recovery = recovery
+        self._snapshot_interval = snapshot_interval
         # With an id source every WAL assigns inserts to growing segments (the shard interceptor).
         self._segment_ids = segment_ids
         self._seal_policy = seal_policy
@@ -72,7 +78,14 @@ class WALManager:
             if self._segment_ids is not None
             else None
         )
-        wal = WAL(impl, self._ts, tick_interval=self._tick_interval, shard=shard)
+        wal = WAL(
+            impl,
+            self._ts,
+            tick_interval=self._tick_interval,
+            shard=shard,
+            recovery=None if self._recovery is None else self._recovery.handle(pchannel),
+            snapshot_interval=self._snapshot_interval,
+        )
         try:
             await wal.start()
         except BaseException:

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 import pytest
 
 from coordinator.catalog import Catalog, CollectionState
+from coordinator.data.datacoord import DataCoordinator
 from coordinator.ddl import DDL
 from coordinator.idalloc import IDAllocator
 from coordinator.tso import TimestampOracle
@@ -39,7 +40,7 @@ class FlakyProducer:
             self.failures -= 1
             raise StrataError(f"streaming node of {pchannel} unreachable", ErrorCode.UNAVAILABLE)
         self.appended.append(pchannel)
-        return [AppendResult(b"", 1) for _ in messages]
+        return [AppendResult((1).to_bytes(8, "big"), 1) for _ in messages]
 
 
 @pytest.fixture()
@@ -59,7 +60,9 @@ async def _ddl(store: MetaStore, producer: FlakyProducer) -> tuple[DDL, Catalog]
     async def release(_: int) -> None:
         pass
 
-    return DDL(catalog, ids, tso, producer, PCHANNELS, release), catalog  # type: ignore[arg-type]
+    data = DataCoordinator(store, catalog, tso, producer)  # type: ignore[arg-type]
+    await data.start()
+    return DDL(catalog, ids, tso, producer, PCHANNELS, release, data), catalog  # type: ignore[arg-type]
 
 
 def _schema(name: str, dim: int = 4) -> CollectionSchema:

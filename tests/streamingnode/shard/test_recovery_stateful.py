@@ -9,6 +9,7 @@ none after its Flush) and every insert must respect the caps.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 
 import pytest
@@ -19,6 +20,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from protos.common_pb2 import MessageType
 from services.errors import CollectionNotFound, InvalidArgument
 from streamingnode.shard import SealPolicy, SealReason, SegmentState
+from streamingnode.shard.codec import snapshot_from_dict, snapshot_to_dict
 from tests.streamingnode.shard.writer import LogWriter, replay
 
 POLICY = SealPolicy(max_rows=10, max_bytes=100, max_lifetime_ms=600, max_idle_ms=250)
@@ -124,6 +126,14 @@ class ShardMachine(RuleBasedStateMachine):
         live = self.w.manager
         assert replay(POLICY, self.w.log).snapshot() == live.snapshot()
         assert live.pending_seals() == []
+
+    @invariant()
+    def a_stored_snapshot_plus_the_rest_of_the_log_equals_live(self) -> None:
+        """What a WAL open does after truncation: restore the JSON snapshot, replay what follows."""
+        log = self.w.log
+        cut = len(log) // 2
+        stored = json.loads(json.dumps(snapshot_to_dict(replay(POLICY, log[:cut]).snapshot())))
+        assert replay(POLICY, log[cut:], snapshot_from_dict(stored)).snapshot() == self.w.manager.snapshot()
 
     @invariant()
     def one_open_segment_per_key(self) -> None:

@@ -91,6 +91,9 @@ class FakeImpl:
     def last_message_id(self) -> MessageID | None:
         return MessageID(len(self.log)) if self.log else None
 
+    def first_message_id(self) -> MessageID | None:
+        return MessageID(1) if self.log else None
+
     async def append(self, payloads: Sequence[bytes]) -> list[MessageID]:
         raise NotImplementedError
 

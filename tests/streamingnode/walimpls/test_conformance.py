@@ -167,6 +167,22 @@ async def test_truncate_keeps_everything_from_the_id(backend: Backend, take: Tak
     assert ids_of(log) == [ids[-1], more[0]]
 
 
+async def test_first_message_id_follows_appends_and_truncation(backend: Backend, take: Take) -> None:
+    wal = await backend.opener().open(CH, 1)
+    assert wal.first_message_id() is None
+    ids = await wal.append(payloads("f", 100, size=100))
+    assert wal.first_message_id() == ids[0]
+    await wal.truncate(ids[60])
+    first = wal.first_message_id()
+    assert first is not None and ids[0] <= first <= ids[60]
+    # It is exactly where a reader from the start begins.
+    assert (await take(wal.read(DeliverPolicy.all()), 1))[0].message_id == first
+    await wal.close()
+    wal = await backend.opener().open(CH, 1)
+    assert wal.first_message_id() == first
+    await wal.close()
+
+
 async def test_close_drains_appends_and_ends_readers(backend: Backend) -> None:
     wal = await backend.opener().open(CH, 1)
     scanner = wal.read(DeliverPolicy.all())

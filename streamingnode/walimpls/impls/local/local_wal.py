@@ -29,6 +29,7 @@ from typing import assert_never
 import structlog
 
 from services.errors import ChannelFenced, InvalidArgument, StrataError, WALClosed
+from services.failpoints import failpoint
 
 from ...wal import DeliverPolicy, DeliverPolicyKind, MessageID
 from .lock import ChannelLock
@@ -160,6 +161,10 @@ class LocalWAL:
 
     def last_message_id(self) -> MessageID | None:
         return MessageID(self._durable_seq) if self._durable_seq > 0 else None
+
+    def first_message_id(self) -> MessageID | None:
+        first = self._segments[0].first_seq if self._segments else 1
+        return MessageID(first) if 0 < first <= self._durable_seq else None
 
     async def close(self) -> None:
         """See :meth:`WALImpl.close`. Every caller waits for the same close."""
@@ -325,7 +330,9 @@ class LocalWAL:
             self._lock.release()
 
     def _delete_segments(self, segments: list[Segment]) -> None:
-        for segment in segments:  # oldest first: a crash leaves a suffix of the log
+        for i, segment in enumerate(segments):  # oldest first: a crash leaves a suffix of the log
+            if i:
+                failpoint("wal.truncate.between_files")
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(segment.path)
         fsync_dir(self._dir)

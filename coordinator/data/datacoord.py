@@ -1,0 +1,299 @@
+"""Data coordination: segment metadata and per-vchannel checkpoints.
+
+Flushers of streaming nodes report here (``AllocSegment``, ``UpdateSegmentState``,
+``SaveBinlogPaths``, ``UpdateChannelCheckpoint``) and ask where to resume
+(``recovery_info``); the query coordinator reads which segments are FLUSHED;
+``flush``/``flush_state`` serve pymilvus' ``flush()``.
+
+Everything lives in etcd (keys in ``coordinator/README.md``) and in a cache
+rebuilt by ``start()``, so a new leader continues where the old one stopped.
+Writes go through the leader-guarded store. One lock serialises them, so the
+cache and etcd never disagree.
+
+Write order promised to readers: a flusher writes files, then calls
+``save_binlog_paths`` (segment metadata), then moves the checkpoint; a
+checkpoint therefore never covers data that is not in a FLUSHED segment or in
+a segment's synced files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import structlog
+
+from coordinator.catalog import Catalog, CollectionMeta, CollectionState
+from coordinator.tso import TimestampOracle
+from services.errors import CollectionNotFound, ErrorCode, InvalidArgument, StrataError
+from services.etcd.metastore import MetaStore, Op
+from services.position import Position
+from services.schema import CollectionSchema
+from services.segment import SegmentLevel, SegmentMeta, SegmentState
+from streamingnode.client.producer import Producer
+from streamingnode.message import new_manual_flush
+
+_SEGMENT = "datacoord/segment/"
+_CHECKPOINT = "datacoord/channel-cp/"
+
+
+class SegmentNotFound(StrataError):
+    code = ErrorCode.INVALID_ARGUMENT
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VChannelRecovery:
+    vchannel: str
+    collection_id: int
+    schema: CollectionSchema
+    checkpoint: Position | None
+    segments: tuple[SegmentMeta, ...]  # every live segment of the vchannel
+
+
+def _segment_key(meta: SegmentMeta) -> str:
+    return f"{_SEGMENT}{meta.collection_id}/{meta.segment_id}"
+
+
+class DataCoordinator:
+    """Segments and checkpoints; see the module docstring for who calls what."""
+
+    def __init__(
+        self,
+        store: MetaStore,
+        catalog: Catalog,
+        tso: TimestampOracle,
+        producer: Producer,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._store = store
+        self._catalog = catalog
+        self._tso = tso
+        self._producer = producer
+        self._clock = clock
+        self._segments: dict[int, SegmentMeta] = {}
+        self._checkpoints: dict[str, Position] = {}
+        self._lock = asyncio.Lock()
+        self._log = structlog.get_logger().bind(component="data-coord")
+
+    async def start(self) -> None:
+        for kv in await self._store.scan(_SEGMENT):
+            meta = SegmentMeta.from_json(kv.value)
+            self._segments[meta.segment_id] = meta
+        for kv in await self._store.scan(_CHECKPOINT):
+            self._checkpoints[kv.key[len(_CHECKPOINT) :]] = Position.from_dict(_json(kv.value))
+        self._log.info("data coordinator loaded", segments=len(self._segments), checkpoints=len(self._checkpoints))
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def segment(self, segment_id: int) -> SegmentMeta | None:
+        return self._segments.get(segment_id)
+
+    def segments(self, *, collection_id: int | None = None, vchannel: str | None = None) -> list[SegmentMeta]:
+        """Every known segment (DROPPED included until garbage-collected), by id."""
+        return sorted(
+            (
+                s
+                for s in self._segments.values()
+                if (collection_id is None or s.collection_id == collection_id)
+                and (vchannel is None or s.vchannel == vchannel)
+            ),
+            key=lambda s: s.segment_id,
+        )
+
+    def checkpoint(self, vchannel: str) -> Position | None:
+        return self._checkpoints.get(vchannel)
+
+    async def recovery_info(self, pchannel: str) -> list[VChannelRecovery]:
+        """Every vchannel on ``pchannel`` of a created (or dropping) collection, with what a flusher needs."""
+        out = []
+        for meta in await self._catalog.list_collections():
+            if meta.state == CollectionState.CREATING:
+                continue  # its CreateCollection, if in the WAL, is consumed like any new one
+            for v, p in zip(meta.vchannels, meta.pchannels, strict=True):
+                if p != pchannel:
+                    continue
+                segs = tuple(s for s in self.segments(vchannel=v) if s.is_live)
+                out.append(
+                    VChannelRecovery(
+                        vchannel=v,
+                        collection_id=meta.collection_id,
+                        schema=meta.schema,
+                        checkpoint=self._checkpoints.get(v),
+                        segments=segs,
+                    )
+                )
+        return out
+
+    # -- flusher reports --------------------------------------------------------------------
+
+    async def alloc_segment(self, meta: SegmentMeta) -> None:
+        """Record a GROWING segment (a consumed CreateSegment); a known segment id changes nothing."""
+        async with self._lock:
+            if meta.segment_id in self._segments:
+                return
+            await self._require_collection(meta.collection_id)
+            seg = replace(meta, state=SegmentState.GROWING)
+            await self._store.put(_segment_key(seg), seg.to_json())
+            self._segments[seg.segment_id] = seg
+            self._log.info("segment growing", segment=seg.segment_id, vchannel=seg.vchannel, level=seg.level.name)
+
+    async def update_state(self, segment_id: int, state: SegmentState) -> None:
+        """Move a segment forward (SEALED, FLUSHING, DROPPED); older reports are ignored."""
+        async with self._lock:
+            seg = self._segments.get(segment_id)
+            if seg is None:
+                raise SegmentNotFound(f"segment {segment_id} not found")
+            moved = seg.moved_to(state, now=self._clock())
+            if moved is None:
+                return
+            await self._store.put(_segment_key(moved), moved.to_json())
+            self._segments[segment_id] = moved
+            self._log.info("segment state", segment=segment_id, state=moved.state.name)
+
+    async def save_binlog_paths(self, meta: SegmentMeta, *, flushed: bool) -> None:
+        """Record a sync: the segment's manifest, total rows and synced position.
+
+        ``flushed`` makes it FLUSHED (DROPPED if it has no rows and no deletes). The segment
+        is created if its AllocSegment was lost (an L0 segment is only ever reported here).
+        Reports for a DROPPED segment or a collection that is gone are refused.
+        """
+        async with self._lock:
+            await self._require_collection(meta.collection_id)
+            seg = self._segments.get(meta.segment_id)
+            if seg is None:
+                seg = replace(meta, state=SegmentState.GROWING)
+            if seg.state == SegmentState.DROPPED:
+                raise SegmentNotFound(f"segment {meta.segment_id} was dropped")
+            if seg.state == SegmentState.FLUSHED:
+                return  # a repeated final report (the flusher crashed before its checkpoint)
+            updated = replace(
+                seg,
+                rows=meta.rows,
+                manifest=meta.manifest or seg.manifest,
+                position=meta.position or seg.position,
+                start_position=seg.start_position or meta.start_position,
+                level=meta.level,
+            )
+            if flushed:
+                empty = updated.rows == 0 and not updated.manifest
+                target = SegmentState.DROPPED if empty else SegmentState.FLUSHED
+                moved = updated.moved_to(target, now=self._clock())
+                assert moved is not None
+                updated = moved
+            await self._store.put(_segment_key(updated), updated.to_json())
+            self._segments[updated.segment_id] = updated
+            self._log.info(
+                "binlogs saved",
+                segment=updated.segment_id,
+                state=updated.state.name,
+                rows=updated.rows,
+                manifest=updated.manifest,
+            )
+
+    async def update_checkpoints(self, checkpoints: Sequence[tuple[str, Position]]) -> None:
+        """Move vchannel checkpoints forward (older ones are ignored), in one transaction."""
+        async with self._lock:
+            ops, moved = [], {}
+            for vchannel, pos in checkpoints:
+                current = self._checkpoints.get(vchannel)
+                if current is not None and pos.timetick <= current.timetick:
+                    continue
+                ops.append(Op(key=f"{_CHECKPOINT}{vchannel}", value=_dumps(pos.to_dict())))
+                moved[vchannel] = pos
+            if ops:
+                await self._store.multi(ops)
+                self._checkpoints.update(moved)
+
+    # -- DDL hooks ----------------------------------------------------------------------------
+
+    async def collection_created(self, positions: Sequence[tuple[str, Position]]) -> None:
+        """Initial checkpoints of a new collection: the positions of its CreateCollection messages."""
+        await self.update_checkpoints(positions)
+
+    async def collection_dropped(self, meta: CollectionMeta) -> None:
+        """Every segment of the collection becomes DROPPED (files removed by GC later); checkpoints go."""
+        async with self._lock:
+            now = self._clock()
+            ops = []
+            dropped = []
+            for seg in self._segments.values():
+                if seg.collection_id != meta.collection_id:
+                    continue
+                moved = seg.moved_to(SegmentState.DROPPED, now=now)
+                if moved is not None:
+                    ops.append(Op(key=_segment_key(moved), value=moved.to_json()))
+                    dropped.append(moved)
+            ops.extend(Op(key=f"{_CHECKPOINT}{v}", value=None) for v in meta.vchannels)
+            await self._store.multi(ops)
+            for seg in dropped:
+                self._segments[seg.segment_id] = seg
+            for v in meta.vchannels:
+                self._checkpoints.pop(v, None)
+            self._log.info("collection segments dropped", collection_id=meta.collection_id, segments=len(dropped))
+
+    async def forget_segments(self, segment_ids: Sequence[int]) -> None:
+        """Remove the metadata of DROPPED segments whose files are gone (garbage collection)."""
+        async with self._lock:
+            gone = [self._segments[s] for s in segment_ids if s in self._segments]
+            for seg in gone:
+                if seg.state != SegmentState.DROPPED:
+                    raise InvalidArgument(f"segment {seg.segment_id} is {seg.state.name}, not DROPPED")
+            if gone:
+                await self._store.multi([Op(key=_segment_key(s), value=None) for s in gone])
+            for seg in gone:
+                del self._segments[seg.segment_id]
+
+    # -- flush ----------------------------------------------------------------------------
+
+    async def flush(self, meta: CollectionMeta) -> tuple[list[int], int]:
+        """Seal every growing segment of the collection (a ManualFlush on each vchannel).
+
+        Returns the segments that held data then and the flush timestamp; ``flush_state``
+        tells when all of it is in object storage.
+        """
+        flush_ts = await self._tso.allocate()
+        segment_ids = [
+            s.segment_id
+            for s in self.segments(collection_id=meta.collection_id)
+            if s.level == SegmentLevel.L1 and s.state in (SegmentState.GROWING, SegmentState.SEALED, SegmentState.FLUSHING)
+        ]
+        await asyncio.gather(
+            *(
+                self._producer.append(p, [new_manual_flush(v, meta.collection_id, flush_ts)])
+                for v, p in zip(meta.vchannels, meta.pchannels, strict=True)
+            )
+        )
+        return segment_ids, flush_ts
+
+    def flush_state(self, meta: CollectionMeta, segment_ids: Sequence[int], flush_ts: int) -> bool:
+        """True once every listed segment is FLUSHED (or DROPPED, or gone) and every vchannel
+        checkpoint has passed ``flush_ts`` (which covers segments created before the flush
+        that were not reported yet)."""
+        for sid in segment_ids:
+            seg = self._segments.get(sid)
+            if seg is not None and seg.state not in (SegmentState.FLUSHED, SegmentState.DROPPED):
+                return False
+        for v in meta.vchannels:
+            cp = self._checkpoints.get(v)
+            if cp is None or cp.timetick < flush_ts:
+                return False
+        return True
+
+    async def _require_collection(self, collection_id: int) -> None:
+        meta = await self._catalog.get_collection(collection_id)
+        if meta is None or meta.state == CollectionState.DROPPING:
+            raise CollectionNotFound(f"collection {collection_id} not found")
+
+
+def _json(raw: bytes) -> dict[str, object]:
+    d = json.loads(raw)
+    assert isinstance(d, dict)
+    return d
+
+
+def _dumps(d: dict[str, object]) -> bytes:
+    return json.dumps(d).encode()
