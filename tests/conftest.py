@@ -8,6 +8,7 @@ import pytest
 
 from services.etcd.process import EtcdProcess
 from tests.harness import Standalone
+from tests.s3server import S3Server, run_s3_server
 
 
 @pytest.fixture(scope="session")
@@ -18,6 +19,12 @@ def etcd_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield proc.endpoint
     finally:
         proc.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """A real S3-API server on loopback (moto), started once, only when a test needs it."""
+    yield from run_s3_server(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
