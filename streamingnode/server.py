@@ -1,6 +1,13 @@
-"""Composition root of the streaming node."""
+"""Composition root of the streaming node: WAL manager, flushers, gRPC services, session.
+
+Start order: etcd store and coordinator client, object storage, flusher manager,
+WAL manager (its lifetimes call the flusher hooks), gRPC server, then the session
+(the coordinator assigns pchannels once it appears). Stop is the reverse.
+"""
 
 from __future__ import annotations
+
+import asyncio
 
 import grpc
 
@@ -10,9 +17,15 @@ from services.coordclient import CoordinatorClient
 from services.etcd.metastore import MetaStore
 from services.etcd.session import Session
 from services.grpcutil import start_server
+from services.storage.objectstore import ObjectStore
+from streamingnode.flusher.dataclient import CoordinatorDataClient
+from streamingnode.flusher.flusher import FlusherManager
+from streamingnode.flusher.policy import SyncOptions
 from streamingnode.service.handler import HandlerService
 from streamingnode.service.manager import ManagerService
+from streamingnode.shard import SealPolicy
 from streamingnode.wal.ids import CoordinatorIDs
+from streamingnode.wal.recovery import EtcdRecoveryStore
 from streamingnode.wal.timestamps import CoordinatorTimestamps
 from streamingnode.walimpls.registry import build_opener
 from streamingnode.walmanager.manager import WALManager
@@ -35,12 +48,25 @@ class StreamingNode:
         c = self.config
         self._store = await MetaStore.connect(c.common.etcd, c.common.etcd_root)
         self._coord = CoordinatorClient(self._store)
-        opener = build_opener(c.wal_backend, root_dir=c.wal_dir)
+        options = {"segment_bytes": c.wal_segment_bytes} if c.wal_backend == "local" else {}
+        opener = build_opener(c.wal_backend, root_dir=c.wal_dir, **options)
+        storage = await asyncio.to_thread(ObjectStore.from_uri, c.storage)
+        # One flusher per open WAL: registered right after the WAL opens, stopped before it closes.
+        sync = SyncOptions(
+            segment_buffer_bytes=c.flush_segment_buffer_bytes,
+            memory_limit_bytes=c.flush_memory_limit_bytes,
+            truncate_interval_seconds=c.truncate_interval_seconds,
+        )
+        self.flushers = FlusherManager(CoordinatorDataClient(self._coord), storage, sync)
         self.manager = WALManager(
             opener,
             CoordinatorTimestamps(self._coord),
             tick_interval=c.tick_interval_seconds,
             segment_ids=CoordinatorIDs(self._coord),
+            seal_policy=SealPolicy(max_rows=c.segment_max_rows, max_bytes=c.segment_max_bytes),
+            on_open=self.flushers.on_open,
+            on_close=self.flushers.on_close,
+            recovery=EtcdRecoveryStore(self._store),
         )
         manager = self.manager
 
@@ -66,6 +92,7 @@ class StreamingNode:
             await self._server.stop(grace=1)
         if self.manager is not None:
             await self.manager.close()
+        await self.flushers.close()
         await self._opener.close()
         if self._coord is not None:
             await self._coord.close()

@@ -5,8 +5,8 @@ Defaults, next to Milvus 2.6's (``dataCoord.segment.*``):
 | field | Strata | Milvus | why Strata differs |
 |---|---|---|---|
 | ``max_rows`` | 1,000,000 | derived: max size / estimated row size | a fixed cap is simpler and bounds a growing segment's Arrow tables |
-| ``max_bytes`` | 512 MiB | ``maxSize`` 1024 MB x ``sealProportion`` 0.12 (~123 MB, jittered) | half of Milvus's final segment size; compaction merges small ones |
-| ``max_lifetime_ms`` | 10 min | ``maxLife`` 24 h | Strata's flusher writes sealed segments only, so the WAL cannot be truncated, nor restart replay shortened, past a growing segment; 10 min bounds both |
+| ``max_bytes`` | 128 MiB | ``maxSize`` 1024 MB x ``sealProportion`` 0.12 (~123 MB, jittered) | about Milvus's: the WAL is kept from the oldest growing segment on, so this bounds it; compaction merges small ones |
+| ``max_lifetime_ms`` | 10 min | ``maxLife`` 24 h | a vchannel's checkpoint (and WAL truncation) waits for its oldest growing segment to be flushed; 10 min bounds that |
 | ``max_idle_ms`` | 2 min | ``maxIdleTime`` 10 min, only if >= ``minSizeFromIdleToSealed`` 16 MB | data that stops arriving reaches object storage soon; Strata seals idle segments of any size |
 """
 
@@ -52,7 +52,7 @@ class SealPolicy:
     """
 
     max_rows: int = 1_000_000
-    max_bytes: int = 512 * MiB
+    max_bytes: int = 128 * MiB
     max_lifetime_ms: int = 10 * MINUTE_MS
     max_idle_ms: int = 2 * MINUTE_MS
 

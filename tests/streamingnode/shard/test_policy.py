@@ -29,7 +29,7 @@ def segment(rows: int = 0, nbytes: int = 0, created_ms: int = 0, last_write_ms: 
 def test_defaults_are_documented_values() -> None:
     p = SealPolicy()
     p.validate()
-    assert (p.max_rows, p.max_bytes) == (1_000_000, 512 * MiB)
+    assert (p.max_rows, p.max_bytes) == (1_000_000, 128 * MiB)
     assert (p.max_lifetime_ms, p.max_idle_ms) == (10 * MINUTE_MS, 2 * MINUTE_MS)
 
 
