@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import grpc
 
 from protos import querynode_pb2_grpc
@@ -11,6 +13,7 @@ from services.coordclient import CoordinatorClient
 from services.etcd.metastore import MetaStore
 from services.etcd.session import Session, SessionInfo, allocate_server_id
 from services.grpcutil import start_server
+from services.storage.objectstore import ObjectStore
 from streamingnode.client.assignment import DiscoverWatcher
 
 ROLE = "querynode"
@@ -29,7 +32,8 @@ class QueryNode:
         self._watcher = DiscoverWatcher(self._coord)
         await self._watcher.start()
         node_id = await allocate_server_id(self._store)
-        self._service = QueryNodeService(node_id, self._watcher)
+        storage = await asyncio.to_thread(ObjectStore.from_uri, c.storage)
+        self._service = QueryNodeService(node_id, self._watcher, storage)
         service = self._service
 
         def add(server: grpc.aio.Server) -> None:

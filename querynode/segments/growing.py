@@ -113,6 +113,26 @@ class GrowingStore:
         self._chains.delete(keys, ts)
         self._masks.clear()
 
+    def cut(self, pks: pa.Array | pa.ChunkedArray, ts: np.ndarray) -> None:
+        """Delete key ``i`` at ``ts[i]`` (``VersionChains.cut``): late, repeated and unordered pairs are fine."""
+        keys = _as_array(pks, self._arrow_schema.field(self._pk.name).type)
+        if keys.null_count:
+            raise ValueError("cannot delete a null primary key")
+        self._chains.cut(keys, np.asarray(ts, dtype=np.uint64))
+        self._masks.clear()
+
+    def newest_insert_ts(self, pks: pa.Array | pa.ChunkedArray) -> np.ndarray:
+        """Per key, the timestamp of its newest stored version (deleted or not); 0 where none is stored."""
+        keys = _as_array(pks, self._arrow_schema.field(self._pk.name).type)
+        return self._chains.newest_begin(keys)
+
+    def primary_keys(self) -> pa.Array:
+        """Every distinct primary key stored here."""
+        if self.num_rows == 0:
+            return pa.array([], self._arrow_schema.field(self._pk.name).type)
+        keys = self._rows.table().column(self._pk.name)
+        return pc.unique(keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys)
+
     def visible_mask(self, read_ts: int) -> np.ndarray:
         """Bool per stored row: the live version of its key at ``read_ts``.
 

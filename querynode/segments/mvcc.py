@@ -115,26 +115,53 @@ class VersionChains:
 
     def delete(self, pks: pa.Array, ts: int) -> None:
         """Hide, from ``ts`` on, the version of each key that was live just before ``ts``."""
-        self._high_water = max(self._high_water, ts)
-        codes = self._index.lookup(pks)
-        codes = np.unique(codes[codes != MISSING])
-        if len(codes) == 0:
+        self.cut(pks, np.full(len(pks), ts, dtype=np.uint64))
+
+    def cut(self, pks: pa.Array, ts: np.ndarray) -> None:
+        """Like :meth:`delete` with a timestamp per key: key ``i`` is cut at ``ts[i]``.
+
+        Each ``(key, ts)`` pair independently ends the version that was live just
+        before its ``ts`` (never one inserted at or after it), so pairs may come in
+        any order, repeat, or be applied again: the result is the same. This is
+        also how an insert in another segment supersedes older versions here.
+        """
+        if len(pks) != len(ts):
+            raise ValueError(f"cut needs one timestamp per key: {len(pks)} keys, {len(ts)} timestamps")
+        if len(ts) == 0:
             return
+        ts = np.asarray(ts, dtype=np.uint64)
+        self._high_water = max(self._high_water, int(ts.max()))
+        codes = self._index.lookup(pks)
+        known = codes != MISSING
+        if not known.any():
+            return
+        codes, ts = codes[known], ts[known]
         begin = self._begin.view()
         prev = self._prev.view()
-        rows = self._last.view()[codes]
-        # Walk back past versions inserted at or after ts (an upsert's insert
-        # half, or rows newer than a late delete). Usually zero or one step.
+        rows = self._last.view()[codes].copy()
+        # Walk back past versions inserted at or after each pair's ts. Usually zero or one step.
         while True:
             present = rows >= 0
             walk = present.copy()
-            walk[present] = begin[rows[present]] >= ts
+            walk[present] = begin[rows[present]] >= ts[present]
             if not walk.any():
                 break
             rows[walk] = prev[rows[walk]]
-        rows = rows[rows >= 0]
-        end = self._end.view()
-        end[rows] = np.minimum(end[rows], np.uint64(ts))
+        hit = rows >= 0
+        np.minimum.at(self._end.view(), rows[hit], ts[hit])
+
+    def newest_begin(self, pks: pa.Array) -> np.ndarray:
+        """Per key, the ``_ts`` of its newest stored version (deleted or not); 0 if it has none."""
+        out = np.zeros(len(pks), dtype=np.uint64)
+        codes = self._index.lookup(pks)
+        known = codes != MISSING
+        if known.any():
+            rows = self._last.view()[codes[known]]
+            present = rows >= 0
+            vals = np.zeros(len(rows), dtype=np.uint64)
+            vals[present] = self._begin.view()[rows[present]]
+            out[known] = vals
+        return out
 
     def visible(self, read_ts: int) -> np.ndarray:
         """Bool per row: live at ``read_ts`` (``begin <= read_ts < end``)."""

@@ -12,6 +12,8 @@ from services.arrowio import ipc_to_table, table_to_ipc
 from services.errors import ErrorCode, InvalidArgument, StrataError
 from services.grpcutil import ok_status, rpc_method
 from services.schema import CollectionSchema
+from services.segment_pb import position_from_pb, segment_from_pb
+from services.storage.objectstore import ObjectStore
 from streamingnode.client.assignment import AssignmentSource
 
 DEFAULT_READ_TIMEOUT = 30.0
@@ -32,9 +34,10 @@ def _read_spec(read: pb.ReadOptions) -> ReadSpec:
 
 
 class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
-    def __init__(self, node_id: int, source: AssignmentSource) -> None:
+    def __init__(self, node_id: int, source: AssignmentSource, storage: ObjectStore) -> None:
         self.node_id = node_id
         self._source = source
+        self._storage = storage
         self.delegators: dict[str, Delegator] = {}
 
     def _delegator(self, vchannel: str) -> Delegator:
@@ -45,16 +48,31 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
 
     @rpc_method(pb.StatusResponse)
     async def WatchChannel(self, request: pb.WatchChannelRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
-        if request.vchannel not in self.delegators:
+        existing = self.delegators.get(request.vchannel)
+        if existing is not None and existing.broken:
+            # It lost its place in the WAL: start over from the coordinator's fresh checkpoint.
+            del self.delegators[request.vchannel]
+            await existing.stop()
+            existing = None
+        if existing is None:
             d = Delegator(
                 collection_id=request.collection_id,
                 vchannel=request.vchannel,
                 pchannel=request.pchannel,
                 schema=CollectionSchema.from_json(request.schema_json),
                 source=self._source,
+                storage=self._storage,
+                checkpoint=position_from_pb(request.checkpoint, request.HasField("checkpoint")),
+                segments=[segment_from_pb(m) for m in request.segments],
             )
             self.delegators[request.vchannel] = d
             d.start()
+        return pb.StatusResponse(status=ok_status())
+
+    @rpc_method(pb.StatusResponse)
+    async def SyncDistribution(self, request: pb.SyncDistributionRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
+        d = self._delegator(request.vchannel)
+        await d.sync([segment_from_pb(m) for m in request.load], list(request.release))
         return pb.StatusResponse(status=ok_status())
 
     @rpc_method(pb.StatusResponse)
@@ -90,11 +108,19 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
     ) -> pb.GetDataDistributionResponse:
         return pb.GetDataDistributionResponse(
             node_id=self.node_id,
+            # A broken delegator is left out: the coordinator then watches its channel again.
             channels=[
                 pb.ChannelDistribution(
-                    collection_id=d.collection_id, vchannel=v, tsafe=d.tsafe.value, growing_rows=d.store.num_rows
+                    collection_id=d.collection_id,
+                    vchannel=v,
+                    tsafe=d.tsafe.value,
+                    growing_rows=d.data.growing_rows,
+                    sealed_rows=d.data.sealed_rows,
+                    sealed_segments=d.sealed_segments,
+                    serviceable=d.serviceable,
                 )
                 for v, d in self.delegators.items()
+                if not d.broken
             ],
         )
 

@@ -22,7 +22,7 @@ import grpc
 import structlog
 
 from protos import common_pb2, streaming_pb2, streaming_pb2_grpc
-from services.errors import ErrorCode, NotReady
+from services.errors import ErrorCode, NotReady, PositionTruncated
 from services.grpcutil import insecure_channel
 from streamingnode.client.assignment import AssignmentSource
 
@@ -33,13 +33,18 @@ async def consume(
     vchannel: str,
     *,
     start_after: bytes | None = None,
+    start_from: bytes | None = None,
 ) -> AsyncIterator[tuple[bytes, common_pb2.Message]]:
     """Yield ``(message_id, message)`` forever, resuming after the last id on reconnect.
 
-    Only cancellation (or the caller leaving the loop) ends it.
+    Starts at the beginning of the log, after ``start_after`` or at ``start_from``
+    (inclusive). Only cancellation (or the caller leaving the loop) ends it, or
+    ``PositionTruncated`` when the position to resume from is no longer in the log:
+    the caller must rebuild what it holds from object storage and a newer position.
     """
     log = structlog.get_logger().bind(component="consumer", vchannel=vchannel)
     last = start_after
+    first = start_from if start_after is None else None
     stale_term = 0
     while True:
         try:
@@ -47,12 +52,14 @@ async def consume(
         except NotReady:
             log.info("waiting for the owner of the pchannel", pchannel=pchannel, stale_term=stale_term)
             continue
+        if last:
+            policy, at = streaming_pb2.DELIVER_START_AFTER, last
+        elif first:
+            policy, at = streaming_pb2.DELIVER_START_FROM, first
+        else:
+            policy, at = streaming_pb2.DELIVER_ALL, b""
         req = streaming_pb2.ConsumeRequest(
-            pchannel=pchannel,
-            term=term,
-            vchannel=vchannel,
-            policy=streaming_pb2.DELIVER_START_AFTER if last else streaming_pb2.DELIVER_ALL,
-            message_id=last or b"",
+            pchannel=pchannel, term=term, vchannel=vchannel, policy=policy, message_id=at
         )
         channel = insecure_channel(address)
         call = streaming_pb2_grpc.StreamingNodeHandlerStub(channel).Consume(req)
@@ -64,6 +71,8 @@ async def consume(
                     log.info("pchannel moved, leaving its old owner", term=term, new_term=moved.result())
                     stale_term = term
                     break
+                if resp.status.code == ErrorCode.POSITION_TRUNCATED:
+                    raise PositionTruncated(resp.status.reason)
                 if resp.status.code != ErrorCode.OK:
                     log.info("consume rejected", term=term, reason=resp.status.reason)
                     await source.report_error(pchannel, term, resp.status.reason)
@@ -76,7 +85,7 @@ async def consume(
             log.info("consume stream broken", term=term, error=err.code().name)
         except _StreamEnded:
             log.info("consume stream ended", term=term)
-        except (asyncio.CancelledError, GeneratorExit):
+        except (asyncio.CancelledError, GeneratorExit, PositionTruncated):
             raise
         except Exception:  # anything else: resume after the last delivered id, never give up
             log.exception("consume stream failed", term=term)
