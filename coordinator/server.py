@@ -36,6 +36,7 @@ import structlog
 
 from coordinator.catalog import Catalog
 from coordinator.data.datacoord import DataCoordinator
+from coordinator.data.gc import GarbageCollector
 from coordinator.ddl import DDL
 from coordinator.election import Election
 from coordinator.idalloc import IDAllocator
@@ -50,6 +51,7 @@ from services.coordclient import COORDINATOR_ROLE, LEADER_KEY, LeaderInfo, read_
 from services.etcd.metastore import MetaStore
 from services.etcd.session import Session, allocate_server_id
 from services.grpcutil import start_server
+from services.storage.objectstore import ObjectStore
 from streamingnode.client.producer import Producer
 
 
@@ -109,10 +111,10 @@ class Coordinator:
         self.catalog = Catalog(meta)
         names = pchannel_names(c.cluster_name, c.pchannel_count)
         self.balancer = StreamingBalancer(meta, names, rebalance_cooldown_seconds=c.rebalance_cooldown_seconds)
-        self.query = QueryCoordinator(meta, self.catalog, self.tso)
         self._producer = Producer(BalancerAssignmentSource(self.balancer))
         self.data = DataCoordinator(meta, self.catalog, self.tso, self._producer)
         await self.data.start()
+        self.query = QueryCoordinator(meta, self.catalog, self.tso, self.data)
         self.ddl = DDL(self.catalog, self.ids, self.tso, self._producer, names, self.query.release, self.data)
         service = CoordinatorService(
             tso=self.tso,
@@ -136,6 +138,15 @@ class Coordinator:
         await self._session.start(server_id=server_id)
         await self.balancer.start()
         await self.query.start()
+        self._gc: GarbageCollector | None = None
+        if c.storage is not None:
+            storage = await asyncio.to_thread(ObjectStore.from_uri, c.storage)
+            self._gc = GarbageCollector(
+                self.data, storage, retention_seconds=c.gc_retention_seconds, interval_seconds=c.gc_interval_seconds
+            )
+            self._gc.start()
+        else:
+            self._log.warning("no object storage configured: files of dropped segments are never removed")
         self._recovery = asyncio.create_task(self._recover(), name="ddl-recovery")
 
     async def _campaign(self, info: LeaderInfo) -> None:
@@ -190,6 +201,8 @@ class Coordinator:
                 await asyncio.sleep(1)
 
     async def stop(self) -> None:
+        if self._gc is not None:
+            await self._gc.stop()
         self._recovery.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._recovery

@@ -34,6 +34,7 @@ class ErrorCode(IntEnum):
     NODE_NOT_FOUND = 17
     UNAVAILABLE = 18
     POSITION_TRUNCATED = 19
+    SEGMENT_NOT_FOUND = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +67,7 @@ CODE_TABLE: dict[ErrorCode, CodeInfo] = {
     ErrorCode.NODE_NOT_FOUND: CodeInfo(grpc.StatusCode.UNAVAILABLE, 1, 901),
     ErrorCode.UNAVAILABLE: CodeInfo(grpc.StatusCode.UNAVAILABLE, 1, 1),
     ErrorCode.POSITION_TRUNCATED: CodeInfo(grpc.StatusCode.OUT_OF_RANGE, 1, 500),
+    ErrorCode.SEGMENT_NOT_FOUND: CodeInfo(grpc.StatusCode.NOT_FOUND, 1, 600),
 }
 
 
@@ -128,6 +130,12 @@ class ReadTimeout(StrataError):
     code = ErrorCode.TIMEOUT
 
 
+class SegmentNotFound(StrataError):
+    """The segment is unknown or DROPPED (its collection may be gone)."""
+
+    code = ErrorCode.SEGMENT_NOT_FOUND
+
+
 class PositionTruncated(StrataError):
     """A reader asked to start below the oldest record the WAL still has."""
 
@@ -141,6 +149,8 @@ def error_from_code(code: int, message: str) -> StrataError:
     except ValueError:
         ec = ErrorCode.UNEXPECTED
     for cls in StrataError.__subclasses__():
-        if cls.code == ec:
+        # Only classes that declare a code of their own: one that merely inherits UNEXPECTED
+        # (e.g. NotLeader, WatchBroken) must not be what any unexpected remote error becomes.
+        if "code" in cls.__dict__ and cls.code == ec:
             return cls(message)
     return StrataError(message, ec)

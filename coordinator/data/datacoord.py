@@ -28,7 +28,7 @@ import structlog
 
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState
 from coordinator.tso import TimestampOracle
-from services.errors import CollectionNotFound, ErrorCode, InvalidArgument, StrataError
+from services.errors import CollectionNotFound, InvalidArgument, SegmentNotFound
 from services.etcd.metastore import MetaStore, Op
 from services.position import Position
 from services.schema import CollectionSchema
@@ -38,10 +38,6 @@ from streamingnode.message import new_manual_flush
 
 _SEGMENT = "datacoord/segment/"
 _CHECKPOINT = "datacoord/channel-cp/"
-
-
-class SegmentNotFound(StrataError):
-    code = ErrorCode.INVALID_ARGUMENT
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -2,9 +2,19 @@
 
 A loaded collection (``querycoord/load/<id>`` in etcd) wants one delegator per
 vchannel. A checker loop compares that target with what the query nodes report
-(``GetDataDistribution``) and issues ``WatchChannel``/``UnwatchChannel``. A
-channel is *ready* once its delegator's tsafe has passed the load timestamp, so
-a loaded collection serves every write acknowledged before the load.
+(``GetDataDistribution``) and issues:
+
+* ``WatchChannel`` for a vchannel without a delegator, carrying the vchannel's
+  checkpoint and then (read after it) its FLUSHED segments, L1 and L0: the
+  delegator loads those and consumes the WAL from the checkpoint;
+* ``SyncDistribution`` for a serviceable delegator whose sealed segments differ
+  from the FLUSHED segments of its vchannel: load the new ones (the delegator
+  swaps a segment's growing copy for it), release the dropped ones. The
+  delegator's distribution changes only this way.
+
+A channel is *ready* once its delegator is serviceable (its initial segments
+loaded) and its tsafe has passed the load timestamp, so a loaded collection
+serves every write acknowledged before the load.
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ import grpc
 import structlog
 
 from coordinator.catalog import Catalog, CollectionMeta, LoadMeta
+from coordinator.data.datacoord import DataCoordinator
 from coordinator.query.placement import place_channels
 from coordinator.tso import TimestampOracle
 from protos import querynode_pb2, querynode_pb2_grpc
@@ -24,8 +35,19 @@ from services.errors import ErrorCode
 from services.etcd.metastore import MetaStore
 from services.etcd.session import SessionInfo, follow_sessions
 from services.grpcutil import StubCache
+from services.segment import SegmentMeta, SegmentState
+from services.segment_pb import position_to_pb, segment_to_pb
 
 QUERY_NODE_ROLE = "querynode"
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelState:
+    """What a query node reports about one delegator."""
+
+    tsafe: int
+    sealed: frozenset[int]
+    serviceable: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,16 +60,19 @@ class ChannelView:
 
 
 class QueryCoordinator:
-    def __init__(self, store: MetaStore, catalog: Catalog, tso: TimestampOracle, *, interval: float = 0.5) -> None:
+    def __init__(
+        self, store: MetaStore, catalog: Catalog, tso: TimestampOracle, data: DataCoordinator, *, interval: float = 0.5
+    ) -> None:
         self._store = store
         self._catalog = catalog
+        self._data = data
         self._tso = tso
         self._interval = interval
         self._nodes: dict[int, SessionInfo] = {}
         self._loads: dict[int, LoadMeta] = {}
         self._load_ts: dict[int, int] = {}
         self._placement: dict[int, dict[str, int]] = {}
-        self._dist: dict[int, dict[str, int]] = {}  # node -> vchannel -> tsafe
+        self._dist: dict[int, dict[str, ChannelState]] = {}  # node -> vchannel -> state
         self._stubs = StubCache(querynode_pb2_grpc.QueryNodeStub)
         self._stub = self._stubs.get
         self._wake = asyncio.Event()
@@ -102,8 +127,8 @@ class QueryCoordinator:
         for vchannel, pchannel in zip(meta.vchannels, meta.pchannels, strict=True):
             node_id = placement.get(vchannel, 0)
             node = self._nodes.get(node_id)
-            tsafe = self._dist.get(node_id, {}).get(vchannel)
-            ready = node is not None and tsafe is not None and tsafe >= load_ts
+            state = self._dist.get(node_id, {}).get(vchannel)
+            ready = node is not None and state is not None and state.serviceable and state.tsafe >= load_ts
             views.append(ChannelView(vchannel, pchannel, node_id, node.address if node else "", ready))
         progress = 100 * sum(v.ready for v in views) // max(len(views), 1)
         return views, progress
@@ -136,18 +161,56 @@ class QueryCoordinator:
             wanted = place_channels(list(meta.vchannels), self._placement.get(collection_id, {}), live)
             self._placement[collection_id] = wanted
             for vchannel, node_id in wanted.items():
-                if vchannel in self._dist.get(node_id, {}):
-                    continue
-                await self._watch(meta, vchannel, node_id)
+                state = self._dist.get(node_id, {}).get(vchannel)
+                if state is None:
+                    await self._watch(meta, vchannel, node_id)
+                elif state.serviceable:
+                    await self._sync(meta, vchannel, node_id, state)
+
+    def _flushed(self, vchannel: str) -> list[SegmentMeta]:
+        return [s for s in self._data.segments(vchannel=vchannel) if s.state == SegmentState.FLUSHED]
+
+    async def _sync(self, meta: CollectionMeta, vchannel: str, node_id: int, state: ChannelState) -> None:
+        target = {s.segment_id: s for s in self._flushed(vchannel)}
+        load = [m for sid, m in sorted(target.items()) if sid not in state.sealed]
+        release = sorted(sid for sid in state.sealed if sid not in target)
+        if not load and not release:
+            return
+        req = querynode_pb2.SyncDistributionRequest(
+            collection_id=meta.collection_id,
+            vchannel=vchannel,
+            load=[segment_to_pb(m) for m in load],
+            release=release,
+        )
+        try:
+            resp = await self._stub(self._nodes[node_id].address).SyncDistribution(req, timeout=300)
+        except grpc.aio.AioRpcError as err:
+            self._log.info("sync distribution failed", vchannel=vchannel, node=node_id, error=err.code().name)
+            return
+        if resp.status.code != ErrorCode.OK:
+            self._log.info("sync distribution refused", vchannel=vchannel, node=node_id, reason=resp.status.reason)
+            return
+        self._log.info("distribution synced", vchannel=vchannel, node=node_id, loaded=[m.segment_id for m in load],
+                       released=release)
+        self._dist.setdefault(node_id, {})[vchannel] = ChannelState(
+            tsafe=state.tsafe, sealed=frozenset(target), serviceable=True
+        )
 
     async def _watch(self, meta: CollectionMeta, vchannel: str, node_id: int) -> None:
         node = self._nodes[node_id]
+        # The checkpoint first, then the segments: whatever the checkpoint covers is in a
+        # FLUSHED segment by then (the flusher reports files before it moves the checkpoint).
+        checkpoint = self._data.checkpoint(vchannel)
+        segments = self._flushed(vchannel)
         req = querynode_pb2.WatchChannelRequest(
             collection_id=meta.collection_id,
             vchannel=vchannel,
             pchannel=meta.pchannels[meta.vchannels.index(vchannel)],
             schema_json=meta.schema.to_json(),
+            segments=[segment_to_pb(m) for m in segments],
         )
+        if checkpoint is not None:
+            req.checkpoint.CopyFrom(position_to_pb(checkpoint))
         try:
             resp = await self._stub(node.address).WatchChannel(req, timeout=10)
         except grpc.aio.AioRpcError as err:
@@ -156,10 +219,10 @@ class QueryCoordinator:
         if resp.status.code != ErrorCode.OK:
             self._log.info("watch channel refused", vchannel=vchannel, node=node_id, reason=resp.status.reason)
             return
-        self._dist.setdefault(node_id, {}).setdefault(vchannel, 0)
+        self._dist.setdefault(node_id, {}).setdefault(vchannel, ChannelState(0, frozenset(), False))
 
     async def _pull_distribution(self) -> None:
-        dist: dict[int, dict[str, int]] = {}
+        dist: dict[int, dict[str, ChannelState]] = {}
         for node_id, node in list(self._nodes.items()):
             try:
                 resp = await self._stub(node.address).GetDataDistribution(
@@ -167,6 +230,8 @@ class QueryCoordinator:
                 )
             except grpc.aio.AioRpcError:
                 continue
-            dist[node_id] = {c.vchannel: c.tsafe for c in resp.channels}
+            dist[node_id] = {
+                c.vchannel: ChannelState(c.tsafe, frozenset(c.sealed_segments), c.serviceable) for c in resp.channels
+            }
         self._dist = dist
 

@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator, Sequence
 import pytest
 
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState
-from coordinator.data.datacoord import DataCoordinator, SegmentNotFound
+from coordinator.data.datacoord import DataCoordinator
 from coordinator.tso import TimestampOracle
 from protos import common_pb2
-from services.errors import CollectionNotFound
+from services.errors import CollectionNotFound, SegmentNotFound
 from services.etcd.metastore import MetaStore
 from services.position import Position
 from services.schema import CollectionSchema, DataType, FieldSchema

@@ -34,3 +34,12 @@ def test_dropping_records_when_and_json_round_trips() -> None:
     assert dropped is not None and dropped.dropped_at == 123.5
     assert dropped.moved_to(S.FLUSHED, now=200) is None
     assert SegmentMeta.from_json(dropped.to_json()) == dropped
+
+
+def test_a_remote_unexpected_error_is_not_rebuilt_as_an_unrelated_subclass() -> None:
+    from services.errors import ErrorCode, SegmentNotFound, StrataError, error_from_code
+    from services.etcd.metastore import NotLeader
+
+    err = error_from_code(ErrorCode.UNEXPECTED, "boom")
+    assert type(err) is StrataError and not isinstance(err, NotLeader)
+    assert isinstance(error_from_code(ErrorCode.SEGMENT_NOT_FOUND, "gone"), SegmentNotFound)

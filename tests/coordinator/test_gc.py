@@ -1,0 +1,114 @@
+"""Garbage collection of object storage: dropped segments after retention, old orphans, never named files."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from coordinator.catalog import Catalog, CollectionMeta, CollectionState
+from coordinator.data.datacoord import DataCoordinator
+from coordinator.data.gc import MIN_ORPHAN_AGE_SECONDS, GarbageCollector
+from coordinator.tso import TimestampOracle
+from services.etcd.metastore import MetaStore
+from services.schema import CollectionSchema, DataType, FieldSchema
+from services.segment import SegmentMeta, SegmentState
+from services.storage.layout import manifest_path
+from services.storage.manifest import SegmentLevel, SegmentManifest
+from services.storage.objectstore import ObjectStore
+from services.storage.segment_io import SegmentWriter
+
+SCHEMA = CollectionSchema(
+    name="c",
+    fields=(
+        FieldSchema(field_id=100, name="id", dtype=DataType.INT64, is_primary=True),
+        FieldSchema(field_id=101, name="v", dtype=DataType.FLOAT_VECTOR, dim=2),
+    ),
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture()
+async def store(etcd_endpoint: str) -> AsyncIterator[MetaStore]:
+    s = await MetaStore.connect(etcd_endpoint, f"gc-{uuid.uuid4().hex}")
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+def _write_segment(storage: ObjectStore, segment_id: int, log_id: int) -> str:
+    """A one-log segment's files and manifest; returns the manifest path."""
+    writer = SegmentWriter(storage, SCHEMA)
+    table = pa.table(
+        {
+            "id": pa.array([1, 2], pa.int64()),
+            "v": pa.array([[0.0, 1.0]] * 2, pa.list_(pa.float32(), 2)),
+            "_ts": pa.array(np.array([5, 6], dtype=np.uint64)),
+        }
+    )
+    log, stats = writer.write_insert_log(collection_id=1, partition_id=2, segment_id=segment_id, log_id=log_id, table=table)
+    manifest = SegmentManifest(
+        segment_id=segment_id, collection_id=1, partition_id=2, vchannel="v", level=SegmentLevel.L1
+    ).with_insert_log(log, stats)
+    return writer.write_manifest(manifest)
+
+
+async def test_dropped_segments_and_old_orphans_go_named_files_stay(store: MetaStore, tmp_path: Path) -> None:
+    clock = Clock()
+    tso, catalog = TimestampOracle(store), Catalog(store)
+    await tso.start()
+    data = DataCoordinator(store, catalog, tso, None, clock=clock)  # type: ignore[arg-type]
+    await data.start()
+    await catalog.save_collection(
+        CollectionMeta(collection_id=1, name="c", schema=SCHEMA, vchannels=("v",), consistency_level=0,
+                       state=CollectionState.CREATED)
+    )
+    storage = ObjectStore.from_uri((tmp_path / "s").as_uri())
+    live_manifest = _write_segment(storage, 10, 100)
+    dropped_manifest = _write_segment(storage, 11, 101)
+    for sid, path in ((10, live_manifest), (11, dropped_manifest)):
+        await data.alloc_segment(SegmentMeta(segment_id=sid, collection_id=1, partition_id=2, vchannel="v",
+                                             state=SegmentState.GROWING))
+        await data.save_binlog_paths(
+            SegmentMeta(segment_id=sid, collection_id=1, partition_id=2, vchannel="v", state=SegmentState.GROWING,
+                        rows=2, manifest=path),
+            flushed=True,
+        )
+    await data.update_state(11, SegmentState.DROPPED)
+    # An orphan: files of a sync that crashed before its report (segment 10's next version).
+    orphan_manifest = manifest_path(1, 2, 10, 7)
+    storage.write_bytes(orphan_manifest, b"{}")
+    live_files = {f.path for f in storage.list("")} - {orphan_manifest}
+
+    gc = GarbageCollector(data, storage, retention_seconds=60, interval_seconds=1, clock=clock)
+    first = await gc.collect()
+    assert (first.segments_removed, first.orphans_removed) == (0, 0)
+    assert data.segment(11) is not None  # dropped, but within retention
+    assert {f.path for f in storage.list("")} >= live_files | {orphan_manifest}
+
+    clock.now = 1_000 + 61  # past the retention, not past the orphan age floor
+    report = await gc.collect()
+    assert report.segments_removed == 1 and report.orphans_removed == 0
+    assert data.segment(11) is None
+    assert not [f for f in storage.list("") if "/11/" in f.path]
+    assert storage.exists(orphan_manifest)
+
+    clock.now = time.time() + MIN_ORPHAN_AGE_SECONDS + 1
+    report = await gc.collect()
+    assert report.orphans_removed == 1
+    assert not storage.exists(orphan_manifest)
+    remaining = {f.path for f in storage.list("")}
+    assert remaining == {p for p in live_files if "/11/" not in p}  # everything segment 10 names is still there
