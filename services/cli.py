@@ -106,12 +106,17 @@ def _standalone(args: argparse.Namespace) -> int:
     pchannels = args.pchannels if args.pchannels is not None else values.get("coordinator.pchannels", 4)
     port = args.port if args.port is not None else values.get("proxy.port", 19530)
     assert isinstance(pchannels, int) and isinstance(port, int)
+    # Object storage: the file's (streamingnode.storage) if it names one, else DIR/storage.
+    storage = values.get("streamingnode.storage")
+    assert storage is None or isinstance(storage, str)
     if config_file is not None:
         # The children inherit the environment; the launcher's own flags still override the file.
         os.environ[ENV_CONFIG_FILE] = os.path.abspath(config_file)
     from services.standalone import run_standalone
 
-    return run_standalone(data_dir=args.data_dir, port=port, etcd_binary=args.etcd_binary, pchannels=pchannels)
+    return run_standalone(
+        data_dir=args.data_dir, port=port, etcd_binary=args.etcd_binary, pchannels=pchannels, storage=storage
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

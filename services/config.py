@@ -73,41 +73,63 @@ class CoordinatorConfig:
     pchannel_count: int = 4
     # At most one pchannel moves to even out the streaming nodes' load per this many seconds.
     rebalance_cooldown_seconds: float = 10.0
+    # Object storage of the segments; without it files of dropped segments are never removed.
+    storage: str | None = None
+    # Files of dropped segments (and files no segment names) are removed this long after.
+    gc_retention_seconds: float = 3600.0
+    gc_interval_seconds: float = 600.0
 
     def validate(self) -> None:
         self.common.validate()
         if self.pchannel_count < 1:
             raise ValueError("pchannel_count must be at least 1")
         check_non_negative(self.rebalance_cooldown_seconds)
+        check_non_negative(self.gc_retention_seconds)
+        check_positive(self.gc_interval_seconds)
+        if self.storage is not None:
+            check_storage_uri(self.storage)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StreamingNodeConfig:
     common: CommonConfig
     wal_dir: str
+    # Object storage the flusher writes segments to; shared with query nodes (and the coordinator's GC).
+    storage: str
     wal_backend: str = "local"
     tick_interval_seconds: float = 0.2
-    # Object storage for flushed segments (issue #5); None until configured.
-    storage: str | None = None
+    # Size of one file of the local WAL; truncation removes whole files.
+    wal_segment_bytes: int = 64 << 20
+    # Seconds between truncations of each WAL below its vchannels' checkpoints.
+    truncate_interval_seconds: float = 2.0
+    # A growing segment is sealed (and written to object storage) at this size or row count;
+    # the WAL is kept from the oldest growing segment on, so these bound it.
+    segment_max_bytes: int = 128 << 20
+    segment_max_rows: int = 1_000_000
+    # The flushers' buffers: a growing segment's rows are written once they pass the first,
+    # the largest buffers once all of them together pass the second.
+    flush_segment_buffer_bytes: int = 16 << 20
+    flush_memory_limit_bytes: int = 256 << 20
 
     def validate(self) -> None:
         self.common.validate()
         if self.tick_interval_seconds <= 0:
             raise ValueError("tick interval must be positive")
-        if self.storage is not None:
-            check_storage_uri(self.storage)
+        for name in ("wal_segment_bytes", "truncate_interval_seconds", "flush_segment_buffer_bytes",
+                     "flush_memory_limit_bytes", "segment_max_bytes", "segment_max_rows"):
+            check_positive(getattr(self, name))
+        check_storage_uri(self.storage)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueryNodeConfig:
     common: CommonConfig
-    # Object storage the query node loads sealed segments from (issue #5); None until configured.
-    storage: str | None = None
+    # Object storage the query node loads sealed segments from (the streaming nodes' storage).
+    storage: str
 
     def validate(self) -> None:
         self.common.validate()
-        if self.storage is not None:
-            check_storage_uri(self.storage)
+        check_storage_uri(self.storage)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

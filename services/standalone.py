@@ -64,7 +64,9 @@ async def _cluster_ready(endpoint: str, port: int, pchannels: int) -> bool:
         await store.close()
 
 
-def run_standalone(*, data_dir: str, port: int, etcd_binary: str | None, pchannels: int) -> int:
+def run_standalone(
+    *, data_dir: str, port: int, etcd_binary: str | None, pchannels: int, storage: str | None = None
+) -> int:
     root = Path(data_dir).resolve()
     logs = root / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -84,10 +86,11 @@ def run_standalone(*, data_dir: str, port: int, etcd_binary: str | None, pchanne
     try:
         asyncio.run(_clear_stale_sessions(etcd.endpoint))
         common = ["--etcd", etcd.endpoint]
+        storage_args = ["--storage", storage or (root / "storage").resolve().as_uri()]
         role_args = {
-            "coordinator": [*common, "--pchannels", str(pchannels)],
-            "streamingnode": [*common, "--wal-dir", str(root / "wal")],
-            "querynode": common,
+            "coordinator": [*common, "--pchannels", str(pchannels), *storage_args],
+            "streamingnode": [*common, "--wal-dir", str(root / "wal"), *storage_args],
+            "querynode": [*common, *storage_args],
             "proxy": [*common, "--port", str(port)],
         }
         for role in ROLE_ORDER:

@@ -50,16 +50,17 @@ def test_killing_the_active_coordinator_fails_over_to_the_standby(cluster_dir: P
     try:
         etcd.start()
         common = ["--etcd", etcd.endpoint, "--etcd-root", "failover"]
+        storage = ["--storage", (cluster_dir / "storage").as_uri()]  # shared object storage
         coord_env = {"STRATA_COMMON_SESSION_TTL_SECONDS": str(COORDINATOR_TTL_SECONDS)}
-        first = Role("coordinator-1", ["coordinator", *common, "--port", "0"], logs, coord_env)
+        first = Role("coordinator-1", ["coordinator", *common, *storage, "--port", "0"], logs, coord_env)
         roles.append(first)
         first.wait_for_log("coordinator active", 30)
-        second = Role("coordinator-2", ["coordinator", *common, "--port", "0"], logs, coord_env)
+        second = Role("coordinator-2", ["coordinator", *common, *storage, "--port", "0"], logs, coord_env)
         roles.append(second)
         second.wait_for_log("coordinator standby", 30)
         wal_dir = cluster_dir / "wal"
-        roles.append(Role("streamingnode", ["streamingnode", *common, "--wal-dir", str(wal_dir)], logs))
-        roles.append(Role("querynode", ["querynode", *common], logs))
+        roles.append(Role("streamingnode", ["streamingnode", *common, *storage, "--wal-dir", str(wal_dir)], logs))
+        roles.append(Role("querynode", ["querynode", *common, *storage], logs))
         port = free_port()
         roles.append(Role("proxy", ["proxy", *common, "--port", str(port)], logs))
         for role in roles[2:]:

@@ -41,9 +41,10 @@ def test_the_cluster_recovers_after_etcd_restarts(tmp_path: Path) -> None:
     try:
         etcd.start()
         common = ["--etcd", etcd.endpoint, "--etcd-root", ROOT]
-        roles.append(Role("coordinator", ["coordinator", *common, "--port", "0"], logs, env))
-        roles.append(Role("streamingnode", ["streamingnode", *common, "--wal-dir", str(tmp_path / "wal")], logs, env))
-        roles.append(Role("querynode", ["querynode", *common], logs, env))
+        storage = ["--storage", (tmp_path / "storage").as_uri()]  # shared object storage
+        roles.append(Role("coordinator", ["coordinator", *common, *storage, "--port", "0"], logs, env))
+        roles.append(Role("streamingnode", ["streamingnode", *common, *storage, "--wal-dir", str(tmp_path / "wal")], logs, env))
+        roles.append(Role("querynode", ["querynode", *common, *storage], logs, env))
         port = free_port()
         roles.append(Role("proxy", ["proxy", *common, "--port", str(port)], logs, env))
         for role in roles:

@@ -84,12 +84,13 @@ def test_a_frozen_streaming_node_is_replaced_and_fenced(tmp_path: Path) -> None:
     try:
         etcd.start()
         common = ["--etcd", etcd.endpoint, "--etcd-root", ROOT]
+        storage = ["--storage", (tmp_path / "storage").as_uri()]  # shared object storage
         wal = str(tmp_path / "wal")
-        roles.append(Role("coordinator", ["coordinator", *common, "--port", "0"], logs, env))
+        roles.append(Role("coordinator", ["coordinator", *common, *storage, "--port", "0"], logs, env))
         ports = {"sn-a": free_port(), "sn-b": free_port()}
         nodes: dict[str, Role] = {}
         for name, port in ports.items():  # one after the other: the second gets its share by rebalancing
-            nodes[name] = Role(name, ["streamingnode", *common, "--wal-dir", wal, "--port", str(port)], logs, env)
+            nodes[name] = Role(name, ["streamingnode", *common, *storage, "--wal-dir", wal, "--port", str(port)], logs, env)
             roles.append(nodes[name])
             nodes[name].wait_for_log("role ready", 60)
 
@@ -102,7 +103,7 @@ def test_a_frozen_streaming_node_is_replaced_and_fenced(tmp_path: Path) -> None:
         while not balanced():  # 2 + 2, after which no rebalance moves anything until a node changes
             assert time.monotonic() < deadline, _pchannels(etcd.endpoint)
             time.sleep(0.2)
-        roles.append(Role("querynode", ["querynode", *common], logs, env))
+        roles.append(Role("querynode", ["querynode", *common, *storage], logs, env))
         proxy_port = free_port()
         roles.append(Role("proxy", ["proxy", *common, "--port", str(proxy_port)], logs, env))
         for role in roles[1:]:

@@ -76,21 +76,22 @@ def test_killing_a_streaming_node_moves_its_pchannels_and_loses_no_acknowledged_
     try:
         etcd.start()
         common = ["--etcd", etcd.endpoint, "--etcd-root", ROOT]
+        storage = ["--storage", (tmp_path / "storage").as_uri()]  # shared object storage
         wal = str(tmp_path / "wal")
         nodes: dict[str, Role] = {}
         addresses: dict[str, str] = {}
         for name in ("sn-a", "sn-b"):
             port = free_port()
             addresses[name] = f"127.0.0.1:{port}"
-            nodes[name] = Role(name, ["streamingnode", *common, "--wal-dir", wal, "--port", str(port)], logs, env)
+            nodes[name] = Role(name, ["streamingnode", *common, *storage, "--wal-dir", wal, "--port", str(port)], logs, env)
             roles.append(nodes[name])
         for node in nodes.values():
             node.wait_for_log("role ready", 60)
         # Both sessions exist before the coordinator's first balance round: it spreads the pchannels.
         roles.append(
-            Role("coordinator", ["coordinator", *common, "--port", "0", "--pchannels", str(PCHANNELS)], logs, env)
+            Role("coordinator", ["coordinator", *common, *storage, "--port", "0", "--pchannels", str(PCHANNELS)], logs, env)
         )
-        roles.append(Role("querynode", ["querynode", *common], logs, env))
+        roles.append(Role("querynode", ["querynode", *common, *storage], logs, env))
         proxy_port = free_port()
         roles.append(Role("proxy", ["proxy", *common, "--port", str(proxy_port)], logs, env))
         for role in roles[2:]:

@@ -62,12 +62,13 @@ def test_a_joining_streaming_node_takes_half_the_pchannels_without_losing_writes
     try:
         etcd.start()
         common = ["--etcd", etcd.endpoint, "--etcd-root", ROOT]
+        storage = ["--storage", (tmp_path / "storage").as_uri()]  # shared object storage
         wal = str(tmp_path / "wal")
-        roles.append(Role("sn-a", ["streamingnode", *common, "--wal-dir", wal], logs, env))
+        roles.append(Role("sn-a", ["streamingnode", *common, *storage, "--wal-dir", wal], logs, env))
         roles.append(
-            Role("coordinator", ["coordinator", *common, "--port", "0", "--pchannels", str(PCHANNELS)], logs, env)
+            Role("coordinator", ["coordinator", *common, *storage, "--port", "0", "--pchannels", str(PCHANNELS)], logs, env)
         )
-        roles.append(Role("querynode", ["querynode", *common], logs, env))
+        roles.append(Role("querynode", ["querynode", *common, *storage], logs, env))
         proxy_port = free_port()
         roles.append(Role("proxy", ["proxy", *common, "--port", str(proxy_port)], logs, env))
         for role in roles:
@@ -84,7 +85,7 @@ def test_a_joining_streaming_node_takes_half_the_pchannels_without_losing_writes
             for t in inserters:
                 t.start()
             _wait_until("inserts before the join", lambda: min(len(t.acked) for t in inserters) >= 5, 60)
-            roles.append(Role("sn-b", ["streamingnode", *common, "--wal-dir", wal], logs, env))
+            roles.append(Role("sn-b", ["streamingnode", *common, *storage, "--wal-dir", wal], logs, env))
             joined_at = time.monotonic()
             roles[-1].wait_for_log("role ready", 60)
 

@@ -10,6 +10,8 @@ from services.config import CoordinatorConfig, ProxyConfig, QueryNodeConfig, Str
 from services.configfile import Value, load
 
 ETCD = {"STRATA_COMMON_ETCD": "127.0.0.1:2379"}
+# Required of the streaming and query nodes.
+STORAGE = {"STRATA_STREAMINGNODE_STORAGE": "file:///data", "STRATA_QUERYNODE_STORAGE": "file:///data"}
 
 
 def _file(tmp_path: Path, text: str) -> str:
@@ -43,7 +45,7 @@ CASES = [
         ("flag-root", "flag-root"), id="str-etcd-root",
     ),
     pytest.param(
-        "querynode", "querynode.storage", "STRATA_QUERYNODE_STORAGE", "--storage",
+        "coordinator", "coordinator.storage", "STRATA_COORDINATOR_STORAGE", "--storage",
         "storage", None, ("file:///env", "file:///env"), ("s3://file-bucket/p", "s3://file-bucket/p"),
         ("file:///flag", "file:///flag"), id="optional-str-storage",
     ),
@@ -69,7 +71,7 @@ def test_each_layer_overrides_the_one_below(
     file: tuple[str, object],
     flag_value: tuple[str, object],
 ) -> None:
-    base_env = {**ETCD, "STRATA_STREAMINGNODE_WAL_DIR": str(tmp_path / "wal")}
+    base_env = {**ETCD, **STORAGE, "STRATA_STREAMINGNODE_WAL_DIR": str(tmp_path / "wal")}
     section, name = key.split(".")
     config_file = _file(tmp_path, f"{section}:\n  {name}: {file[0]}\n")
     flags = {key: Value(flag_value[0], f"flag {flag}")}
@@ -101,7 +103,7 @@ def test_one_file_serves_every_role(tmp_path: Path) -> None:
         tmp_path,
         "common: {etcd: 'etcd:2379', etcd_root: prod}\n"
         "coordinator: {pchannels: 16, port: 19600}\n"
-        "streamingnode: {wal_dir: /wal, port: 19601}\n"
+        "streamingnode: {wal_dir: /wal, port: 19601, storage: 'file:///data/segments'}\n"
         "querynode: {port: 19602, storage: 'file:///data/segments'}\n"
         "proxy: {port: 19530}\n",
     )
@@ -110,16 +112,16 @@ def test_one_file_serves_every_role(tmp_path: Path) -> None:
     query = load("querynode", flags={}, config_file=config_file, environ={})
     proxy = load("proxy", flags={}, config_file=config_file, environ={})
     assert isinstance(coord, CoordinatorConfig) and coord.pchannel_count == 16 and coord.common.port == 19600
-    assert isinstance(node, StreamingNodeConfig) and node.common.port == 19601 and node.storage is None
+    assert isinstance(node, StreamingNodeConfig) and node.common.port == 19601 and node.storage == "file:///data/segments"
     assert isinstance(query, QueryNodeConfig) and query.storage == "file:///data/segments"
     assert isinstance(proxy, ProxyConfig) and proxy.common.port == 19530
     assert {c.common.etcd_root for c in (coord, node, query, proxy)} == {"prod"}
 
 
 def test_short_env_alias_and_long_form_wins() -> None:
-    config = load("querynode", flags={}, config_file=None, environ={"STRATA_ETCD": "a:1"})
+    config = load("querynode", flags={}, config_file=None, environ={"STRATA_ETCD": "a:1", **STORAGE})
     assert config.common.etcd == "a:1"
-    both = {"STRATA_ETCD": "a:1", "STRATA_COMMON_ETCD": "b:2"}
+    both = {"STRATA_ETCD": "a:1", "STRATA_COMMON_ETCD": "b:2", **STORAGE}
     assert load("querynode", flags={}, config_file=None, environ=both).common.etcd == "b:2"
 
 
