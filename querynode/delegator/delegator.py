@@ -168,8 +168,8 @@ class Delegator:
                     await self._load_l0(meta)
                 elif meta.segment_id not in self.data.sealed:
                     seg = await asyncio.to_thread(load_sealed, self._storage, self.schema, meta)
-                    async with self._lock:
-                        self.data.add_sealed(seg)
+                    async with self._lock:  # CPU work (cuts against every other segment): off the loop
+                        await asyncio.to_thread(self.data.add_sealed, seg)
                     self._log.info("sealed segment loaded", segment=meta.segment_id, rows=seg.store.num_rows)
             if release:
                 async with self._lock:

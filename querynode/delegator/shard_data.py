@@ -24,6 +24,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from querynode.segments.growing import GrowingStore
 from querynode.segments.sealed import SealedSegment
@@ -126,9 +127,10 @@ class ShardData:
         pks, ts = self.deletes.pairs()
         if len(pks):
             _cut_where(seg.store, pks, ts, seg.may_contain(pks))
-        keys = seg.store.primary_keys()
+        # Every version here against every version elsewhere: each version ends at the first
+        # newer one of its key wherever that lives (cut is order-independent and idempotent).
+        keys, stamps = seg.store.versions()
         if len(keys):
-            newest_here = seg.store.newest_insert_ts(keys)
             others: list[tuple[GrowingStore, np.ndarray]] = [
                 (store, np.ones(len(keys), dtype=bool))
                 for sid, store in self.growing.items()
@@ -138,14 +140,11 @@ class ShardData:
             for store, mask in others:
                 if not mask.any():
                     continue
-                cand = keys.filter(pa.array(mask))
-                there = store.newest_insert_ts(cand)
-                present = there > 0
-                if not present.any():
-                    continue
-                cand_pa = cand.filter(pa.array(present))
-                _cut_where(seg.store, cand_pa, there[present])  # newer versions there end ours
-                _cut_where(store, cand_pa, newest_here[mask][present])  # ours end older ones there
+                mine_keys, mine_ts = keys.filter(pa.array(mask)), stamps[mask]
+                there_keys, there_ts = store.versions(pc.unique(mine_keys))
+                if len(there_keys):
+                    _cut_where(seg.store, there_keys, there_ts)  # newer versions there end ours
+                    _cut_where(store, mine_keys, mine_ts)  # ours end older ones there
         self.growing.pop(seg.segment_id, None)
         self.sealed[seg.segment_id] = seg
 

@@ -126,6 +126,18 @@ class GrowingStore:
         keys = _as_array(pks, self._arrow_schema.field(self._pk.name).type)
         return self._chains.newest_begin(keys)
 
+    def versions(self, among: pa.Array | None = None) -> tuple[pa.Array, np.ndarray]:
+        """``(pk, _ts)`` of every stored row (deleted or superseded ones too), or of rows whose key is in ``among``."""
+        if self.num_rows == 0:
+            return pa.array([], self._arrow_schema.field(self._pk.name).type), np.zeros(0, dtype=np.uint64)
+        t = self._rows.table()
+        keys = t.column(self._pk.name).combine_chunks()
+        ts = t.column(TIMESTAMP_COLUMN).combine_chunks()
+        if among is not None:
+            hit = pc.is_in(keys, value_set=among)
+            keys, ts = keys.filter(hit), ts.filter(hit)
+        return keys, np.asarray(ts.to_numpy(zero_copy_only=False), dtype=np.uint64)
+
     def primary_keys(self) -> pa.Array:
         """Every distinct primary key stored here."""
         if self.num_rows == 0:
