@@ -4,11 +4,15 @@ etcd, two coordinators, a streaming node, a query node and a proxy each run as
 their own process (own process group, 127.0.0.1 only). The coordinators use a
 5 s election lease (``STRATA_COMMON_SESSION_TTL_SECONDS``), so the standby
 takes over at most 5 s after the kill; the test measures how long DDL, inserts
-and a Strong search take to work again through the same proxy.
+and a Strong search take to work again through the same proxy, and checks
+that no collection, segment or checkpoint is lost: the FLUSHED segments and
+vchannel checkpoints in etcd before the kill are there after it, and the new
+leader serves ``flush()`` from them.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,11 +21,22 @@ import pytest
 from pymilvus import MilvusClient
 
 from services.etcd.process import EtcdProcess
-from tests.cluster.harness import Role, create_collection, query_ids, quiet_pymilvus, retry, search_finds, vectors
+from services.segment import SegmentMeta, SegmentState
+from tests.cluster.harness import (
+    Role,
+    create_collection,
+    query_ids,
+    quiet_pymilvus,
+    read_prefix,
+    retry,
+    search_finds,
+    vectors,
+)
 from tests.harness import free_port
 
 COORDINATOR_TTL_SECONDS = 5
 DIM = 8
+ROOT = "failover"
 
 
 @pytest.fixture()
@@ -42,6 +57,17 @@ def _ids(client: MilvusClient, name: str) -> set[int]:
     return set(query_ids(client, name))
 
 
+def _flushed_segments(endpoint: str) -> dict[int, tuple[str, int]]:
+    """segment id -> (manifest, rows) of every FLUSHED segment, as the coordinators stored it in etcd."""
+    metas = [SegmentMeta.from_json(v) for v in read_prefix(endpoint, ROOT, "datacoord/segment/").values()]
+    return {m.segment_id: (m.manifest, m.rows) for m in metas if m.state == SegmentState.FLUSHED}
+
+
+def _checkpoints(endpoint: str) -> dict[str, int]:
+    raw = read_prefix(endpoint, ROOT, "datacoord/channel-cp/")
+    return {k: int(json.loads(v)["timetick"]) for k, v in raw.items()}
+
+
 @pytest.mark.timeout(180)
 def test_killing_the_active_coordinator_fails_over_to_the_standby(cluster_dir: Path) -> None:
     logs = cluster_dir / "logs"
@@ -49,7 +75,7 @@ def test_killing_the_active_coordinator_fails_over_to_the_standby(cluster_dir: P
     roles: list[Role] = []
     try:
         etcd.start()
-        common = ["--etcd", etcd.endpoint, "--etcd-root", "failover"]
+        common = ["--etcd", etcd.endpoint, "--etcd-root", ROOT]
         storage = ["--storage", (cluster_dir / "storage").as_uri()]  # shared object storage
         coord_env = {"STRATA_COMMON_SESSION_TTL_SECONDS": str(COORDINATOR_TTL_SECONDS)}
         first = Role("coordinator-1", ["coordinator", *common, *storage, "--port", "0"], logs, coord_env)
@@ -73,6 +99,10 @@ def test_killing_the_active_coordinator_fails_over_to_the_standby(cluster_dir: P
         client.insert("before", before, timeout=10)
         search_finds(client, "before", before[7])
         assert _ids(client, "before") == set(range(0, 100))
+        client.flush("before", timeout=60)  # segments FLUSHED, checkpoints moved: metadata to keep
+        segments_before = _flushed_segments(etcd.endpoint)
+        checkpoints_before = _checkpoints(etcd.endpoint)
+        assert segments_before and len(checkpoints_before) == 2
         assert "coordinator active" not in second.log()
 
         first.kill()
@@ -94,6 +124,13 @@ def test_killing_the_active_coordinator_fails_over_to_the_standby(cluster_dir: P
         extra = _vectors(range(1000, 1010))
         client.insert("after", extra, timeout=10)
         assert _ids(client, "after") == set(range(1000, 1010))
+        # No segment or checkpoint lost: the new leader serves flush() from the same metadata.
+        client.flush("before", timeout=60)
+        segments_after = _flushed_segments(etcd.endpoint)
+        assert {sid: segments_after.get(sid) for sid in segments_before} == segments_before
+        checkpoints_after = _checkpoints(etcd.endpoint)
+        assert all(checkpoints_after[v] >= cp for v, cp in checkpoints_before.items()), checkpoints_after
+        assert _ids(client, "before") == set(range(0, 200))
         client.close()
     except BaseException:
         for role in roles:
