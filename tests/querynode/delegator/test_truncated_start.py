@@ -1,0 +1,125 @@
+"""A delegator whose resume position was truncated away reports itself broken; a new watch replaces it.
+
+A real WAL (local backend, small files, recovery snapshots in memory) served by
+the streaming node's gRPC handler; the query node's service with a real
+delegator. The WAL is truncated past the position the watch names.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import pyarrow as pa
+import pytest
+
+from protos import querynode_pb2 as qpb
+from protos import streaming_pb2_grpc
+from querynode.service.service import QueryNodeService
+from services.grpcutil import start_server
+from services.position import Position
+from services.schema import CollectionSchema, DataType, FieldSchema
+from services.segment_pb import position_to_pb
+from services.storage.objectstore import ObjectStore
+from services.tsoutil import compose
+from streamingnode.client.assignment import AssignmentCache
+from streamingnode.message import new_create_collection, new_insert
+from streamingnode.service.handler import HandlerService
+from streamingnode.wal.recovery import MemoryRecoveryStore
+from streamingnode.walimpls.registry import build_opener
+from streamingnode.walmanager.manager import WALManager
+from tests.streamingnode.fakes import CountingAllocator
+
+pytestmark = pytest.mark.timeout(60)
+
+P, V = "p0", "p0_1v0"
+SCHEMA = CollectionSchema(
+    name="c",
+    fields=(
+        FieldSchema(field_id=100, name="id", dtype=DataType.INT64, is_primary=True),
+        FieldSchema(field_id=101, name="v", dtype=DataType.FLOAT_VECTOR, dim=2),
+    ),
+)
+
+
+class Source(AssignmentCache):
+    async def report_error(self, pchannel: str, term: int, error: str) -> None:
+        pass
+
+
+@dataclass
+class Node:
+    manager: WALManager
+    source: Source
+
+
+@pytest.fixture()
+async def node(tmp_path: Path) -> AsyncIterator[Node]:
+    opener = build_opener("local", root_dir=tmp_path / "wal", segment_bytes=2048, sync=False)
+    manager = WALManager(
+        opener,
+        CountingAllocator(compose(int(time.time() * 1000))),
+        tick_interval=0.05,
+        recovery=MemoryRecoveryStore(),
+        snapshot_interval=0.0,
+    )
+    await manager.open(P, 1)
+
+    def add(server: grpc.aio.Server) -> None:
+        streaming_pb2_grpc.add_StreamingNodeHandlerServicer_to_server(HandlerService(manager), server)
+
+    server, port = await start_server(add)
+    source = Source()
+    await source.update(1, {P: (f"127.0.0.1:{port}", 1)})
+    try:
+        yield Node(manager, source)
+    finally:
+        await server.stop(grace=None)
+        await manager.close()
+        await opener.close()
+
+
+def _watch(checkpoint: Position) -> qpb.WatchChannelRequest:
+    req = qpb.WatchChannelRequest(collection_id=1, vchannel=V, pchannel=P, schema_json=SCHEMA.to_json())
+    req.checkpoint.CopyFrom(position_to_pb(checkpoint))
+    return req
+
+
+async def test_a_truncated_start_breaks_the_delegator_and_a_new_watch_recovers(node: Node, tmp_path: Path) -> None:
+    wal = node.manager.get(P, 1)
+    [created] = await wal.append([new_create_collection(V, 1, SCHEMA.to_json())])
+    rows = pa.table({"id": pa.array(range(50), pa.int64()), "v": pa.array([[0.0, 1.0]] * 50, pa.list_(pa.float32(), 2))})
+    for _ in range(20):
+        await wal.append([new_insert(V, 1, 2, rows)])
+    async with asyncio.timeout(5):
+        while wal.saved_position is None or wal.saved_position.timetick < created.timetick + 20:
+            await asyncio.sleep(0.02)
+    await wal.truncate(wal.impl.last_message_id())  # type: ignore[arg-type]
+    first = wal.impl.first_message_id()
+    assert first is not None and first.seq > created.message_id.seq
+
+    service = QueryNodeService(1, node.source, ObjectStore.from_uri((tmp_path / "storage").as_uri()))
+    try:
+        stale = Position(created.message_id.to_bytes(), created.timetick)
+        await service.WatchChannel(_watch(stale), None)  # type: ignore[arg-type]
+        broken = service.delegators[V]
+        async with asyncio.timeout(10):
+            while not broken.broken:
+                await asyncio.sleep(0.02)
+        dist = await service.GetDataDistribution(qpb.GetDataDistributionRequest(), None)  # type: ignore[arg-type]
+        assert [c.vchannel for c in dist.channels] == []  # left out: the coordinator watches again
+
+        fresh = Position(first.to_bytes(), 0)
+        await service.WatchChannel(_watch(fresh), None)  # type: ignore[arg-type]
+        replacement = service.delegators[V]
+        assert replacement is not broken
+        async with asyncio.timeout(10):
+            while not (replacement.serviceable and replacement.tsafe.value > 0):
+                await asyncio.sleep(0.02)
+        assert not replacement.broken
+    finally:
+        await service.close()
