@@ -83,6 +83,16 @@ def with_suppressed_lookup(fn: Callable[[], None]) -> None:
         pass
 
 
+def wait_until(what: str, cond: Callable[[], object], timeout: float) -> float:
+    """Poll ``cond()`` every 50 ms until truthy; returns when (monotonic). Fails after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout}s")
+        time.sleep(0.05)
+    return time.monotonic()
+
+
 def retry(what: str, fn: Callable[[], T], *, timeout: float) -> T:
     """Call ``fn`` until it returns (pymilvus raises while the cluster recovers), at most ``timeout`` s."""
     deadline = time.monotonic() + timeout

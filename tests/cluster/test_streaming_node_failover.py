@@ -23,7 +23,6 @@ failed batch is retried with the same ids. The streaming node that owns
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -42,6 +41,7 @@ from tests.cluster.harness import (
     retry,
     search_finds,
     vectors,
+    wait_until,
 )
 from tests.harness import free_port
 
@@ -54,14 +54,6 @@ CLIENTS = 3
 BATCHES_AFTER_RECOVERY = 5  # per client, before the inserters stop
 
 
-def _wait_until(what: str, cond: Callable[[], object], timeout: float) -> float:
-    """Poll ``cond()`` every 50 ms until truthy; returns when (monotonic). Fails after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout}s")
-        time.sleep(0.05)
-    return time.monotonic()
 
 
 @pytest.mark.slow
@@ -101,7 +93,7 @@ def test_killing_a_streaming_node_moves_its_pchannels_and_loses_no_acknowledged_
             ps = read_pchannels(etcd.endpoint, ROOT)
             return len(ps) == PCHANNELS and all(m.state == PChannelState.ASSIGNED for m in ps.values())
 
-        _wait_until("every pchannel assigned", all_assigned, 30)
+        wait_until("every pchannel assigned", all_assigned, 30)
         sessions = read_sessions(etcd.endpoint, ROOT, "streamingnode")
         node_id = {name: next(i for i, a in sessions.items() if a == addresses[name]) for name in nodes}
 
@@ -124,7 +116,7 @@ def test_killing_a_streaming_node_moves_its_pchannels_and_loses_no_acknowledged_
         with quiet_pymilvus():  # failed inserts while the pchannels move are expected
             for t in inserters:
                 t.start()
-            _wait_until("inserts before the kill", lambda: min(len(t.acked) for t in inserters) >= 5, 60)
+            wait_until("inserts before the kill", lambda: min(len(t.acked) for t in inserters) >= 5, 60)
 
             nodes[victim].kill()
             killed_at = time.monotonic()
@@ -133,14 +125,14 @@ def test_killing_a_streaming_node_moves_its_pchannels_and_loses_no_acknowledged_
                 now = read_pchannels(etcd.endpoint, ROOT)
                 return all(now[p].node_id == survivor_id and now[p].state == PChannelState.ASSIGNED for p in moved)
 
-            reassigned_at = _wait_until("pchannels of the killed node reassigned", reassigned, TTL + 10)
+            reassigned_at = wait_until("pchannels of the killed node reassigned", reassigned, TTL + 10)
 
             def recovered(t: Inserter) -> bool:
                 return any(a.sent > killed_at for a in list(t.acked))
 
-            all_recovered_at = _wait_until("every client inserts again", lambda: all(map(recovered, inserters)), 60)
+            all_recovered_at = wait_until("every client inserts again", lambda: all(map(recovered, inserters)), 60)
             marks = [len(t.acked) for t in inserters]
-            _wait_until(
+            wait_until(
                 "more inserts after recovery",
                 lambda: all(len(t.acked) >= n + BATCHES_AFTER_RECOVERY for t, n in zip(inserters, marks, strict=True)),
                 60,

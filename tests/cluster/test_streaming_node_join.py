@@ -15,7 +15,6 @@ then a second streaming node starts on the same ``--wal-dir``. Checked:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -32,6 +31,7 @@ from tests.cluster.harness import (
     read_pchannels,
     read_sessions,
     retry,
+    wait_until,
 )
 from tests.harness import free_port
 
@@ -41,13 +41,6 @@ ROOT = "snjoin"
 PCHANNELS = 4
 
 
-def _wait_until(what: str, cond: Callable[[], object], timeout: float) -> float:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout}s")
-        time.sleep(0.1)
-    return time.monotonic()
 
 
 @pytest.mark.slow
@@ -84,7 +77,7 @@ def test_a_joining_streaming_node_takes_half_the_pchannels_without_losing_writes
         with quiet_pymilvus():
             for t in inserters:
                 t.start()
-            _wait_until("inserts before the join", lambda: min(len(t.acked) for t in inserters) >= 5, 60)
+            wait_until("inserts before the join", lambda: min(len(t.acked) for t in inserters) >= 5, 60)
             roles.append(Role("sn-b", ["streamingnode", *common, *storage, "--wal-dir", wal], logs, env))
             joined_at = time.monotonic()
             roles[-1].wait_for_log("role ready", 60)
@@ -96,10 +89,10 @@ def test_a_joining_streaming_node_takes_half_the_pchannels_without_losing_writes
                     owners.count(o) for o in set(owners)
                 ) == [2, 2]
 
-            balanced_at = _wait_until("pchannels spread over both nodes", spread, 60)
+            balanced_at = wait_until("pchannels spread over both nodes", spread, 60)
             settled = read_pchannels(etcd.endpoint, ROOT)
             marks = [len(t.acked) for t in inserters]
-            _wait_until(
+            wait_until(
                 "inserts after the rebalance",
                 lambda: all(len(t.acked) >= n + 5 for t, n in zip(inserters, marks, strict=True)),
                 60,
