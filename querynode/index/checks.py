@@ -1,0 +1,38 @@
+"""Argument checks shared by the index kinds (shapes, dtypes, ``topk``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from services.errors import InvalidArgument
+
+
+def check_vectors(vectors: np.ndarray) -> np.ndarray:
+    """``vectors`` as a C-contiguous ``(n, dim)`` float32 matrix (no copy when it already is one)."""
+    matrix = np.ascontiguousarray(vectors, dtype=np.float32)
+    if matrix.ndim != 2 or matrix.shape[1] < 1:
+        raise ValueError(f"index vectors must be a (rows, dim) matrix with dim >= 1, got shape {matrix.shape}")
+    return matrix
+
+
+def check_queries(queries: np.ndarray, dim: int) -> np.ndarray:
+    """``queries`` as C-contiguous ``(nq, dim)`` float32; ``InvalidArgument`` on another dimension."""
+    matrix = np.ascontiguousarray(queries, dtype=np.float32)
+    if matrix.ndim != 2 or matrix.shape[1] != dim:
+        raise InvalidArgument(f"query vectors must have dimension {dim}, got shape {matrix.shape}")
+    return matrix
+
+
+def check_topk(topk: int) -> None:
+    if isinstance(topk, bool) or not isinstance(topk, int | np.integer) or topk < 1:
+        raise InvalidArgument(f"topk must be a positive integer, got {topk!r}")
+
+
+def check_allowed(allowed: np.ndarray | None, num_rows: int) -> np.ndarray | None:
+    """The allowed-rows bitset as a contiguous bool array, or ``None`` when every row is allowed."""
+    if allowed is None:
+        return None
+    mask = np.ascontiguousarray(allowed, dtype=np.bool_)
+    if mask.shape != (num_rows,):
+        raise ValueError(f"allowed must hold one bool per row ({num_rows}), got shape {mask.shape}")
+    return None if mask.all() else mask

@@ -1,0 +1,57 @@
+"""Building and restoring an index of the kind an ``IndexSpec`` names.
+
+Both block on CPU work (an HNSW build takes seconds to minutes): callers run
+them in a worker thread. ``IndexSpec`` is re-exported here for the callers
+that define indexes.
+"""
+
+from __future__ import annotations
+
+from typing import assert_never
+
+import numpy as np
+
+from querynode.index.base import VectorIndex
+from querynode.index.flat import FlatIndex
+from querynode.index.hnsw import HnswIndex
+from querynode.index.options import DEFAULT_OPTIONS, IndexOptions
+from querynode.index.spec import IndexKind, IndexSpec
+
+__all__ = ["IndexSpec", "build_index", "restore_index"]
+
+
+def build_index(spec: IndexSpec, vectors: np.ndarray, *, options: IndexOptions = DEFAULT_OPTIONS) -> VectorIndex:
+    """Build ``spec``'s index over ``vectors`` (``(rows, dim)`` float32; row position = label).
+
+    FLAT keeps a reference to ``vectors`` (no copy when already float32), and
+    so does HNSW for its exact fallback: do not modify them afterwards.
+    """
+    kind = spec.kind
+    match kind:
+        case IndexKind.FLAT:
+            return FlatIndex(vectors, spec.metric_type)
+        case IndexKind.HNSW:
+            return HnswIndex.build(vectors, spec.metric_type, spec.hnsw, options)
+        case _:
+            assert_never(kind)
+
+
+def restore_index(
+    spec: IndexSpec, vectors: np.ndarray, data: bytes | None, *, options: IndexOptions = DEFAULT_OPTIONS
+) -> VectorIndex:
+    """The index ``serialize()`` turned into ``data``, over the same ``vectors``.
+
+    Raises:
+        ValueError: ``data`` does not fit the vectors or the spec.
+        RuntimeError: the backend cannot read ``data``.
+    """
+    kind = spec.kind
+    match kind:
+        case IndexKind.FLAT:
+            if data is not None:
+                raise ValueError("a FLAT index has no data")
+            return FlatIndex(vectors, spec.metric_type)
+        case IndexKind.HNSW:
+            return HnswIndex.restore(data, vectors, spec.metric_type, spec.hnsw, options)
+        case _:
+            assert_never(kind)
