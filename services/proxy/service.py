@@ -26,6 +26,8 @@ from services.expr import parse_filter
 from services.grpcutil import raise_for_status
 from services.proxy import convert
 from services.proxy.consistency import guarantee_timestamp
+from services.proxy.convert.groups import group_by_values
+from services.proxy.convert.search import check_range
 from services.proxy.metacache import CollectionEntry, MetaCache
 from services.proxy.pkfilter import primary_keys_of
 from services.proxy.reads import ReadOptions, ReadRouter
@@ -40,6 +42,9 @@ log = structlog.get_logger().bind(component="proxy")
 SERVER_VERSION = "v2.6.0-strata"
 DEFAULT_READ_TIMEOUT = 30.0
 DEFAULT_INDEX_METRIC = "COSINE"
+# Grouped searches fetch this many times topk x group_size hits per shard, at most the limit.
+GROUP_OVERFETCH = 4
+GROUP_FETCH_LIMIT = 16_384
 
 
 def milvus_rpc(response_type: type[Any]) -> Callable[[Callable[..., Awaitable[Any]]], Callable[..., Awaitable[Any]]]:
@@ -431,6 +436,15 @@ class MilvusProxy(milvus_pb2_grpc.MilvusServiceServicer):
             parse_filter(spec.filter, coll.schema, spec.filter_params or None)  # reject bad filters here
         fetch, _ = convert.resolve_output_fields(coll.schema, spec.output_fields)
         metric = await self._metric_for(coll, spec.anns_field, spec.metric_type)
+        check_range(metric, spec.radius, spec.range_filter)  # the index's metric is known now
+        group = spec.group_by_field
+        if group and group not in fetch:
+            fetch = [*fetch, group]  # the final reduce groups by its values
+        # Segments return enough hits for the groups to fill (approximate, as in Milvus: a group
+        # that ranks low in every shard may be short).
+        per_shard = spec.topk + spec.offset
+        if group:
+            per_shard = min(per_shard * spec.group_size * GROUP_OVERFETCH, GROUP_FETCH_LIMIT)
         read = ReadOptions(
             guarantee_ts=await self._guarantee(coll, request),
             filter=spec.filter,
@@ -440,14 +454,19 @@ class MilvusProxy(milvus_pb2_grpc.MilvusServiceServicer):
         )
         parts = await self._reads.search(
             coll, read=read, anns_field=spec.anns_field, metric=metric, vectors=spec.vectors,
-            topk=spec.topk + spec.offset, params=spec.params,
+            topk=per_shard, params=spec.params,
         )
         pk = coll.schema.primary_field.name
-        merged = merge_topk(parts, topk=spec.topk, metric=metric, pk_field=pk, offset=spec.offset)
-        results = convert.build_search_results(
-            merged, nq=spec.nq, topk=spec.topk, schema=coll.schema, output_fields=spec.output_fields,
-            round_decimal=spec.round_decimal,
+        merged = merge_topk(
+            parts, topk=spec.topk, metric=metric, pk_field=pk, offset=spec.offset, radius=spec.radius,
+            range_filter=spec.range_filter, group_by=group, group_size=spec.group_size,
         )
+        results = convert.build_search_results(
+            merged, nq=spec.nq, topk=spec.topk * (spec.group_size if group else 1), schema=coll.schema,
+            output_fields=spec.output_fields, round_decimal=spec.round_decimal,
+        )
+        if group:
+            results.group_by_field_value.CopyFrom(group_by_values(merged, coll.schema, group))
         return milvus_pb2.SearchResults(status=success(), results=results, collection_name=coll.name)
 
     @milvus_rpc(milvus_pb2.QueryResults)

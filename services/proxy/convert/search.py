@@ -7,17 +7,21 @@ holding every search parameter flattened, ``metric_type`` and ``radius``
 included), the query vectors as a serialised ``PlaceholderGroup`` with one
 ``FloatVector`` placeholder (each value the little-endian float32 bytes of one
 vector), the filter in ``dsl`` and its ``{name}`` values in
-``expr_template_values``.
+``expr_template_values``. A grouping search adds ``group_by_field``,
+``group_size`` and ``strict_group_size`` as top-level search_params (a client
+may also put them inside ``params``).
 
 What pymilvus reads back: ``SearchResultData.topks`` (hits per query) slices
 the flat ``ids``/``scores``/``fields_data``; ``primary_field_name`` names the
 key in each hit; ``output_fields`` minus the returned columns are dynamic keys
-to lift out of ``$meta``.
+to lift out of ``$meta``. A grouping search's per-hit group values go in
+``group_by_field_value`` (see :mod:`services.proxy.convert.groups`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +42,8 @@ from services.proxy.convert.schema import type_name
 from services.schema import CollectionSchema, DataType, FieldSchema
 
 TOPK_LIMIT = 16384
+GROUP_SIZE_LIMIT = 1024
+EF_LIMIT = 2**31 - 1
 NQ_LIMIT = 16384
 COUNT_FIELD = "count(*)"
 QUERY_COLUMN = "query"
@@ -45,9 +51,34 @@ DISTANCE_COLUMN = "distance"
 
 # Keys pymilvus repeats inside ``params`` that the spec carries on its own.
 _TOP_LEVEL_KEYS = frozenset(
-    {"topk", "limit", "offset", "metric_type", "round_decimal", "ignore_growing", "anns_field"}
+    {
+        "topk",
+        "limit",
+        "offset",
+        "metric_type",
+        "round_decimal",
+        "ignore_growing",
+        "anns_field",
+        "group_by_field",
+        "group_size",
+        "strict_group_size",
+    }
 )
-_UNSUPPORTED_KEYS = ("group_by_field", "order_by_fields")
+_UNSUPPORTED_KEYS = ("order_by_fields",)
+# Types a search can group by (Milvus: integers, strings and booleans).
+GROUP_BY_TYPES = frozenset(
+    {
+        DataType.BOOL,
+        DataType.INT8,
+        DataType.INT16,
+        DataType.INT32,
+        DataType.INT64,
+        DataType.VARCHAR,
+    }
+)
+# Metrics whose larger distances rank first (the others rank smaller first).
+_LARGER_IS_BETTER = frozenset({"IP", "COSINE"})
+_SMALLER_IS_BETTER = frozenset({"L2"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -62,9 +93,22 @@ class SearchSpec:
     metric_type: str | None = None
     """Upper-cased, ``None`` when the client left it to the index."""
     params: dict[str, Any] = field(default_factory=dict)
-    """Index search parameters (``ef``, ``nprobe``, ``radius``, ...)."""
+    """Index search parameters (``ef``, ``nprobe``, ``radius``, ...), as sent.
+
+    ``ef``, when present, has been checked and made an ``int``."""
     radius: float | None = None
+    """Range search's outer bound: L2 keeps ``d < radius``, IP/COSINE ``d > radius``."""
     range_filter: float | None = None
+    """Range search's inner bound: L2 keeps ``d >= range_filter``, IP/COSINE
+    ``d <= range_filter``. Only ever set together with ``radius``."""
+    group_by_field: str | None = None
+    """Scalar field (Bool, Int*, VarChar) whose value groups the hits; ``topk``
+    and ``offset`` then count groups, not hits."""
+    group_size: int = 1
+    """Hits kept per group, best first (1 unless grouping)."""
+    strict_group_size: bool = False
+    """Ask the segment search to try to fill every group to ``group_size``
+    (Milvus never drops a group for being short)."""
     round_decimal: int = -1
     ignore_growing: bool = False
     filter: str = ""
@@ -89,8 +133,9 @@ def parse_search_request(req: milvus_pb2.SearchRequest, schema: CollectionSchema
 
     Raises:
         InvalidArgument: bad parameters, an unknown or non-vector ``anns_field``,
-            vectors of the wrong type or dimension, or a feature this build
-            does not serve (ranker, group by, search by primary keys).
+            vectors of the wrong type or dimension, a bad group by or range
+            search, or a feature this build does not serve (ranker, order
+            by, search by primary keys).
     """
     if len(req.sub_reqs) > 0:
         raise InvalidArgument("hybrid search through sub requests is not supported yet")
@@ -124,6 +169,13 @@ def parse_search_request(req: milvus_pb2.SearchRequest, schema: CollectionSchema
             f"round_decimal {round_decimal} is invalid, should be -1 or an integer in range [0, 6]"
         )
     metric = str(kv.get("metric_type") or params.get("metric_type") or "").strip().upper()
+    radius = _optional_float("radius", params.get("radius"))
+    range_filter = _optional_float("range_filter", params.get("range_filter"))
+    check_range(metric, radius, range_filter)
+    group_by, group_size, strict = _grouping(schema, kv, params)
+    index_params = {k: v for k, v in params.items() if k not in _TOP_LEVEL_KEYS}
+    if "ef" in index_params:
+        index_params["ef"] = _parse_ef(index_params["ef"])
 
     anns = _anns_field(schema, kv.get("anns_field", "").strip())
     vectors = _decode_vectors(req.placeholder_group, anns)
@@ -138,9 +190,12 @@ def parse_search_request(req: milvus_pb2.SearchRequest, schema: CollectionSchema
         topk=topk,
         offset=offset,
         metric_type=metric or None,
-        params={k: v for k, v in params.items() if k not in _TOP_LEVEL_KEYS},
-        radius=_optional_float("radius", params.get("radius")),
-        range_filter=_optional_float("range_filter", params.get("range_filter")),
+        params=index_params,
+        radius=radius,
+        range_filter=range_filter,
+        group_by_field=group_by,
+        group_size=group_size,
+        strict_group_size=strict,
         round_decimal=round_decimal,
         ignore_growing=_parse_bool("ignore_growing", kv.get("ignore_growing", "false")),
         filter=req.dsl,
@@ -174,7 +229,7 @@ def _parse_int(key: str, raw: Any) -> int:
         raise InvalidArgument(f"{key} [{raw}] is invalid, it should be an integer") from None
 
 
-def _parse_bool(key: str, raw: str) -> bool:
+def _parse_bool(key: str, raw: Any) -> bool:
     text = str(raw).strip().lower()
     if text in ("true", "1"):
         return True
@@ -186,12 +241,100 @@ def _parse_bool(key: str, raw: str) -> bool:
 def _optional_float(key: str, raw: Any) -> float | None:
     if raw is None:
         return None
+    message = f"{key} [{raw}] is invalid, it should be a number"
     if isinstance(raw, bool):
-        raise InvalidArgument(f"{key} [{raw}] is invalid, it should be a number")
+        raise InvalidArgument(message)
     try:
-        return float(raw)
+        value = float(raw)
     except (TypeError, ValueError):
-        raise InvalidArgument(f"{key} [{raw}] is invalid, it should be a number") from None
+        raise InvalidArgument(message) from None
+    if math.isnan(value):
+        raise InvalidArgument(message)
+    return value
+
+
+def _setting(kv: Mapping[str, str], params: Mapping[str, Any], key: str) -> Any:
+    """A search setting sent top-level (pymilvus' kwargs) or inside ``params``."""
+    value = kv.get(key)
+    return params.get(key) if value in (None, "") else value
+
+
+def _parse_ef(raw: Any) -> int:
+    message = f"param 'ef' ({raw}) should be an integer in range [1, {EF_LIMIT}]"
+    if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
+        raise InvalidArgument(message)
+    try:
+        ef = int(raw)
+    except (TypeError, ValueError):
+        raise InvalidArgument(message) from None
+    if not 1 <= ef <= EF_LIMIT:
+        raise InvalidArgument(message)
+    return ef
+
+
+def check_range(metric: str | None, radius: float | None, range_filter: float | None) -> None:
+    """Check a range search's bounds against the metric, as Milvus does.
+
+    ``range_filter`` needs ``radius``. Both given: for L2 (smaller is
+    better) ``range_filter < radius``, for IP/COSINE ``radius <
+    range_filter``. With no metric yet (the client left it to the index) or
+    one this check does not know, only the pairing is checked: call again
+    once the index's metric is known.
+
+    Raises:
+        InvalidArgument: the bounds are in the wrong order, or
+            ``range_filter`` came without ``radius``.
+    """
+    if range_filter is not None and radius is None:
+        raise InvalidArgument("range_filter is only valid together with radius (a range search)")
+    if radius is None or range_filter is None:
+        return
+    name = (metric or "").strip().upper()
+    if name in _SMALLER_IS_BETTER and not range_filter < radius:
+        raise InvalidArgument(
+            f"range_filter [{range_filter}] must be less than radius [{radius}] for metric {name}"
+        )
+    if name in _LARGER_IS_BETTER and not radius < range_filter:
+        raise InvalidArgument(
+            f"range_filter [{range_filter}] must be greater than radius [{radius}] "
+            f"for metric {name}"
+        )
+
+
+def _grouping(
+    schema: CollectionSchema, kv: Mapping[str, str], params: Mapping[str, Any]
+) -> tuple[str | None, int, bool]:
+    """``(group_by_field, group_size, strict_group_size)`` of a search.
+
+    ``group_size`` and ``strict_group_size`` are checked even without a
+    field to group by, then reset to their defaults (Milvus ignores them).
+    """
+    raw_size = _setting(kv, params, "group_size")
+    group_size = 1 if raw_size is None else _parse_int("group_size", raw_size)
+    if not 1 <= group_size <= GROUP_SIZE_LIMIT:
+        raise InvalidArgument(
+            f"group_size [{group_size}] is invalid, it should be in range [1, {GROUP_SIZE_LIMIT}]"
+        )
+    raw_strict = _setting(kv, params, "strict_group_size")
+    strict = raw_strict is not None and _parse_bool("strict_group_size", raw_strict)
+    name = str(_setting(kv, params, "group_by_field") or "").strip()
+    if not name:
+        return None, 1, False
+    _check_group_by_field(schema, name)
+    return name, group_size, strict
+
+
+def _check_group_by_field(schema: CollectionSchema, name: str) -> None:
+    if not schema.has_field(name):
+        raise InvalidArgument(
+            f"group_by_field `{name}` does not exist in collection {schema.name}"
+        )
+    group_by = schema.field(name)
+    if group_by.dtype not in GROUP_BY_TYPES or group_by.is_dynamic:
+        raise InvalidArgument(
+            f"group_by_field `{name}` of type {type_name(group_by.dtype)} is not supported, "
+            f"search can group by Bool, Int8, Int16, Int32, Int64 or VarChar fields only"
+        )
 
 
 def _anns_field(schema: CollectionSchema, name: str) -> FieldSchema:

@@ -147,7 +147,11 @@ BAD_REQUESTS: list[tuple[str, dict[str, Any], str]] = [
     ("round_decimal", {"round_decimal": 7}, "round_decimal 7 is invalid"),
     ("unknown anns", {"anns_field": "nope"}, "anns field `nope` does not exist in collection c"),
     ("scalar anns", {"anns_field": "title"}, "anns field `title` is not a vector field"),
-    ("group by", {"group_by_field": "title"}, "group_by_field is not supported yet"),
+    (
+        "order by",
+        {"order_by_fields": [{"field": "title", "order": "asc"}]},
+        "order_by_fields is not supported yet",
+    ),
     ("by primary keys", {"data": None, "ids": [1, 2]}, "search by primary keys"),
 ]
 
