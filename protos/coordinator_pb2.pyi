@@ -189,18 +189,20 @@ class LoadCollectionRequest(_message.Message):
     def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., replica_number: _Optional[int] = ...) -> None: ...
 
 class ChannelPlacement(_message.Message):
-    __slots__ = ("vchannel", "pchannel", "node_id", "address", "ready")
+    __slots__ = ("vchannel", "pchannel", "node_id", "address", "ready", "replica_id")
     VCHANNEL_FIELD_NUMBER: _ClassVar[int]
     PCHANNEL_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     READY_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
     vchannel: str
     pchannel: str
     node_id: int
     address: str
     ready: bool
-    def __init__(self, vchannel: _Optional[str] = ..., pchannel: _Optional[str] = ..., node_id: _Optional[int] = ..., address: _Optional[str] = ..., ready: _Optional[bool] = ...) -> None: ...
+    replica_id: int
+    def __init__(self, vchannel: _Optional[str] = ..., pchannel: _Optional[str] = ..., node_id: _Optional[int] = ..., address: _Optional[str] = ..., ready: _Optional[bool] = ..., replica_id: _Optional[int] = ...) -> None: ...
 
 class QueryViewResponse(_message.Message):
     __slots__ = ("status", "state", "channels", "progress")

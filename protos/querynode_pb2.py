@@ -25,37 +25,59 @@ _sym_db = _symbol_database.Default()
 from protos import common_pb2 as protos_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16protos/querynode.proto\x12\x10strata.querynode\x1a\x13protos/common.proto\"7\n\x0eStatusResponse\x12%\n\x06status\x18\x01 \x01(\x0b\x32\x15.strata.common.Status\"\xc0\x01\n\x13WatchChannelRequest\x12\x15\n\rcollection_id\x18\x01 \x01(\x03\x12\x10\n\x08vchannel\x18\x02 \x01(\t\x12\x10\n\x08pchannel\x18\x03 \x01(\t\x12\x13\n\x0bschema_json\x18\x04 \x01(\t\x12+\n\ncheckpoint\x18\x05 \x01(\x0b\x32\x17.strata.common.Position\x12,\n\x08segments\x18\x06 \x03(\x0b\x32\x1a.strata.common.SegmentInfo\"}\n\x17SyncDistributionRequest\x12\x15\n\rcollection_id\x18\x01 \x01(\x03\x12\x10\n\x08vchannel\x18\x02 \x01(\t\x12(\n\x04load\x18\x03 \x03(\x0b\x32\x1a.strata.common.SegmentInfo\x12\x0f\n\x07release\x18\x04 \x03(\x03\"@\n\x15UnwatchChannelRequest\x12\x15\n\rcollection_id\x18\x01 \x01(\x03\x12\x10\n\x08vchannel\x18\x02 \x01(\t\"|\n\x0bReadOptions\x12\x1b\n\x13guarantee_timestamp\x18\x01 \x01(\x04\x12\x0e\n\x06\x66ilter\x18\x02 \x01(\t\x12\x15\n\rfilter_params\x18\x03 \x01(\t\x12\x15\n\routput_fields\x18\x04 \x03(\t\x12\x12\n\ntimeout_ms\x18\x05 \x01(\x03\"\xbd\x01\n\rSearchRequest\x12\x15\n\rcollection_id\x18\x01 \x01(\x03\x12\x10\n\x08vchannel\x18\x02 \x01(\t\x12+\n\x04read\x18\x03 \x01(\x0b\x32\x1d.strata.querynode.ReadOptions\x12\x12\n\nanns_field\x18\x04 \x01(\t\x12\x13\n\x0bmetric_type\x18\x05 \x01(\t\x12\x0f\n\x07vectors\x18\x06 \x01(\x0c\x12\x0c\n\x04topk\x18\x07 \x01(\x03\x12\x0e\n\x06params\x18\x08 \x01(\t\"H\n\x0eSearchResponse\x12%\n\x06status\x18\x01 \x01(\x0b\x32\x15.strata.common.Status\x12\x0f\n\x07results\x18\x02 \x01(\x0c\"\x87\x01\n\x0cQueryRequest\x12\x15\n\rcollection_id\x18\x01 \x01(\x03\x12\x10\n\x08vchannel\x18\x02 \x01(\t\x12+\n\x04read\x18\x03 \x01(\x0b\x32\x1d.strata.querynode.ReadOptions\x12\r\n\x05limit\x18\x04 \x01(\x03\x12\x12\n\ncount_only\x18\x05 \x01(\x08\"V\n\rQueryResponse\x12%\n\x06status\x18\x01 \x01(\x0b\x32\x15.strata.common.Status\x12\x0f\n\x07results\x18\x02 \x01(\x0c\x12\r\n\x05\x63ount\x18\x03 \x01(\x03\"\x1c\n\x1aGetDataDistributionRequest\"\xa6\x01\n\x13\x43hannelDistribution\x12\x15\n\rcollection_id\x18\x01 \x01(\x03\x12\x10\n\x08vchannel\x18\x02 \x01(\t\x12\r\n\x05tsafe\x18\x03 \x01(\x04\x12\x14\n\x0cgrowing_rows\x18\x04 \x01(\x03\x12\x17\n\x0fsealed_segments\x18\x05 \x03(\x03\x12\x13\n\x0bserviceable\x18\x06 \x01(\x08\x12\x13\n\x0bsealed_rows\x18\x07 \x01(\x03\"g\n\x1bGetDataDistributionResponse\x12\x0f\n\x07node_id\x18\x01 \x01(\x03\x12\x37\n\x08\x63hannels\x18\x02 \x03(\x0b\x32%.strata.querynode.ChannelDistribution2\xad\x04\n\tQueryNode\x12W\n\x0cWatchChannel\x12%.strata.querynode.WatchChannelRequest\x1a .strata.querynode.StatusResponse\x12[\n\x0eUnwatchChannel\x12\'.strata.querynode.UnwatchChannelRequest\x1a .strata.querynode.StatusResponse\x12_\n\x10SyncDistribution\x12).strata.querynode.SyncDistributionRequest\x1a .strata.querynode.StatusResponse\x12K\n\x06Search\x12\x1f.strata.querynode.SearchRequest\x1a .strata.querynode.SearchResponse\x12H\n\x05Query\x12\x1e.strata.querynode.QueryRequest\x1a\x1f.strata.querynode.QueryResponse\x12r\n\x13GetDataDistribution\x12,.strata.querynode.GetDataDistributionRequest\x1a-.strata.querynode.GetDataDistributionResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16protos/querynode.proto\x12\x10strata.querynode\x1a\x13protos/common.proto\"7\n\x0eStatusResponse\x12%\n\x06status\x18\x01 \x01(\x0b\x32\x15.strata.common.Status\"\xba\x02\n\x13WatchChannelRequest\x12\x15\n\rcollection_id\x18\x01 \x01(\x03\x12\x10\n\x08vchannel\x18\x02 \x01(\t\x12\x10\n\x08pchannel\x18\x03 \x01(\t\x12\x13\n\x0bschema_json\x18\x04 \x01(\t\x12+\n\ncheckpoint\x18\x05 \x01(\x0b\x32\x17.strata.common.Position\x12,\n\x08segments\x18\x06 \x03(\x0b\x32\x1a.strata.common.SegmentInfo\x12\x36\n\nplacements\x18\x07 \x03(\x0b\x32\".strata.querynode.SegmentPlacement\x12,\n\x07indexes\x18\x08 \x03(\x0b\x32\x1b.strata.querynode.IndexSpec\x12\x12\n\nreplica_id\x18\t \x01(\x03\"\xe3\x01\n\x17SyncDistributionRequest\x12\x15\n\rcollection_id\x18\x01 \x01(\x03\x12\x10\n\x08vchannel\x18\x02 \x01(\t\x12(\n\x04load\x18\x03 \x03(\x0b\x32\x1a.strata.common.SegmentInfo\x12\x0f\n\x07release\x18\x04 \x03(\x03\x12\x36\n\nplacements\x18\x05 \x03(\x0b\x32\".strata.querynode.SegmentPlacement\x12,\n\x07indexes\x18\x06 \x03(\x0b\x32\x1b.strata.querynode.IndexSpec\"\x99\x01\n\tIndexSpec\x12\x12\n\nfield_name\x18\x01 \x01(\t\x12\x10\n\x08index_id\x18\x02 \x01(\x03\x12\x37\n\x06params\x18\x03 \x03(\x0b\x32\'.strata.querynode.IndexSpec.ParamsEntry\x1a-\n\x0bParamsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"a\n\x10SegmentPlacement\x12+\n\x07segment\x18\x01 \x01(\x0b\x32\x1a.strata.common.SegmentInfo\x12\x0f\n\x07node_id\x18\x02 \x01(\x03\x12\x0f\n\x07\x61\x64\x64ress\x18\x03 \x01(\t\"/\n\x0bSegmentCuts\x12\x12\n\nsegment_id\x18\x01 \x01(\x03\x12\x0c\n\x04\x63uts\x18\x02 \x01(\x0c\"\xca\x01\n\x13LoadSegmentsRequest\x12\x15\n\rcollection_id\x18\x01 \x01(\x03\x12\x13\n\x0bschema_json\x18\x02 \x01(\t\x12,\n\x08segments\x18\x03 \x03(\x0b\x32\x1a.strata.common.SegmentInfo\x12,\n\x07indexes\x18\x04 \x03(\x0b\x32\x1b.strata.querynode.IndexSpec\x12+\n\x04\x63uts\x18\x05 \x03(\x0b\x32\x1d.strata.querynode.SegmentCuts\"D\n\x16ReleaseSegmentsRequest\x12\x15\n\rcollection_id\x18\x01 \x01(\x03\x12\x13\n\x0bsegment_ids\x18\x02 \x03(\x03\"S\n\rDeleteRequest\x12\x15\n\rcollection_id\x18\x01 \x01(\x03\x12+\n\x04\x63uts\x18\x02 \x03(\x0b\x32\x1d.strata.querynode.SegmentCuts\"\xd9\x01\n\x15SearchSegmentsRequest\x12\x15\n\rcollection_id\x18\x01 \x01(\x03\x12\x13\n\x0bsegment_ids\x18\x02 \x03(\x03\x12\x0f\n\x07read_ts\x18\x03 \x01(\x04\x12+\n\x04read\x18\x04 \x01(\x0b\x32\x1d.strata.querynode.ReadOptions\x12\x12\n\nanns_field\x18\x05 \x01(\t\x12\x13\n\x0bmetric_type\x18\x06 \x01(\t\x12\x0f\n\x07vectors\x18\x07 \x01(\x0c\x12\x0c\n\x04topk\x18\x08 \x01(\x03\x12\x0e\n\x06params\x18\t \x01(\t\"\xa3\x01\n\x14QuerySegmentsRequest\x12\x15\n\rcollection_id\x18\x01 \x01(\x03\x12\x13\n\x0bsegment_ids\x18\x02 \x03(\x03\x12\x0f\n\x07read_ts\x18\x03 \x01(\x04\x12+\n\x04read\x18\x04 \x01(\x0b\x32\x1d.strata.querynode.ReadOptions\x12\r\n\x05limit\x18\x05 \x01(\x03\x12\x12\n\ncount_only\x18\x06 \x01(\x08\"@\n\x15UnwatchChannelRequest\x12\x15\n\rcollection_id\x18\x01 \x01(\x03\x12\x10\n\x08vchannel\x18\x02 \x01(\t\"|\n\x0bReadOptions\x12\x1b\n\x13guarantee_timestamp\x18\x01 \x01(\x04\x12\x0e\n\x06\x66ilter\x18\x02 \x01(\t\x12\x15\n\rfilter_params\x18\x03 \x01(\t\x12\x15\n\routput_fields\x18\x04 \x03(\t\x12\x12\n\ntimeout_ms\x18\x05 \x01(\x03\"\xbd\x01\n\rSearchRequest\x12\x15\n\rcollection_id\x18\x01 \x01(\x03\x12\x10\n\x08vchannel\x18\x02 \x01(\t\x12+\n\x04read\x18\x03 \x01(\x0b\x32\x1d.strata.querynode.ReadOptions\x12\x12\n\nanns_field\x18\x04 \x01(\t\x12\x13\n\x0bmetric_type\x18\x05 \x01(\t\x12\x0f\n\x07vectors\x18\x06 \x01(\x0c\x12\x0c\n\x04topk\x18\x07 \x01(\x03\x12\x0e\n\x06params\x18\x08 \x01(\t\"H\n\x0eSearchResponse\x12%\n\x06status\x18\x01 \x01(\x0b\x32\x15.strata.common.Status\x12\x0f\n\x07results\x18\x02 \x01(\x0c\"\x87\x01\n\x0cQueryRequest\x12\x15\n\rcollection_id\x18\x01 \x01(\x03\x12\x10\n\x08vchannel\x18\x02 \x01(\t\x12+\n\x04read\x18\x03 \x01(\x0b\x32\x1d.strata.querynode.ReadOptions\x12\r\n\x05limit\x18\x04 \x01(\x03\x12\x12\n\ncount_only\x18\x05 \x01(\x08\"V\n\rQueryResponse\x12%\n\x06status\x18\x01 \x01(\x0b\x32\x15.strata.common.Status\x12\x0f\n\x07results\x18\x02 \x01(\x0c\x12\r\n\x05\x63ount\x18\x03 \x01(\x03\"\x1c\n\x1aGetDataDistributionRequest\"\xba\x01\n\x13\x43hannelDistribution\x12\x15\n\rcollection_id\x18\x01 \x01(\x03\x12\x10\n\x08vchannel\x18\x02 \x01(\t\x12\r\n\x05tsafe\x18\x03 \x01(\x04\x12\x14\n\x0cgrowing_rows\x18\x04 \x01(\x03\x12\x17\n\x0fsealed_segments\x18\x05 \x03(\x03\x12\x13\n\x0bserviceable\x18\x06 \x01(\x08\x12\x13\n\x0bsealed_rows\x18\x07 \x01(\x03\x12\x12\n\nreplica_id\x18\x08 \x01(\x03\"H\n\rLoadedSegment\x12\x15\n\rcollection_id\x18\x01 \x01(\x03\x12\x12\n\nsegment_id\x18\x02 \x01(\x03\x12\x0c\n\x04rows\x18\x03 \x01(\x03\"\x9a\x01\n\x1bGetDataDistributionResponse\x12\x0f\n\x07node_id\x18\x01 \x01(\x03\x12\x37\n\x08\x63hannels\x18\x02 \x03(\x0b\x32%.strata.querynode.ChannelDistribution\x12\x31\n\x08segments\x18\x03 \x03(\x0b\x32\x1f.strata.querynode.LoadedSegment2\xe9\x07\n\tQueryNode\x12W\n\x0cWatchChannel\x12%.strata.querynode.WatchChannelRequest\x1a .strata.querynode.StatusResponse\x12[\n\x0eUnwatchChannel\x12\'.strata.querynode.UnwatchChannelRequest\x1a .strata.querynode.StatusResponse\x12_\n\x10SyncDistribution\x12).strata.querynode.SyncDistributionRequest\x1a .strata.querynode.StatusResponse\x12W\n\x0cLoadSegments\x12%.strata.querynode.LoadSegmentsRequest\x1a .strata.querynode.StatusResponse\x12]\n\x0fReleaseSegments\x12(.strata.querynode.ReleaseSegmentsRequest\x1a .strata.querynode.StatusResponse\x12K\n\x06\x44\x65lete\x12\x1f.strata.querynode.DeleteRequest\x1a .strata.querynode.StatusResponse\x12[\n\x0eSearchSegments\x12\'.strata.querynode.SearchSegmentsRequest\x1a .strata.querynode.SearchResponse\x12X\n\rQuerySegments\x12&.strata.querynode.QuerySegmentsRequest\x1a\x1f.strata.querynode.QueryResponse\x12K\n\x06Search\x12\x1f.strata.querynode.SearchRequest\x1a .strata.querynode.SearchResponse\x12H\n\x05Query\x12\x1e.strata.querynode.QueryRequest\x1a\x1f.strata.querynode.QueryResponse\x12r\n\x13GetDataDistribution\x12,.strata.querynode.GetDataDistributionRequest\x1a-.strata.querynode.GetDataDistributionResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'protos.querynode_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_INDEXSPEC_PARAMSENTRY']._loaded_options = None
+  _globals['_INDEXSPEC_PARAMSENTRY']._serialized_options = b'8\001'
   _globals['_STATUSRESPONSE']._serialized_start=65
   _globals['_STATUSRESPONSE']._serialized_end=120
   _globals['_WATCHCHANNELREQUEST']._serialized_start=123
-  _globals['_WATCHCHANNELREQUEST']._serialized_end=315
-  _globals['_SYNCDISTRIBUTIONREQUEST']._serialized_start=317
-  _globals['_SYNCDISTRIBUTIONREQUEST']._serialized_end=442
-  _globals['_UNWATCHCHANNELREQUEST']._serialized_start=444
-  _globals['_UNWATCHCHANNELREQUEST']._serialized_end=508
-  _globals['_READOPTIONS']._serialized_start=510
-  _globals['_READOPTIONS']._serialized_end=634
-  _globals['_SEARCHREQUEST']._serialized_start=637
-  _globals['_SEARCHREQUEST']._serialized_end=826
-  _globals['_SEARCHRESPONSE']._serialized_start=828
-  _globals['_SEARCHRESPONSE']._serialized_end=900
-  _globals['_QUERYREQUEST']._serialized_start=903
-  _globals['_QUERYREQUEST']._serialized_end=1038
-  _globals['_QUERYRESPONSE']._serialized_start=1040
-  _globals['_QUERYRESPONSE']._serialized_end=1126
-  _globals['_GETDATADISTRIBUTIONREQUEST']._serialized_start=1128
-  _globals['_GETDATADISTRIBUTIONREQUEST']._serialized_end=1156
-  _globals['_CHANNELDISTRIBUTION']._serialized_start=1159
-  _globals['_CHANNELDISTRIBUTION']._serialized_end=1325
-  _globals['_GETDATADISTRIBUTIONRESPONSE']._serialized_start=1327
-  _globals['_GETDATADISTRIBUTIONRESPONSE']._serialized_end=1430
-  _globals['_QUERYNODE']._serialized_start=1433
-  _globals['_QUERYNODE']._serialized_end=1990
+  _globals['_WATCHCHANNELREQUEST']._serialized_end=437
+  _globals['_SYNCDISTRIBUTIONREQUEST']._serialized_start=440
+  _globals['_SYNCDISTRIBUTIONREQUEST']._serialized_end=667
+  _globals['_INDEXSPEC']._serialized_start=670
+  _globals['_INDEXSPEC']._serialized_end=823
+  _globals['_INDEXSPEC_PARAMSENTRY']._serialized_start=778
+  _globals['_INDEXSPEC_PARAMSENTRY']._serialized_end=823
+  _globals['_SEGMENTPLACEMENT']._serialized_start=825
+  _globals['_SEGMENTPLACEMENT']._serialized_end=922
+  _globals['_SEGMENTCUTS']._serialized_start=924
+  _globals['_SEGMENTCUTS']._serialized_end=971
+  _globals['_LOADSEGMENTSREQUEST']._serialized_start=974
+  _globals['_LOADSEGMENTSREQUEST']._serialized_end=1176
+  _globals['_RELEASESEGMENTSREQUEST']._serialized_start=1178
+  _globals['_RELEASESEGMENTSREQUEST']._serialized_end=1246
+  _globals['_DELETEREQUEST']._serialized_start=1248
+  _globals['_DELETEREQUEST']._serialized_end=1331
+  _globals['_SEARCHSEGMENTSREQUEST']._serialized_start=1334
+  _globals['_SEARCHSEGMENTSREQUEST']._serialized_end=1551
+  _globals['_QUERYSEGMENTSREQUEST']._serialized_start=1554
+  _globals['_QUERYSEGMENTSREQUEST']._serialized_end=1717
+  _globals['_UNWATCHCHANNELREQUEST']._serialized_start=1719
+  _globals['_UNWATCHCHANNELREQUEST']._serialized_end=1783
+  _globals['_READOPTIONS']._serialized_start=1785
+  _globals['_READOPTIONS']._serialized_end=1909
+  _globals['_SEARCHREQUEST']._serialized_start=1912
+  _globals['_SEARCHREQUEST']._serialized_end=2101
+  _globals['_SEARCHRESPONSE']._serialized_start=2103
+  _globals['_SEARCHRESPONSE']._serialized_end=2175
+  _globals['_QUERYREQUEST']._serialized_start=2178
+  _globals['_QUERYREQUEST']._serialized_end=2313
+  _globals['_QUERYRESPONSE']._serialized_start=2315
+  _globals['_QUERYRESPONSE']._serialized_end=2401
+  _globals['_GETDATADISTRIBUTIONREQUEST']._serialized_start=2403
+  _globals['_GETDATADISTRIBUTIONREQUEST']._serialized_end=2431
+  _globals['_CHANNELDISTRIBUTION']._serialized_start=2434
+  _globals['_CHANNELDISTRIBUTION']._serialized_end=2620
+  _globals['_LOADEDSEGMENT']._serialized_start=2622
+  _globals['_LOADEDSEGMENT']._serialized_end=2694
+  _globals['_GETDATADISTRIBUTIONRESPONSE']._serialized_start=2697
+  _globals['_GETDATADISTRIBUTIONRESPONSE']._serialized_end=2851
+  _globals['_QUERYNODE']._serialized_start=2854
+  _globals['_QUERYNODE']._serialized_end=3855
 # @@protoc_insertion_point(module_scope)

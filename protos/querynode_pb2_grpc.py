@@ -49,6 +49,31 @@ class QueryNodeStub:
                 request_serializer=protos_dot_querynode__pb2.SyncDistributionRequest.SerializeToString,
                 response_deserializer=protos_dot_querynode__pb2.StatusResponse.FromString,
                 _registered_method=True)
+        self.LoadSegments = channel.unary_unary(
+                '/strata.querynode.QueryNode/LoadSegments',
+                request_serializer=protos_dot_querynode__pb2.LoadSegmentsRequest.SerializeToString,
+                response_deserializer=protos_dot_querynode__pb2.StatusResponse.FromString,
+                _registered_method=True)
+        self.ReleaseSegments = channel.unary_unary(
+                '/strata.querynode.QueryNode/ReleaseSegments',
+                request_serializer=protos_dot_querynode__pb2.ReleaseSegmentsRequest.SerializeToString,
+                response_deserializer=protos_dot_querynode__pb2.StatusResponse.FromString,
+                _registered_method=True)
+        self.Delete = channel.unary_unary(
+                '/strata.querynode.QueryNode/Delete',
+                request_serializer=protos_dot_querynode__pb2.DeleteRequest.SerializeToString,
+                response_deserializer=protos_dot_querynode__pb2.StatusResponse.FromString,
+                _registered_method=True)
+        self.SearchSegments = channel.unary_unary(
+                '/strata.querynode.QueryNode/SearchSegments',
+                request_serializer=protos_dot_querynode__pb2.SearchSegmentsRequest.SerializeToString,
+                response_deserializer=protos_dot_querynode__pb2.SearchResponse.FromString,
+                _registered_method=True)
+        self.QuerySegments = channel.unary_unary(
+                '/strata.querynode.QueryNode/QuerySegments',
+                request_serializer=protos_dot_querynode__pb2.QuerySegmentsRequest.SerializeToString,
+                response_deserializer=protos_dot_querynode__pb2.QueryResponse.FromString,
+                _registered_method=True)
         self.Search = channel.unary_unary(
                 '/strata.querynode.QueryNode/Search',
                 request_serializer=protos_dot_querynode__pb2.SearchRequest.SerializeToString,
@@ -84,9 +109,42 @@ class QueryNodeServicer:
         raise NotImplementedError('Method not implemented!')
 
     def SyncDistribution(self, request, context):
-        """The coordinator's view of a vchannel's sealed segments: load these, release those.
-        The delegator's distribution changes only through this call (and WatchChannel).
+        """The coordinator's view of a vchannel's sealed segments: load these (on the named
+        workers), release those. The delegator's distribution changes only through this call
+        (and WatchChannel).
         """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def LoadSegments(self, request, context):
+        """Worker role: sealed segments of any vchannel, on behalf of its delegator.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReleaseSegments(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Delete(self, request, context):
+        """Cuts (deletes, and newer versions of a key inserted elsewhere) forwarded by a delegator.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SearchSegments(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def QuerySegments(self, request, context):
+        """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -126,6 +184,31 @@ def add_QueryNodeServicer_to_server(servicer, server):
                     servicer.SyncDistribution,
                     request_deserializer=protos_dot_querynode__pb2.SyncDistributionRequest.FromString,
                     response_serializer=protos_dot_querynode__pb2.StatusResponse.SerializeToString,
+            ),
+            'LoadSegments': grpc.unary_unary_rpc_method_handler(
+                    servicer.LoadSegments,
+                    request_deserializer=protos_dot_querynode__pb2.LoadSegmentsRequest.FromString,
+                    response_serializer=protos_dot_querynode__pb2.StatusResponse.SerializeToString,
+            ),
+            'ReleaseSegments': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReleaseSegments,
+                    request_deserializer=protos_dot_querynode__pb2.ReleaseSegmentsRequest.FromString,
+                    response_serializer=protos_dot_querynode__pb2.StatusResponse.SerializeToString,
+            ),
+            'Delete': grpc.unary_unary_rpc_method_handler(
+                    servicer.Delete,
+                    request_deserializer=protos_dot_querynode__pb2.DeleteRequest.FromString,
+                    response_serializer=protos_dot_querynode__pb2.StatusResponse.SerializeToString,
+            ),
+            'SearchSegments': grpc.unary_unary_rpc_method_handler(
+                    servicer.SearchSegments,
+                    request_deserializer=protos_dot_querynode__pb2.SearchSegmentsRequest.FromString,
+                    response_serializer=protos_dot_querynode__pb2.SearchResponse.SerializeToString,
+            ),
+            'QuerySegments': grpc.unary_unary_rpc_method_handler(
+                    servicer.QuerySegments,
+                    request_deserializer=protos_dot_querynode__pb2.QuerySegmentsRequest.FromString,
+                    response_serializer=protos_dot_querynode__pb2.QueryResponse.SerializeToString,
             ),
             'Search': grpc.unary_unary_rpc_method_handler(
                     servicer.Search,
@@ -224,6 +307,141 @@ class QueryNode:
             '/strata.querynode.QueryNode/SyncDistribution',
             protos_dot_querynode__pb2.SyncDistributionRequest.SerializeToString,
             protos_dot_querynode__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LoadSegments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.querynode.QueryNode/LoadSegments',
+            protos_dot_querynode__pb2.LoadSegmentsRequest.SerializeToString,
+            protos_dot_querynode__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReleaseSegments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.querynode.QueryNode/ReleaseSegments',
+            protos_dot_querynode__pb2.ReleaseSegmentsRequest.SerializeToString,
+            protos_dot_querynode__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Delete(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.querynode.QueryNode/Delete',
+            protos_dot_querynode__pb2.DeleteRequest.SerializeToString,
+            protos_dot_querynode__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SearchSegments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.querynode.QueryNode/SearchSegments',
+            protos_dot_querynode__pb2.SearchSegmentsRequest.SerializeToString,
+            protos_dot_querynode__pb2.SearchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def QuerySegments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.querynode.QueryNode/QuerySegments',
+            protos_dot_querynode__pb2.QuerySegmentsRequest.SerializeToString,
+            protos_dot_querynode__pb2.QueryResponse.FromString,
             options,
             channel_credentials,
             insecure,

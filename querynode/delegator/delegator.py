@@ -1,28 +1,38 @@
-"""The delegator of one vchannel: sealed segments from object storage, growing data from the WAL.
+"""The delegator of one vchannel in one replica: growing data here, sealed segments on workers.
 
 Lifetime (``start`` to ``stop``), one task:
 
-1. load what the coordinator's ``WatchChannel`` named: the deletes of the
-   vchannel's FLUSHED L0 segments, then its FLUSHED L1 segments (sealed);
-   from then on the delegator is *serviceable*;
-2. consume the vchannel from the checkpoint the coordinator gave (every
-   message at or before it is in those segments): inserts go to growing
-   segments (not to segments already sealed here), deletes everywhere, each
-   TimeTick advances tsafe.
+1. read the deletes of the FLUSHED L0 segments ``WatchChannel`` named, then
+   load its FLUSHED L1 segments onto the workers it named (``sync``); from
+   then on the delegator is *serviceable*;
+2. consume the vchannel from the checkpoint: inserts go to growing segments
+   (skipping segments served sealed), deletes everywhere; each TimeTick
+   advances tsafe.
 
-The set of sealed segments changes only through ``sync`` (the coordinator's
-``SyncDistribution``): a newly FLUSHED segment is loaded off the event loop and
-then, under the data lock, replaces its growing copy in one step (no gap, no
-duplicate); a released segment goes. Reads wait until tsafe reaches their
-guarantee timestamp, then read every segment at tsafe under the data lock, in
-a worker thread, and merge.
+What ends a version of a key — a delete, or an insert of the key in another
+segment — is applied to growing data here and **forwarded** to the sealed
+segments whose PK statistics (the *PK oracle*: bloom filter + min/max of each
+sealed segment) may hold the key, on their workers, before the next message is
+applied; so by the time tsafe passes it, every segment has it. Everything is
+also kept in the ``CutLog`` for segments loaded later.
+
+**Loading a sealed segment** (no gap, no duplicate): read its PK stats and its
+rows' ``(pk, ts)`` from object storage; note the cut log's position; ask the
+worker to load it with every cut recorded so far that may concern it; then,
+under the data lock, forward what arrived meanwhile, cut older versions
+elsewhere by its rows, drop its growing copy and publish it in the
+distribution, all in one step.
+
+The distribution is versioned (``distribution.py``): reads pin a snapshot and
+a released segment leaves its worker only once no pinned snapshot names it.
+A forward or read that fails on a worker takes that worker's segments out of
+the distribution (*offline*); reads then fail with NOT_READY until the
+coordinator has them loaded again (possibly elsewhere), and the proxy can use
+another replica meanwhile.
 
 If the WAL no longer holds the position to resume from (``PositionTruncated``),
 the delegator stops and reports itself *broken*; the coordinator watches the
-channel again with a fresh checkpoint and the segments that cover the rest.
-
-Walking-skeleton scope still: sealed segments live in this process (workers
-and HNSW are issue #6) and search is exact.
+channel again with a fresh checkpoint.
 """
 
 from __future__ import annotations
@@ -32,23 +42,32 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import grpc
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import structlog
 
+from protos import querynode_pb2 as qpb
 from protos.common_pb2 import Message, MessageType
+from querynode.delegator.cutlog import CutLog
+from querynode.delegator.distribution import Distribution, Placement
 from querynode.delegator.shard_data import ShardData
 from querynode.delegator.tsafe import TSafe
+from querynode.index.base import SearchParams
 from querynode.segments.growing import GrowingStore
 from querynode.segments.reduce import merge_topk
-from querynode.segments.sealed import load_deletes, load_sealed
-from services.errors import PositionTruncated
+from querynode.segments.sealed import load_deletes
+from querynode.worker.client import WorkerClient
+from querynode.worker.segment import search_rows
+from services.errors import NotReady, PositionTruncated, StrataError
 from services.expr import evaluate, parse_filter
 from services.position import Position
 from services.schema import TIMESTAMP_COLUMN, CollectionSchema
-from services.segment import SegmentLevel, SegmentMeta
+from services.segment import SegmentMeta
 from services.storage.objectstore import ObjectStore
+from services.storage.segment_io import SegmentReader
+from services.storage.stats import SegmentStats
 from streamingnode.client.assignment import AssignmentSource
 from streamingnode.client.consumer import consume
 from streamingnode.message import body_table, header
@@ -62,6 +81,37 @@ class ReadSpec:
     output_fields: tuple[str, ...]
     timeout: float
 
+    def to_proto(self) -> qpb.ReadOptions:
+        return qpb.ReadOptions(
+            guarantee_timestamp=self.guarantee_ts,
+            filter=self.filter,
+            filter_params=json.dumps(self.filter_params) if self.filter_params else "",
+            output_fields=list(self.output_fields),
+            timeout_ms=int(self.timeout * 1000),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedSegment:
+    meta: SegmentMeta
+    placement: Placement
+
+
+class Oracle:
+    """PK statistics of each sealed segment: which segments may hold a key."""
+
+    def __init__(self) -> None:
+        self.stats: dict[int, list[SegmentStats]] = {}
+
+    def may_contain(self, segment_id: int, pks: pa.Array) -> np.ndarray:
+        stats = self.stats.get(segment_id)
+        if not stats:
+            return np.ones(len(pks), dtype=bool)
+        hit = np.zeros(len(pks), dtype=bool)
+        for s in stats:
+            hit |= s.may_contain(pks)
+        return hit
+
 
 class Delegator:
     def __init__(
@@ -73,27 +123,41 @@ class Delegator:
         schema: CollectionSchema,
         source: AssignmentSource,
         storage: ObjectStore,
+        workers: WorkerClient,
         checkpoint: Position | None = None,
-        segments: Sequence[SegmentMeta] = (),
+        l0_segments: Sequence[SegmentMeta] = (),
+        placements: Sequence[PlacedSegment] = (),
+        indexes: Sequence[qpb.IndexSpec] = (),
+        replica_id: int = 0,
     ) -> None:
         self.collection_id = collection_id
         self.vchannel = vchannel
         self.pchannel = pchannel
         self.schema = schema
+        self.replica_id = replica_id
         self._source = source
         self._storage = storage
+        self._workers = workers
         self._checkpoint = checkpoint
-        self._initial = list(segments)
-        self.data = ShardData(schema)
+        self._initial_l0 = list(l0_segments)
+        self._initial = list(placements)
+        self.indexes = list(indexes)
+        self.data = ShardData(schema)  # growing segments only: sealed ones live on workers
+        self.cutlog = CutLog(schema.primary_field.arrow_type())
+        self.oracle = Oracle()
+        self.dist = Distribution()
         self.l0_segments: set[int] = set()
+        self.offline: set[int] = set()
+        self._rows: dict[int, int] = {}  # rows per sealed segment served
         self.tsafe = TSafe()
         self.serviceable = False
         self.broken = False
-        self._lock = asyncio.Lock()  # reads see data that no message or load is half-applied to
+        self._lock = asyncio.Lock()  # data: no message, load or forward is half-applied while reading
         self._sync_lock = asyncio.Lock()  # one distribution change at a time
         self._task: asyncio.Task[None] | None = None
         self._arrow_schema = schema.arrow_schema()
-        self._log = structlog.get_logger().bind(component="delegator", vchannel=vchannel)
+        self._pk = schema.primary_field.name
+        self._log = structlog.get_logger().bind(component="delegator", vchannel=vchannel, replica=replica_id)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"delegator-{self.vchannel}")
@@ -105,17 +169,21 @@ class Delegator:
 
     @property
     def sealed_segments(self) -> list[int]:
-        """Every segment served from object storage here, L1 and L0."""
-        return sorted([*self.data.sealed, *self.l0_segments])
+        """Every segment served from object storage, L1 (on workers) and L0 (deletes here)."""
+        return sorted([*self.dist.current.sealed, *self.l0_segments])
+
+    @property
+    def sealed_rows(self) -> int:
+        return sum(self._rows.get(sid, 0) for sid in self.dist.current.sealed)
 
     # -- lifetime ---------------------------------------------------------------------------
 
     async def _run(self) -> None:
         try:
-            await self.sync(self._initial, ())
+            await self.sync(l0=self._initial_l0, placements=self._initial)
             self.serviceable = True
-            self._log.info("delegator serviceable", sealed=len(self.data.sealed), l0=len(self.l0_segments),
-                           checkpoint=None if self._checkpoint is None else self._checkpoint.timetick)
+            self._log.info("delegator serviceable", sealed=len(self.dist.current.sealed), l0=len(self.l0_segments),
+                           offline=sorted(self.offline))
             await self._consume()
         except PositionTruncated as err:
             self.broken = True
@@ -145,38 +213,72 @@ class Delegator:
             case MessageType.TIME_TICK:
                 await self.tsafe.advance(msg.timetick)
             case MessageType.INSERT:
+                segment_id = int(header(msg).get("segment_id", 0))
+                if segment_id in self.dist.current.sealed:
+                    return  # its rows come from object storage
                 table = body_table(msg)
                 ts = pa.array(np.full(table.num_rows, msg.timetick, dtype=np.uint64))
                 table = table.append_column(TIMESTAMP_COLUMN, ts).cast(self._arrow_schema)
-                segment_id = int(header(msg).get("segment_id", 0))
+                pks = table.column(self._pk).combine_chunks()
+                stamps = np.full(len(pks), msg.timetick, dtype=np.uint64)
                 async with self._lock:
                     self.data.insert(segment_id, table)
+                    self.cutlog.add_versions(segment_id, pks, stamps)
+                    await self._forward(pks, stamps, exclude=segment_id)
             case MessageType.DELETE:
                 pks = body_table(msg).column("pk").combine_chunks()
+                stamps = np.full(len(pks), msg.timetick, dtype=np.uint64)
                 async with self._lock:
                     self.data.delete(pks, msg.timetick)
+                    self.cutlog.add_deletes(pks, stamps)
+                    await self._forward(pks, stamps)
             case _:
                 pass  # DDL and flush messages carry nothing for reads
 
-    # -- distribution --------------------------------------------------------------------------
+    async def _forward(self, pks: pa.Array, ts: np.ndarray, *, exclude: int | None = None) -> None:
+        """Send cuts to the sealed segments whose PK stats may hold the keys (call under the data lock)."""
+        per_worker: dict[Placement, dict[int, tuple[pa.Array, np.ndarray]]] = {}
+        for sid, placement in self.dist.current.sealed.items():
+            if sid == exclude:
+                continue
+            hit = self.oracle.may_contain(sid, pks)
+            if hit.any():
+                per_worker.setdefault(placement, {})[sid] = (pks.filter(pa.array(hit)), ts[hit])
+        for placement, cuts in per_worker.items():
+            try:
+                await self._workers.cut(placement.address, self.collection_id, cuts)
+            except (grpc.aio.AioRpcError, StrataError) as err:
+                self._take_offline(list(cuts), f"forwarding to node {placement.node_id} failed: {err}")
 
-    async def sync(self, load: Sequence[SegmentMeta], release: Sequence[int]) -> None:
-        """Load FLUSHED segments not served yet and release the listed ones (the coordinator's view)."""
+    def _take_offline(self, segment_ids: list[int], reason: str) -> None:
+        """These segments may miss a cut or a worker: serve none of them until they are loaded again."""
+        self.dist.update(remove=segment_ids)
+        self.offline.update(segment_ids)
+        self._log.warning("segments offline", segments=segment_ids, reason=reason)
+
+    # -- distribution ---------------------------------------------------------------------------
+
+    async def sync(
+        self,
+        *,
+        l0: Sequence[SegmentMeta] = (),
+        placements: Sequence[PlacedSegment] = (),
+        release: Sequence[int] = (),
+        indexes: Sequence[qpb.IndexSpec] | None = None,
+    ) -> None:
+        """The coordinator's view: read new L0 deletes, load L1 segments on their workers, release others."""
         async with self._sync_lock:
-            for meta in load:
-                if meta.level == SegmentLevel.L0:
-                    await self._load_l0(meta)
-                elif meta.segment_id not in self.data.sealed:
-                    seg = await asyncio.to_thread(load_sealed, self._storage, self.schema, meta)
-                    async with self._lock:  # CPU work (cuts against every other segment): off the loop
-                        await asyncio.to_thread(self.data.add_sealed, seg)
-                    self._log.info("sealed segment loaded", segment=meta.segment_id, rows=seg.store.num_rows)
+            if indexes is not None:
+                self.indexes = list(indexes)
+            for meta in l0:
+                await self._load_l0(meta)
+            for placed in placements:
+                current = self.dist.current.sealed.get(placed.meta.segment_id)
+                if current is not None and current.node_id == placed.placement.node_id:
+                    continue
+                await self._load(placed, moving_from=current)
             if release:
-                async with self._lock:
-                    for sid in release:
-                        self.data.release(sid)
-                        self.l0_segments.discard(sid)
-                self._log.info("segments released", segments=list(release))
+                await self._release(list(release))
 
     async def _load_l0(self, meta: SegmentMeta) -> None:
         if meta.segment_id in self.l0_segments:
@@ -189,67 +291,236 @@ class Delegator:
         pks, ts = await asyncio.to_thread(load_deletes, self._storage, self.schema, meta)
         async with self._lock:
             self.data.add_deletes(pks, ts)
+            self.cutlog.add_deletes(pks, ts)
         self.l0_segments.add(meta.segment_id)
 
+    def _read_keys(self, meta: SegmentMeta) -> tuple[list[SegmentStats], pa.Array, np.ndarray]:
+        reader = SegmentReader(self._storage, self.schema)
+        manifest = reader.read_manifest(meta.manifest)
+        rows = reader.read_inserts(manifest, columns=[self._pk, TIMESTAMP_COLUMN])
+        ts = np.asarray(rows.column(TIMESTAMP_COLUMN).to_numpy(), dtype=np.uint64)
+        return reader.read_stats(manifest), rows.column(self._pk).combine_chunks(), ts
+
+    async def _load(self, placed: PlacedSegment, *, moving_from: Placement | None) -> None:
+        meta, target = placed.meta, placed.placement
+        sid = meta.segment_id
+        stats, keys, stamps = await asyncio.to_thread(self._read_keys, meta)
+        oracle = Oracle()
+        oracle.stats[sid] = stats
+        mark = self.cutlog.mark()
+        cuts = self.cutlog.cuts_for(sid, lambda pks: oracle.may_contain(sid, pks))
+        try:
+            await self._workers.load(
+                target.address,
+                collection_id=self.collection_id,
+                schema=self.schema,
+                segments=[meta],
+                indexes=self.indexes,
+                cuts={sid: cuts},
+            )
+        except (grpc.aio.AioRpcError, StrataError) as err:
+            self._log.warning("segment load failed", segment=sid, node=target.node_id, error=str(err))
+            return  # the coordinator asks again; the growing copy (if any) keeps serving
+        async with self._lock:
+            try:
+                late = self.cutlog.cuts_for(sid, lambda pks: oracle.may_contain(sid, pks), since=mark)
+                if len(late[0]):
+                    await self._workers.cut(target.address, self.collection_id, {sid: late})
+                self.oracle.stats[sid] = stats
+                # Its rows end older versions of their keys everywhere else.
+                for seg_id, store in self.data.growing.items():
+                    if seg_id != sid:
+                        store.cut(keys, stamps)
+                await self._forward(keys, stamps, exclude=sid)
+                self.cutlog.set_versions(sid, keys, stamps)
+                self.data.growing.pop(sid, None)
+                self.offline.discard(sid)
+                self._rows[sid] = len(keys)
+                snap = self.dist.update(add={sid: target})
+            except (grpc.aio.AioRpcError, StrataError) as err:
+                self._log.warning("segment load failed", segment=sid, node=target.node_id, error=str(err))
+                return
+        self._log.info("sealed segment loaded", segment=sid, node=target.node_id, rows=len(keys), cuts=len(cuts[0]))
+        if moving_from is not None:
+            await self.dist.drained(snap.version)
+            try:
+                await self._workers.release(moving_from.address, self.collection_id, [sid])
+            except (grpc.aio.AioRpcError, StrataError) as err:
+                self._log.info("release on the old worker failed", segment=sid, error=str(err))
+
+    async def _release(self, segment_ids: list[int]) -> None:
+        held = {sid: self.dist.current.sealed[sid] for sid in segment_ids if sid in self.dist.current.sealed}
+        async with self._lock:
+            snap = self.dist.update(remove=segment_ids)
+            for sid in segment_ids:
+                self.oracle.stats.pop(sid, None)
+                self.cutlog.drop(sid)
+                self.l0_segments.discard(sid)
+                self.offline.discard(sid)
+                self._rows.pop(sid, None)
+        await self.dist.drained(snap.version)
+        for placement, sids in _group(held).items():
+            try:
+                await self._workers.release(placement.address, self.collection_id, sids)
+            except (grpc.aio.AioRpcError, StrataError) as err:
+                self._log.info("release failed", segments=sids, error=str(err))
+        self._log.info("segments released", segments=segment_ids)
+
     # -- reads -----------------------------------------------------------------------------------
+
+    def _check_readable(self) -> None:
+        if self.offline:
+            raise NotReady(
+                f"{self.vchannel}: sealed segments {sorted(self.offline)} are being loaded again; retry or use "
+                "another replica"
+            )
 
     def _mask(self, spec: ReadSpec, store: GrowingStore) -> np.ndarray | None:
         if not spec.filter.strip():
             return None
-        expr = parse_filter(spec.filter, self.schema, spec.filter_params or None)
-        return evaluate(expr, store.table())
+        return evaluate(parse_filter(spec.filter, self.schema, spec.filter_params or None), store.table())
+
+    async def _remote(self, placement: Placement, sids: list[int], call: asyncio.Future[pa.Table]) -> pa.Table:
+        try:
+            return await call
+        except (grpc.aio.AioRpcError, StrataError) as err:
+            self._take_offline(sids, f"read on node {placement.node_id} failed: {err}")
+            raise NotReady(f"{self.vchannel}: worker {placement.node_id} failed: {err}") from err
 
     async def search(
-        self, spec: ReadSpec, *, field: str, vectors: np.ndarray, metric: str, topk: int
+        self,
+        spec: ReadSpec,
+        *,
+        field: str,
+        vectors: np.ndarray,
+        raw_vectors: bytes,
+        metric: str,
+        topk: int,
+        params: dict[str, object],
     ) -> pa.Table:
         read_ts = await self.tsafe.wait(spec.guarantee_ts, timeout=spec.timeout, what=f"search {self.vchannel}")
-        async with self._lock:
+        self._check_readable()
+        parsed = search_params(params)
+        with self.dist.pinned() as snap:
+            remote = [
+                self._remote(
+                    placement,
+                    sids,
+                    asyncio.ensure_future(
+                        self._workers.search(
+                            placement.address,
+                            collection_id=self.collection_id,
+                            segment_ids=sids,
+                            read_ts=read_ts,
+                            read=spec.to_proto(),
+                            anns_field=field,
+                            metric=metric,
+                            vectors=raw_vectors,
+                            topk=topk,
+                            params=params,
+                            timeout=spec.timeout,
+                        )
+                    ),
+                )
+                for placement, sids in snap.by_worker().items()
+            ]
 
-            def run() -> pa.Table:
-                parts = [
-                    store.search(
-                        field=field,
-                        vectors=vectors,
-                        metric=metric,
-                        topk=topk,
-                        read_ts=read_ts,
-                        mask=self._mask(spec, store),
-                        output_fields=spec.output_fields,
-                    )
-                    for store in self.data.stores()
-                ]
-                if not parts:
-                    parts = [GrowingStore(self.schema).search(
-                        field=field, vectors=vectors, metric=metric, topk=topk, read_ts=read_ts,
-                        output_fields=spec.output_fields,
-                    )]
-                if len(parts) == 1:
-                    return parts[0]
-                return merge_topk(parts, topk=topk, metric=metric, pk_field=self.schema.primary_field.name)
+            async def growing() -> list[pa.Table]:
+                async with self._lock:
 
-            return await asyncio.to_thread(run)
+                    def run() -> list[pa.Table]:
+                        return [
+                            search_rows(
+                                store,
+                                None,
+                                field_name=field,
+                                queries=vectors,
+                                metric=metric,
+                                topk=topk,
+                                read_ts=read_ts,
+                                mask=self._mask(spec, store),
+                                params=parsed,
+                                output_fields=spec.output_fields,
+                            )
+                            for store in self.data.growing.values()
+                        ]
+
+                    return await asyncio.to_thread(run)
+
+            local, *others = await asyncio.gather(growing(), *remote)
+        parts = [*local, *others]
+        if not parts:
+            empty = GrowingStore(self.schema)
+            none = np.empty(0, dtype=np.int64)
+            return empty.hits_table(none, none, np.empty(0, np.float32), spec.output_fields)
+        if len(parts) == 1:
+            return parts[0]
+        return merge_topk(parts, topk=topk, metric=metric, pk_field=self._pk)
 
     async def query(self, spec: ReadSpec, *, limit: int | None, count_only: bool) -> tuple[pa.Table | None, int]:
         read_ts = await self.tsafe.wait(spec.guarantee_ts, timeout=spec.timeout, what=f"query {self.vchannel}")
-        async with self._lock:
+        self._check_readable()
 
-            def run() -> tuple[pa.Table | None, int]:
-                stores = list(self.data.stores()) or [GrowingStore(self.schema)]
-                if count_only:
-                    return None, sum(s.count(read_ts=read_ts, mask=self._mask(spec, s)) for s in stores)
-                parts = [
-                    s.query(read_ts=read_ts, mask=self._mask(spec, s), output_fields=spec.output_fields, limit=limit)
-                    for s in stores
-                ]
-                table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
-                if len(parts) > 1:
-                    pk = self.schema.primary_field.name
-                    table = table.take(pc.sort_indices(table, sort_keys=[(pk, "ascending")]))
-                    if limit is not None:
-                        table = table.slice(0, limit)
-                return table, table.num_rows
+        async def remote(placement: Placement, sids: list[int]) -> tuple[pa.Table | None, int]:
+            try:
+                return await self._workers.query(
+                    placement.address,
+                    collection_id=self.collection_id,
+                    segment_ids=sids,
+                    read_ts=read_ts,
+                    read=spec.to_proto(),
+                    limit=limit,
+                    count_only=count_only,
+                    timeout=spec.timeout,
+                )
+            except (grpc.aio.AioRpcError, StrataError) as err:
+                self._take_offline(sids, f"read on node {placement.node_id} failed: {err}")
+                raise NotReady(f"{self.vchannel}: worker {placement.node_id} failed: {err}") from err
 
-            return await asyncio.to_thread(run)
+        async def growing() -> tuple[pa.Table | None, int]:
+            async with self._lock:
+
+                def run() -> tuple[pa.Table | None, int]:
+                    stores = list(self.data.growing.values())
+                    if count_only:
+                        return None, sum(s.count(read_ts=read_ts, mask=self._mask(spec, s)) for s in stores)
+                    parts = [
+                        s.query(read_ts=read_ts, mask=self._mask(spec, s), output_fields=spec.output_fields, limit=limit)
+                        for s in stores
+                    ]
+                    return (pa.concat_tables(parts) if parts else None), sum(p.num_rows for p in parts)
+
+                return await asyncio.to_thread(run)
+
+        with self.dist.pinned() as snap:
+            results = await asyncio.gather(growing(), *(remote(p, s) for p, s in snap.by_worker().items()))
+        if count_only:
+            return None, sum(n for _, n in results)
+        tables = [t for t, _ in results if t is not None and t.num_rows]
+        if not tables:
+            empty = GrowingStore(self.schema).query(read_ts=read_ts, output_fields=spec.output_fields)
+            return empty, 0
+        table = pa.concat_tables(tables)
+        table = table.take(pc.sort_indices(table, sort_keys=[(self._pk, "ascending")]))
+        if limit is not None:
+            table = table.slice(0, limit)
+        return table, table.num_rows
+
+
+def _group(held: dict[int, Placement]) -> dict[Placement, list[int]]:
+    out: dict[Placement, list[int]] = {}
+    for sid, p in held.items():
+        out.setdefault(p, []).append(sid)
+    return out
+
+
+def search_params(params: dict[str, object]) -> SearchParams:
+    def num(key: str) -> float | None:
+        v = params.get(key)
+        return None if v is None else float(v)  # type: ignore[arg-type]
+
+    ef = params.get("ef")
+    return SearchParams(ef=None if ef is None else int(ef), radius=num("radius"), range_filter=num("range_filter"))  # type: ignore[call-overload]
 
 
 def parse_params(raw: str) -> dict:

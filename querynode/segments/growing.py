@@ -113,6 +113,36 @@ class GrowingStore:
         self._chains.delete(keys, ts)
         self._masks.clear()
 
+    def vector_matrix(self, field: str) -> np.ndarray:
+        """The ``(rows, dim)`` float32 matrix of a vector field (a view; do not modify)."""
+        column = self._vectors.get(field)
+        if column is None:
+            raise ValueError(f"{field!r} is not a float vector field")
+        return column.matrix()
+
+    def vector_valid(self, field: str) -> np.ndarray | None:
+        """Bool per row: the vector is not null (None when none is null)."""
+        column = self._vectors.get(field)
+        if column is None:
+            raise ValueError(f"{field!r} is not a float vector field")
+        return column.valid()
+
+    def selection(self, read_ts: int, mask: np.ndarray | None) -> np.ndarray:
+        """Bool per row: visible at ``read_ts`` and in ``mask`` (when given)."""
+        return self._selection(read_ts, mask)
+
+    def hits_table(
+        self, query: np.ndarray, rows: np.ndarray, distance: np.ndarray, output_fields: Sequence[str] = ()
+    ) -> pa.Table:
+        """A search result table (``search``'s columns) for hits given as flat arrays, best first per query."""
+        outputs = self._output_columns(output_fields)
+        hits = Hits(
+            query=np.asarray(query, dtype=np.int32),
+            row=np.asarray(rows, dtype=np.int64),
+            distance=np.asarray(distance, dtype=np.float32),
+        )
+        return self._hits_table(hits, outputs)
+
     def cut(self, pks: pa.Array | pa.ChunkedArray, ts: np.ndarray) -> None:
         """Delete key ``i`` at ``ts[i]`` (``VersionChains.cut``): late, repeated and unordered pairs are fine."""
         keys = _as_array(pks, self._arrow_schema.field(self._pk.name).type)

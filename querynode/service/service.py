@@ -1,4 +1,9 @@
-"""``QueryNode`` service: delegator management and vchannel-level reads."""
+"""``QueryNode`` service: the delegator role (vchannel-level reads) and the worker role (segments).
+
+Delegators are created by ``WatchChannel`` and changed by ``SyncDistribution``;
+the worker's segments are loaded, cut and released by delegators. Protobuf
+stops here: both roles get domain types.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,17 @@ import numpy as np
 
 from protos import querynode_pb2 as pb
 from protos import querynode_pb2_grpc
-from querynode.delegator.delegator import Delegator, ReadSpec, parse_params
+from querynode.delegator.delegator import Delegator, PlacedSegment, ReadSpec, parse_params, search_params
+from querynode.delegator.distribution import Placement
+from querynode.worker.client import WorkerClient
+from querynode.worker.cuts import decode_cuts
+from querynode.worker.indexes import field_index_spec
+from querynode.worker.worker import SegmentRead, Worker
 from services.arrowio import ipc_to_table, table_to_ipc
 from services.errors import ErrorCode, InvalidArgument, StrataError
 from services.grpcutil import ok_status, rpc_method
 from services.schema import CollectionSchema
+from services.segment import SegmentLevel
 from services.segment_pb import position_from_pb, segment_from_pb
 from services.storage.objectstore import ObjectStore
 from streamingnode.client.assignment import AssignmentSource
@@ -33,11 +44,32 @@ def _read_spec(read: pb.ReadOptions) -> ReadSpec:
     )
 
 
+def _matrix(raw: bytes, dim: int) -> np.ndarray:
+    vectors = ipc_to_table(raw).column("vector").combine_chunks()
+    return np.asarray(vectors.flatten().to_numpy(zero_copy_only=False), dtype=np.float32).reshape(-1, dim)
+
+
+def _placed(items: list[pb.SegmentPlacement]) -> list[PlacedSegment]:
+    return [PlacedSegment(segment_from_pb(p.segment), Placement(p.node_id, p.address)) for p in items]
+
+
+def _params(raw: str) -> dict[str, object]:
+    try:
+        params = parse_params(raw)
+    except ValueError as err:
+        raise InvalidArgument(f"malformed search params: {err}") from err
+    if not isinstance(params, dict):
+        raise InvalidArgument("search params must be a JSON object")
+    return params
+
+
 class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
     def __init__(self, node_id: int, source: AssignmentSource, storage: ObjectStore) -> None:
         self.node_id = node_id
         self._source = source
         self._storage = storage
+        self.worker = Worker(storage)
+        self._workers = WorkerClient()
         self.delegators: dict[str, Delegator] = {}
 
     def _delegator(self, vchannel: str) -> Delegator:
@@ -45,6 +77,8 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
         if d is None:
             raise StrataError(f"vchannel {vchannel} is not served by this query node", ErrorCode.NOT_READY)
         return d
+
+    # -- delegator role -------------------------------------------------------------------------
 
     @rpc_method(pb.StatusResponse)
     async def WatchChannel(self, request: pb.WatchChannelRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
@@ -62,17 +96,15 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
                 schema=CollectionSchema.from_json(request.schema_json),
                 source=self._source,
                 storage=self._storage,
+                workers=self._workers,
                 checkpoint=position_from_pb(request.checkpoint, request.HasField("checkpoint")),
-                segments=[segment_from_pb(m) for m in request.segments],
+                l0_segments=[m for m in map(segment_from_pb, request.segments) if m.level == SegmentLevel.L0],
+                placements=_placed(list(request.placements)),
+                indexes=list(request.indexes),
+                replica_id=request.replica_id,
             )
             self.delegators[request.vchannel] = d
             d.start()
-        return pb.StatusResponse(status=ok_status())
-
-    @rpc_method(pb.StatusResponse)
-    async def SyncDistribution(self, request: pb.SyncDistributionRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
-        d = self._delegator(request.vchannel)
-        await d.sync([segment_from_pb(m) for m in request.load], list(request.release))
         return pb.StatusResponse(status=ok_status())
 
     @rpc_method(pb.StatusResponse)
@@ -82,14 +114,29 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
             await d.stop()
         return pb.StatusResponse(status=ok_status())
 
+    @rpc_method(pb.StatusResponse)
+    async def SyncDistribution(self, request: pb.SyncDistributionRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
+        d = self._delegator(request.vchannel)
+        await d.sync(
+            l0=[segment_from_pb(m) for m in request.load],
+            placements=_placed(list(request.placements)),
+            release=list(request.release),
+            indexes=list(request.indexes),
+        )
+        return pb.StatusResponse(status=ok_status())
+
     @rpc_method(pb.SearchResponse)
     async def Search(self, request: pb.SearchRequest, context: grpc.aio.ServicerContext) -> pb.SearchResponse:
         d = self._delegator(request.vchannel)
         field = d.schema.field(request.anns_field)
-        vectors = ipc_to_table(request.vectors).column("vector").combine_chunks()
-        matrix = np.asarray(vectors.flatten().to_numpy(zero_copy_only=False), dtype=np.float32).reshape(-1, field.dim)
         result = await d.search(
-            _read_spec(request.read), field=request.anns_field, vectors=matrix, metric=request.metric_type, topk=request.topk
+            _read_spec(request.read),
+            field=request.anns_field,
+            vectors=_matrix(request.vectors, field.dim),
+            raw_vectors=request.vectors,
+            metric=request.metric_type,
+            topk=request.topk,
+            params=_params(request.params),
         )
         return pb.SearchResponse(status=ok_status(), results=table_to_ipc(result))
 
@@ -103,6 +150,71 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
             status=ok_status(), results=table_to_ipc(table) if table is not None else b"", count=count
         )
 
+    # -- worker role ----------------------------------------------------------------------------
+
+    @rpc_method(pb.StatusResponse)
+    async def LoadSegments(self, request: pb.LoadSegmentsRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
+        schema = CollectionSchema.from_json(request.schema_json)
+        indexes = [field_index_spec(i.field_name, i.index_id, dict(i.params)) for i in request.indexes]
+        await self.worker.load(
+            request.collection_id,
+            schema,
+            [segment_from_pb(m) for m in request.segments],
+            indexes,
+            {c.segment_id: decode_cuts(c.cuts) for c in request.cuts},
+        )
+        return pb.StatusResponse(status=ok_status())
+
+    @rpc_method(pb.StatusResponse)
+    async def ReleaseSegments(self, request: pb.ReleaseSegmentsRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
+        await self.worker.release(request.collection_id, list(request.segment_ids))
+        return pb.StatusResponse(status=ok_status())
+
+    @rpc_method(pb.StatusResponse)
+    async def Delete(self, request: pb.DeleteRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
+        await self.worker.cut(request.collection_id, {c.segment_id: decode_cuts(c.cuts) for c in request.cuts})
+        return pb.StatusResponse(status=ok_status())
+
+    @rpc_method(pb.SearchResponse)
+    async def SearchSegments(self, request: pb.SearchSegmentsRequest, context: grpc.aio.ServicerContext) -> pb.SearchResponse:
+        spec = _read_spec(request.read)
+        read = SegmentRead(
+            read_ts=request.read_ts,
+            filter=spec.filter,
+            filter_params=spec.filter_params,
+            output_fields=spec.output_fields,
+        )
+        schema = self.worker.schema(request.collection_id)
+        field = schema.field(request.anns_field)
+        result = await self.worker.search(
+            request.collection_id,
+            list(request.segment_ids),
+            read,
+            field_name=request.anns_field,
+            queries=_matrix(request.vectors, field.dim),
+            metric=request.metric_type,
+            topk=request.topk,
+            params=search_params(_params(request.params)),
+        )
+        return pb.SearchResponse(status=ok_status(), results=table_to_ipc(result))
+
+    @rpc_method(pb.QueryResponse)
+    async def QuerySegments(self, request: pb.QuerySegmentsRequest, context: grpc.aio.ServicerContext) -> pb.QueryResponse:
+        spec = _read_spec(request.read)
+        read = SegmentRead(
+            read_ts=request.read_ts, filter=spec.filter, filter_params=spec.filter_params, output_fields=spec.output_fields
+        )
+        table, count = await self.worker.query(
+            request.collection_id,
+            list(request.segment_ids),
+            read,
+            limit=request.limit or None,
+            count_only=request.count_only,
+        )
+        return pb.QueryResponse(status=ok_status(), results=table_to_ipc(table) if table is not None else b"", count=count)
+
+    # -- both -------------------------------------------------------------------------------------
+
     async def GetDataDistribution(
         self, request: pb.GetDataDistributionRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetDataDistributionResponse:
@@ -115,20 +227,27 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
                     vchannel=v,
                     tsafe=d.tsafe.value,
                     growing_rows=d.data.growing_rows,
-                    sealed_rows=d.data.sealed_rows,
+                    sealed_rows=d.sealed_rows,
                     sealed_segments=d.sealed_segments,
-                    serviceable=d.serviceable,
+                    serviceable=d.serviceable and not d.offline,
+                    replica_id=d.replica_id,
                 )
                 for v, d in self.delegators.items()
                 if not d.broken
             ],
+            segments=[
+                pb.LoadedSegment(collection_id=c, segment_id=s, rows=n) for c, s, n in self.worker.loaded()
+            ],
         )
 
     async def release_all(self) -> None:
-        """Stop every delegator; the service stays usable (a lost session, or close)."""
+        """Stop every delegator and drop every segment; the service stays usable (a lost session, or close)."""
         delegators, self.delegators = list(self.delegators.values()), {}
         for d in delegators:
             await d.stop()
+        for c, s, _ in self.worker.loaded():
+            await self.worker.release(c, [s])
 
     async def close(self) -> None:
         await self.release_all()
+        await self._workers.close()

@@ -1,0 +1,49 @@
+"""The collection's index definitions as a worker uses them (from the catalog's Milvus-style params).
+
+pymilvus sends ``index_type``, ``metric_type`` and ``params`` (a JSON object
+of build parameters such as ``M`` and ``efConstruction``); build parameters
+may also come as top-level keys. Invalid values raise ``InvalidArgument``
+(``querynode.index.factory``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from querynode.index.factory import IndexSpec
+
+from services.errors import InvalidArgument
+
+_META_KEYS = {"index_type", "metric_type", "params"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FieldIndexSpec:
+    field_name: str
+    index_id: int
+    spec: IndexSpec
+
+
+def index_spec(params: Mapping[str, str]) -> IndexSpec:
+    """The ``IndexSpec`` of catalog params (``index_type``, ``metric_type``, ``params`` JSON, other keys)."""
+    build: dict[str, str | int | float] = {k: v for k, v in params.items() if k not in _META_KEYS}
+    raw = params.get("params", "")
+    if raw:
+        try:
+            extra = json.loads(raw)
+        except ValueError as err:
+            raise InvalidArgument(f"invalid index params: params is not a JSON object: {raw!r}") from err
+        if not isinstance(extra, dict):
+            raise InvalidArgument(f"invalid index params: params is not a JSON object: {raw!r}")
+        build.update(extra)
+    return IndexSpec(
+        index_type=params.get("index_type", "AUTOINDEX") or "AUTOINDEX",
+        metric=params.get("metric_type", "") or "L2",
+        params=build,
+    )
+
+
+def field_index_spec(field_name: str, index_id: int, params: Mapping[str, str]) -> FieldIndexSpec:
+    return FieldIndexSpec(field_name=field_name, index_id=index_id, spec=index_spec(params))

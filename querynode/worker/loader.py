@@ -1,0 +1,53 @@
+"""Loading a sealed segment onto a worker: rows, stats, indexes (blocking; run in a thread).
+
+An index is built once per segment and field: the first worker to load the
+segment finds none in object storage, builds it and saves it; every later load
+(another replica, a restart, a move) reads it back instead (``querynode/index/store.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import structlog
+
+from querynode.index.factory import build_index
+from querynode.index.store import load_index, save_index
+from querynode.segments.growing import GrowingStore
+from querynode.worker.indexes import FieldIndexSpec
+from querynode.worker.segment import FieldIndex, WorkerSegment
+from services.schema import CollectionSchema
+from services.segment import SegmentMeta
+from services.storage.objectstore import ObjectStore
+from services.storage.segment_io import SegmentReader
+
+log = structlog.get_logger().bind(component="segment-loader")
+
+
+def load_segment(
+    storage: ObjectStore, schema: CollectionSchema, meta: SegmentMeta, indexes: Sequence[FieldIndexSpec]
+) -> WorkerSegment:
+    reader = SegmentReader(storage, schema)
+    manifest = reader.read_manifest(meta.manifest)
+    store = GrowingStore(schema)
+    table = reader.read_inserts(manifest)
+    if table.num_rows:
+        store.apply_insert(table)
+    seg = WorkerSegment(meta=meta, store=store, stats=reader.read_stats(manifest))
+    if store.num_rows == 0:
+        return seg
+    for spec in indexes:
+        if not schema.has_field(spec.field_name):
+            continue
+        f = schema.field(spec.field_name)
+        if not f.dtype.is_vector:
+            continue  # scalar indexes: filters are evaluated vectorised over the columns
+        vectors = store.vector_matrix(f.name)
+        index = load_index(storage, meta.collection_id, meta.segment_id, spec.index_id, f.field_id, spec.spec, vectors)
+        if index is None:
+            index = build_index(spec.spec, vectors)
+            save_index(storage, meta.collection_id, meta.segment_id, spec.index_id, f.field_id, spec.spec, index, vectors)
+            log.info("index built", segment=meta.segment_id, field=f.name, index_type=spec.spec.index_type,
+                     rows=len(vectors))
+        seg.indexes[f.name] = FieldIndex(spec.spec, index)
+    return seg

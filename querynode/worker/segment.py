@@ -1,0 +1,109 @@
+"""One sealed segment on a worker: rows with MVCC, PK stats, and a vector index per indexed field.
+
+Rows live in the same structure as growing data (``GrowingStore``: Arrow
+columns, each vector field one float32 matrix, validity intervals per row);
+cuts forwarded by the delegator end versions in it. A search computes the
+rows that may be returned, visible at the read timestamp and matching the
+filter, as one bitset, and hands it to the field's index, which applies it
+during the search (``querynode/index``). A field without an index is searched
+exactly. Not thread-safe: the worker serialises writes (cuts) and reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+from querynode.index.base import SearchParams, VectorIndex
+from querynode.index.factory import IndexSpec, build_index
+
+from querynode.segments.growing import GrowingStore
+from querynode.segments.metric import parse_metric
+from services.segment import SegmentMeta
+from services.storage.stats import SegmentStats
+
+
+@dataclass(slots=True)
+class FieldIndex:
+    spec: IndexSpec
+    index: VectorIndex
+
+
+@dataclass(slots=True)
+class WorkerSegment:
+    meta: SegmentMeta
+    store: GrowingStore
+    stats: list[SegmentStats]
+    indexes: dict[str, FieldIndex] = field(default_factory=dict)
+
+    @property
+    def segment_id(self) -> int:
+        return self.meta.segment_id
+
+    @property
+    def num_rows(self) -> int:
+        return self.store.num_rows
+
+    def cut(self, pks: pa.Array, ts: np.ndarray) -> None:
+        self.store.cut(pks, ts)
+
+    def search(
+        self,
+        *,
+        field_name: str,
+        queries: np.ndarray,
+        metric: str,
+        topk: int,
+        read_ts: int,
+        mask: np.ndarray | None,
+        params: SearchParams,
+        output_fields: Sequence[str],
+    ) -> pa.Table:
+        """Top ``topk`` rows per query that are visible at ``read_ts`` and in ``mask``, best first."""
+        fi = self.indexes.get(field_name)
+        index = fi.index if fi is not None and parse_metric(fi.spec.metric) == parse_metric(metric) else None
+        return search_rows(
+            self.store,
+            index,
+            field_name=field_name,
+            queries=queries,
+            metric=metric,
+            topk=topk,
+            read_ts=read_ts,
+            mask=mask,
+            params=params,
+            output_fields=output_fields,
+        )
+
+
+def search_rows(
+    store: GrowingStore,
+    index: VectorIndex | None,
+    *,
+    field_name: str,
+    queries: np.ndarray,
+    metric: str,
+    topk: int,
+    read_ts: int,
+    mask: np.ndarray | None,
+    params: SearchParams,
+    output_fields: Sequence[str],
+) -> pa.Table:
+    """Search ``store``'s rows with ``index`` (exact when None): one bitset of the rows that may be
+    returned (visible at ``read_ts``, in ``mask``, vector not null), applied during the search."""
+    allowed = store.selection(read_ts, mask)
+    valid = store.vector_valid(field_name)
+    if valid is not None:
+        allowed = allowed & valid
+    if store.num_rows == 0 or not allowed.any():
+        empty = np.empty(0, dtype=np.int64)
+        return store.hits_table(empty, empty, np.empty(0, np.float32), output_fields)
+    if index is None:
+        index = build_index(IndexSpec(index_type="FLAT", metric=metric, params={}), store.vector_matrix(field_name))
+    found = index.search(queries, topk, allowed=allowed, params=params)
+    rows, dists = found.rows, found.distances
+    hit = rows >= 0
+    query_idx = np.repeat(np.arange(len(queries), dtype=np.int32), rows.shape[1])[hit.ravel()]
+    return store.hits_table(query_idx, rows[hit], dists[hit], output_fields)

@@ -1,0 +1,190 @@
+"""The worker role of a query node: sealed segments loaded for delegators, segment-level reads.
+
+Segments are keyed by ``(collection, segment)``. ``load`` reads rows, stats and
+indexes off the event loop (building and saving an index the first time) and
+applies the cuts the delegator sends with it before the segment becomes
+readable. ``cut`` applies forwarded deletes and supersedes. Reads compute the
+filter bitset vectorised and search or query each named segment at the
+delegator's read timestamp, in a worker thread, and merge this worker's hits.
+
+One lock per collection: a read never overlaps a cut or a load of that
+collection's segments (the stores are not thread-safe).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import structlog
+from querynode.index.base import SearchParams
+
+from querynode.segments.growing import GrowingStore
+from querynode.segments.reduce import merge_topk
+from querynode.worker.indexes import FieldIndexSpec
+from querynode.worker.loader import load_segment
+from querynode.worker.segment import WorkerSegment
+from services.errors import SegmentNotFound
+from services.expr import evaluate, parse_filter
+from services.schema import CollectionSchema
+from services.segment import SegmentMeta
+from services.storage.objectstore import ObjectStore
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SegmentRead:
+    read_ts: int
+    filter: str
+    filter_params: dict
+    output_fields: tuple[str, ...]
+
+
+class Worker:
+    def __init__(self, storage: ObjectStore) -> None:
+        self._storage = storage
+        self.segments: dict[tuple[int, int], WorkerSegment] = {}
+        self._schemas: dict[int, CollectionSchema] = {}
+        self._locks: defaultdict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._log = structlog.get_logger().bind(component="worker")
+
+    async def load(
+        self,
+        collection_id: int,
+        schema: CollectionSchema,
+        metas: Sequence[SegmentMeta],
+        indexes: Sequence[FieldIndexSpec],
+        cuts: dict[int, tuple[pa.Array, np.ndarray]],
+    ) -> None:
+        """Load each segment not loaded yet; apply its cuts before it is readable. Idempotent."""
+        self._schemas[collection_id] = schema
+        for meta in metas:
+            key = (collection_id, meta.segment_id)
+            if key in self.segments:
+                continue
+            seg = await asyncio.to_thread(load_segment, self._storage, schema, meta, indexes)
+            pks_ts = cuts.get(meta.segment_id)
+            async with self._locks[collection_id]:
+                if pks_ts is not None and len(pks_ts[0]):
+                    await asyncio.to_thread(seg.cut, *pks_ts)
+                self.segments[key] = seg
+            self._log.info("segment loaded", collection_id=collection_id, segment=meta.segment_id, rows=seg.num_rows,
+                           indexes=sorted(seg.indexes))
+
+    async def release(self, collection_id: int, segment_ids: Sequence[int]) -> None:
+        async with self._locks[collection_id]:
+            for sid in segment_ids:
+                self.segments.pop((collection_id, sid), None)
+        if not any(c == collection_id for c, _ in self.segments):
+            self._schemas.pop(collection_id, None)
+
+    async def cut(self, collection_id: int, cuts: dict[int, tuple[pa.Array, np.ndarray]]) -> None:
+        """Apply forwarded cuts; a segment not held here raises ``SegmentNotFound`` (the delegator reloads it)."""
+        async with self._locks[collection_id]:
+            missing = [sid for sid in cuts if (collection_id, sid) not in self.segments]
+            if missing:
+                raise SegmentNotFound(f"segments {missing} of collection {collection_id} are not loaded here")
+            for sid, (pks, ts) in cuts.items():
+                await asyncio.to_thread(self.segments[(collection_id, sid)].cut, pks, ts)
+
+    def _held(self, collection_id: int, segment_ids: Sequence[int]) -> list[WorkerSegment]:
+        out = []
+        for sid in segment_ids:
+            seg = self.segments.get((collection_id, sid))
+            if seg is None:
+                raise SegmentNotFound(f"segment {sid} of collection {collection_id} is not loaded here")
+            out.append(seg)
+        return out
+
+    def _mask(self, schema: CollectionSchema, read: SegmentRead, store: GrowingStore) -> np.ndarray | None:
+        if not read.filter.strip():
+            return None
+        return evaluate(parse_filter(read.filter, schema, read.filter_params or None), store.table())
+
+    async def search(
+        self,
+        collection_id: int,
+        segment_ids: Sequence[int],
+        read: SegmentRead,
+        *,
+        field_name: str,
+        queries: np.ndarray,
+        metric: str,
+        topk: int,
+        params: SearchParams,
+    ) -> pa.Table:
+        schema = self._schemas[collection_id] if segment_ids else None
+        async with self._locks[collection_id]:
+            segments = self._held(collection_id, segment_ids)
+
+            def run() -> pa.Table | None:
+                parts = [
+                    seg.search(
+                        field_name=field_name,
+                        queries=queries,
+                        metric=metric,
+                        topk=topk,
+                        read_ts=read.read_ts,
+                        mask=self._mask(schema, read, seg.store) if schema is not None else None,
+                        params=params,
+                        output_fields=read.output_fields,
+                    )
+                    for seg in segments
+                ]
+                if not parts:
+                    return None
+                if len(parts) == 1:
+                    return parts[0]
+                assert schema is not None
+                return merge_topk(parts, topk=topk, metric=metric, pk_field=schema.primary_field.name)
+
+            result = await asyncio.to_thread(run)
+        if result is None:
+            raise SegmentNotFound("no segment to search")
+        return result
+
+    async def query(
+        self, collection_id: int, segment_ids: Sequence[int], read: SegmentRead, *, limit: int | None, count_only: bool
+    ) -> tuple[pa.Table | None, int]:
+        schema = self._schemas.get(collection_id)
+        async with self._locks[collection_id]:
+            segments = self._held(collection_id, segment_ids)
+
+            def run() -> tuple[pa.Table | None, int]:
+                if not segments or schema is None:
+                    return None, 0
+                if count_only:
+                    return None, sum(
+                        s.store.count(read_ts=read.read_ts, mask=self._mask(schema, read, s.store)) for s in segments
+                    )
+                parts = [
+                    s.store.query(
+                        read_ts=read.read_ts,
+                        mask=self._mask(schema, read, s.store),
+                        output_fields=read.output_fields,
+                        limit=limit,
+                    )
+                    for s in segments
+                ]
+                table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+                if len(parts) > 1:
+                    table = table.take(pc.sort_indices(table, sort_keys=[(schema.primary_field.name, "ascending")]))
+                    if limit is not None:
+                        table = table.slice(0, limit)
+                return table, table.num_rows
+
+            return await asyncio.to_thread(run)
+
+    def schema(self, collection_id: int) -> CollectionSchema:
+        schema = self._schemas.get(collection_id)
+        if schema is None:
+            raise SegmentNotFound(f"collection {collection_id} has no segment loaded here")
+        return schema
+
+    def loaded(self) -> list[tuple[int, int, int]]:
+        """``(collection, segment, rows)`` of every segment held."""
+        return [(c, s, seg.num_rows) for (c, s), seg in sorted(self.segments.items())]
