@@ -13,6 +13,7 @@ _COLL = "rootcoord/collection/"
 _NAME = "rootcoord/collection-name/"
 _INDEX = "rootcoord/index/"
 _LOAD = "querycoord/load/"
+_REPLICA = "querycoord/replica/"
 
 
 class CollectionState(str, Enum):
@@ -157,3 +158,18 @@ class Catalog:
 
     async def remove_load(self, collection_id: int) -> None:
         await self._store.delete(f"{_LOAD}{collection_id}")
+
+    async def list_replicas(self) -> dict[int, dict[int, frozenset[int]]]:
+        """collection -> replica id -> member query nodes."""
+        out: dict[int, dict[int, frozenset[int]]] = {}
+        for kv in await self._store.scan(_REPLICA):
+            d = json.loads(kv.value)
+            out[int(d["collection_id"])] = {int(r): frozenset(ns) for r, ns in d["replicas"].items()}
+        return out
+
+    async def save_replicas(self, collection_id: int, replicas: dict[int, frozenset[int]]) -> None:
+        doc = {"collection_id": collection_id, "replicas": {str(r): sorted(ns) for r, ns in replicas.items()}}
+        await self._store.put(f"{_REPLICA}{collection_id}", json.dumps(doc).encode())
+
+    async def remove_replicas(self, collection_id: int) -> None:
+        await self._store.delete(f"{_REPLICA}{collection_id}")

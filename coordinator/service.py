@@ -159,13 +159,20 @@ class CoordinatorService(coordinator_pb2_grpc.CoordinatorServicer):
         meta = await self._meta(request)
         if not self._query.is_loaded(meta.collection_id):
             return pb.QueryViewResponse(status=ok_status(), state=pb.LOAD_STATE_NOT_LOAD)
-        views, progress = self._query.view(meta)
+        views, progress, all_ready = self._query.view(meta)
         return pb.QueryViewResponse(
             status=ok_status(),
-            state=pb.LOAD_STATE_LOADED if progress == 100 else pb.LOAD_STATE_LOADING,
+            state=pb.LOAD_STATE_LOADED if all_ready else pb.LOAD_STATE_LOADING,
             progress=progress,
             channels=[
-                pb.ChannelPlacement(vchannel=v.vchannel, pchannel=v.pchannel, node_id=v.node_id, address=v.address, ready=v.ready)
+                pb.ChannelPlacement(
+                    vchannel=v.vchannel,
+                    pchannel=v.pchannel,
+                    node_id=v.node_id,
+                    address=v.address,
+                    ready=v.ready,
+                    replica_id=v.replica_id,
+                )
                 for v in views
             ],
         )

@@ -1,41 +1,52 @@
-"""Loads and releases collections on query nodes.
+"""Loads and releases collections on query nodes, replica by replica.
 
-A loaded collection (``querycoord/load/<id>`` in etcd) wants one delegator per
-vchannel. A checker loop compares that target with what the query nodes report
-(``GetDataDistribution``) and issues:
+A loaded collection (``querycoord/load/<id>``) has ``replica_number`` replicas,
+each a disjoint set of query nodes (``querycoord/replica/<id>``, decisions in
+``placement.py``). Every replica has one delegator per vchannel on one of its
+nodes and each FLUSHED sealed segment on one of its nodes' workers.
 
-* ``WatchChannel`` for a vchannel without a delegator, carrying the vchannel's
-  checkpoint and then (read after it) its FLUSHED segments, L1 and L0: the
-  delegator loads those and consumes the WAL from the checkpoint;
-* ``SyncDistribution`` for a serviceable delegator whose sealed segments differ
-  from the FLUSHED segments of its vchannel: load the new ones (the delegator
-  swaps a segment's growing copy for it), release the dropped ones. The
-  delegator's distribution changes only this way.
+A checker loop (every ``interval`` seconds, and at once on changes) pulls
+every node's distribution (``GetDataDistribution``: delegators with their
+tsafe and sealed segments, worker segments) and compares it with the target:
 
-A channel is *ready* once its delegator is serviceable (its initial segments
-loaded) and its tsafe has passed the load timestamp, so a loaded collection
-serves every write acknowledged before the load.
+* a vchannel without a delegator in a replica gets ``WatchChannel`` with the
+  vchannel's checkpoint and then (read after it) its FLUSHED segments: L0 ones
+  to read, L1 ones each with the worker to load it on;
+* a serviceable delegator whose sealed segments or their workers differ from
+  the target gets ``SyncDistribution`` (load these there, release those); the
+  delegator's distribution changes only through these two calls;
+* worker segments of collections no longer loaded are released.
+
+Current placements are read back from the nodes' reports, so a new leader
+continues with what is loaded instead of moving it. A lost node leaves its
+replica; its delegators and segments are placed on the replica's other nodes,
+or on a node that joins later.
+
+A replica is *ready* once each of its delegators is serviceable (its initial
+segments loaded) and has passed the load timestamp, so it serves every write
+acknowledged before the load. The collection is LOADED when every replica is
+ready; reads use any ready replica.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import grpc
 import structlog
 
-from coordinator.catalog import Catalog, CollectionMeta, LoadMeta
+from coordinator.catalog import Catalog, CollectionMeta, IndexMeta, LoadMeta
 from coordinator.data.datacoord import DataCoordinator
-from coordinator.query.placement import place_channels
+from coordinator.query.placement import assign_replicas, place_channels, place_segments
 from coordinator.tso import TimestampOracle
 from protos import querynode_pb2, querynode_pb2_grpc
-from services.errors import ErrorCode
+from services.errors import ErrorCode, InvalidArgument
 from services.etcd.metastore import MetaStore
 from services.etcd.session import SessionInfo, follow_sessions
 from services.grpcutil import StubCache
-from services.segment import SegmentMeta, SegmentState
+from services.segment import SegmentLevel, SegmentMeta, SegmentState
 from services.segment_pb import position_to_pb, segment_to_pb
 
 QUERY_NODE_ROLE = "querynode"
@@ -48,6 +59,13 @@ class ChannelState:
     tsafe: int
     sealed: frozenset[int]
     serviceable: bool
+    replica_id: int = 0
+
+
+@dataclass(slots=True)
+class NodeDist:
+    channels: dict[str, ChannelState] = field(default_factory=dict)
+    segments: dict[tuple[int, int], int] = field(default_factory=dict)  # (collection, segment) -> rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +75,11 @@ class ChannelView:
     node_id: int
     address: str
     ready: bool
+    replica_id: int = 1
+
+
+def _index_spec(i: IndexMeta) -> querynode_pb2.IndexSpec:
+    return querynode_pb2.IndexSpec(field_name=i.field_name, index_id=i.index_id, params=i.params)
 
 
 class QueryCoordinator:
@@ -71,8 +94,10 @@ class QueryCoordinator:
         self._nodes: dict[int, SessionInfo] = {}
         self._loads: dict[int, LoadMeta] = {}
         self._load_ts: dict[int, int] = {}
-        self._placement: dict[int, dict[str, int]] = {}
-        self._dist: dict[int, dict[str, ChannelState]] = {}  # node -> vchannel -> state
+        self._replicas: dict[int, dict[int, frozenset[int]]] = {}
+        self._channels: dict[tuple[int, int], dict[str, int]] = {}  # (collection, replica) -> vchannel -> node
+        self._sent: dict[tuple[int, str], dict[int, int]] = {}  # (node, vchannel) -> placements it confirmed
+        self._dist: dict[int, NodeDist] = {}
         self._stubs = StubCache(querynode_pb2_grpc.QueryNodeStub)
         self._stub = self._stubs.get
         self._wake = asyncio.Event()
@@ -80,9 +105,11 @@ class QueryCoordinator:
         self._log = structlog.get_logger().bind(component="query-coord")
 
     async def start(self) -> None:
+        replicas = await self._catalog.list_replicas()
         for load in await self._catalog.list_loads():
             self._loads[load.collection_id] = load
             self._load_ts[load.collection_id] = await self._tso.allocate()
+            self._replicas[load.collection_id] = replicas.get(load.collection_id, {})
         self._tasks.add(asyncio.create_task(self._watch_nodes(), name="querycoord-nodes"))
         self._tasks.add(asyncio.create_task(self._loop(), name="querycoord-checker"))
 
@@ -94,47 +121,85 @@ class QueryCoordinator:
                 await t
         await self._stubs.close()
 
+    # -- load / release ---------------------------------------------------------------------------
+
     async def load(self, meta: CollectionMeta, replica_number: int) -> None:
-        if meta.collection_id in self._loads:
+        loaded = self._loads.get(meta.collection_id)
+        if loaded is not None:
+            if loaded.replica_number != replica_number:
+                raise InvalidArgument(
+                    f"collection {meta.name} is loaded with {loaded.replica_number} replicas; release it before "
+                    f"loading it with {replica_number}"
+                )
             return
+        if replica_number < 1:
+            raise InvalidArgument(f"replica_number must be at least 1, got {replica_number}")
+        if replica_number > len(self._nodes):
+            raise InvalidArgument(
+                f"not enough query nodes to load {meta.name} with {replica_number} replicas: "
+                f"{len(self._nodes)} query node(s) alive"
+            )
         load = LoadMeta(collection_id=meta.collection_id, replica_number=replica_number)
+        replicas = assign_replicas(replica_number, {}, set(self._nodes), self._busy())
+        await self._catalog.save_replicas(meta.collection_id, replicas)
         await self._catalog.save_load(load)
         self._load_ts[meta.collection_id] = await self._tso.allocate()
+        self._replicas[meta.collection_id] = replicas
         self._loads[meta.collection_id] = load
+        self._log.info("collection loading", collection_id=meta.collection_id, replicas={r: sorted(n) for r, n in replicas.items()})
         self._wake.set()
 
     async def release(self, collection_id: int) -> None:
         self._loads.pop(collection_id, None)
         self._load_ts.pop(collection_id, None)
+        self._replicas.pop(collection_id, None)
         await self._catalog.remove_load(collection_id)
-        placement = self._placement.pop(collection_id, {})
-        for vchannel, node_id in placement.items():
-            node = self._nodes.get(node_id)
-            if node is not None:
-                with contextlib.suppress(grpc.aio.AioRpcError):
-                    await self._stub(node.address).UnwatchChannel(
-                        querynode_pb2.UnwatchChannelRequest(collection_id=collection_id, vchannel=vchannel), timeout=10
-                    )
+        await self._catalog.remove_replicas(collection_id)
+        for key in [k for k in self._channels if k[0] == collection_id]:
+            for vchannel, node_id in self._channels.pop(key).items():
+                node = self._nodes.get(node_id)
+                self._sent.pop((node_id, vchannel), None)
+                if node is not None:
+                    with contextlib.suppress(grpc.aio.AioRpcError):
+                        await self._stub(node.address).UnwatchChannel(
+                            querynode_pb2.UnwatchChannelRequest(collection_id=collection_id, vchannel=vchannel),
+                            timeout=10,
+                        )
+        await self._release_worker_segments()
 
     def is_loaded(self, collection_id: int) -> bool:
         return collection_id in self._loads
 
-    def view(self, meta: CollectionMeta) -> tuple[list[ChannelView], int]:
-        """Channel placements and the loading progress in percent."""
-        placement = self._placement.get(meta.collection_id, {})
+    def view(self, meta: CollectionMeta) -> tuple[list[ChannelView], int, bool]:
+        """Every replica's channel placements, the loading progress in percent, and whether all are ready."""
         load_ts = self._load_ts.get(meta.collection_id, 0)
+        load = self._loads.get(meta.collection_id)
         views = []
-        for vchannel, pchannel in zip(meta.vchannels, meta.pchannels, strict=True):
-            node_id = placement.get(vchannel, 0)
-            node = self._nodes.get(node_id)
-            state = self._dist.get(node_id, {}).get(vchannel)
-            ready = node is not None and state is not None and state.serviceable and state.tsafe >= load_ts
-            views.append(ChannelView(vchannel, pchannel, node_id, node.address if node else "", ready))
+        for rid in range(1, (load.replica_number if load else 1) + 1):
+            placement = self._channels.get((meta.collection_id, rid), {})
+            for vchannel, pchannel in zip(meta.vchannels, meta.pchannels, strict=True):
+                node_id = placement.get(vchannel, 0)
+                node = self._nodes.get(node_id)
+                state = self._dist.get(node_id, NodeDist()).channels.get(vchannel)
+                ready = node is not None and state is not None and state.serviceable and state.tsafe >= load_ts
+                views.append(ChannelView(vchannel, pchannel, node_id, node.address if node else "", ready, rid))
         progress = 100 * sum(v.ready for v in views) // max(len(views), 1)
-        return views, progress
+        return views, progress, bool(views) and all(v.ready for v in views)
+
+    # -- the checker -------------------------------------------------------------------------------
+
+    def _busy(self) -> dict[int, int]:
+        busy: dict[int, int] = {}
+        for replicas in self._replicas.values():
+            for nodes in replicas.values():
+                for n in nodes:
+                    busy[n] = busy.get(n, 0) + 1
+        return busy
 
     async def _watch_nodes(self) -> None:
         async for nodes in follow_sessions(self._store, QUERY_NODE_ROLE):
+            if set(nodes) != set(self._nodes):
+                self._log.info("query nodes changed", nodes=sorted(nodes))
             self._nodes = nodes
             self._wake.set()
 
@@ -158,56 +223,125 @@ class QueryCoordinator:
             meta = await self._catalog.get_collection(collection_id)
             if meta is None:
                 continue
-            wanted = place_channels(list(meta.vchannels), self._placement.get(collection_id, {}), live)
-            self._placement[collection_id] = wanted
-            for vchannel, node_id in wanted.items():
-                state = self._dist.get(node_id, {}).get(vchannel)
-                if state is None:
-                    await self._watch(meta, vchannel, node_id)
-                elif state.serviceable:
-                    await self._sync(meta, vchannel, node_id, state)
+            load = self._loads[collection_id]
+            replicas = assign_replicas(load.replica_number, self._replicas.get(collection_id, {}), live, self._busy())
+            if replicas != self._replicas.get(collection_id):
+                await self._catalog.save_replicas(collection_id, replicas)
+                self._replicas[collection_id] = replicas
+                self._log.info("replicas changed", collection_id=collection_id,
+                               replicas={r: sorted(n) for r, n in replicas.items()})
+            indexes = [_index_spec(i) for i in await self._catalog.list_indexes(collection_id)]
+            for rid, nodes in replicas.items():
+                await self._check_replica(meta, rid, set(nodes), indexes)
+        await self._release_worker_segments()
 
     def _flushed(self, vchannel: str) -> list[SegmentMeta]:
         return [s for s in self._data.segments(vchannel=vchannel) if s.state == SegmentState.FLUSHED]
 
-    async def _sync(self, meta: CollectionMeta, vchannel: str, node_id: int, state: ChannelState) -> None:
-        target = {s.segment_id: s for s in self._flushed(vchannel)}
-        load = [m for sid, m in sorted(target.items()) if sid not in state.sealed]
-        release = sorted(sid for sid in state.sealed if sid not in target)
-        if not load and not release:
+    async def _check_replica(
+        self, meta: CollectionMeta, rid: int, nodes: set[int], indexes: list[querynode_pb2.IndexSpec]
+    ) -> None:
+        key = (meta.collection_id, rid)
+        reported = {
+            v: n for n in nodes for v, st in self._dist.get(n, NodeDist()).channels.items() if v in meta.vchannels
+        }
+        channels = place_channels(list(meta.vchannels), {**self._channels.get(key, {}), **reported}, nodes)
+        self._channels[key] = channels
+        # Where each sealed segment is, as the replica's workers report it, then the target.
+        current = {
+            sid: n for n in nodes for (c, sid) in self._dist.get(n, NodeDist()).segments if c == meta.collection_id
+        }
+        l1 = {
+            s.segment_id: s
+            for v in meta.vchannels
+            for s in self._flushed(v)
+            if s.level == SegmentLevel.L1
+        }
+        others = {
+            n: sum(r for (c, _), r in self._dist.get(n, NodeDist()).segments.items() if c != meta.collection_id)
+            for n in nodes
+        }
+        segments = place_segments({sid: max(s.rows, 1) for sid, s in l1.items()}, current, nodes, others)
+        for vchannel, node_id in channels.items():
+            state = self._dist.get(node_id, NodeDist()).channels.get(vchannel)
+            mine = {sid: segments[sid] for sid, s in l1.items() if s.vchannel == vchannel and sid in segments}
+            if state is None:
+                await self._watch(meta, vchannel, node_id, rid, mine, indexes)
+            elif state.serviceable:
+                await self._sync(meta, vchannel, node_id, state, mine, indexes)
+
+    def _placements(self, meta_by_id: dict[int, SegmentMeta], wanted: dict[int, int]) -> list[querynode_pb2.SegmentPlacement]:
+        out = []
+        for sid, node_id in sorted(wanted.items()):
+            node = self._nodes.get(node_id)
+            if node is not None:
+                out.append(
+                    querynode_pb2.SegmentPlacement(
+                        segment=segment_to_pb(meta_by_id[sid]), node_id=node_id, address=node.address
+                    )
+                )
+        return out
+
+    async def _sync(
+        self,
+        meta: CollectionMeta,
+        vchannel: str,
+        node_id: int,
+        state: ChannelState,
+        wanted: dict[int, int],
+        indexes: list[querynode_pb2.IndexSpec],
+    ) -> None:
+        flushed = {s.segment_id: s for s in self._flushed(vchannel)}
+        l0 = [m for sid, m in sorted(flushed.items()) if m.level == SegmentLevel.L0 and sid not in state.sealed]
+        release = sorted(sid for sid in state.sealed if sid not in flushed)
+        confirmed = self._sent.get((node_id, vchannel), {})
+        moved = {sid: n for sid, n in wanted.items() if sid not in state.sealed or confirmed.get(sid) != n}
+        if not l0 and not release and not moved:
             return
         req = querynode_pb2.SyncDistributionRequest(
             collection_id=meta.collection_id,
             vchannel=vchannel,
-            load=[segment_to_pb(m) for m in load],
+            load=[segment_to_pb(m) for m in l0],
             release=release,
+            placements=self._placements(flushed, moved),
+            indexes=indexes,
         )
         try:
-            resp = await self._stub(self._nodes[node_id].address).SyncDistribution(req, timeout=300)
+            resp = await self._stub(self._nodes[node_id].address).SyncDistribution(req, timeout=600)
         except grpc.aio.AioRpcError as err:
             self._log.info("sync distribution failed", vchannel=vchannel, node=node_id, error=err.code().name)
             return
         if resp.status.code != ErrorCode.OK:
             self._log.info("sync distribution refused", vchannel=vchannel, node=node_id, reason=resp.status.reason)
             return
-        self._log.info("distribution synced", vchannel=vchannel, node=node_id, loaded=[m.segment_id for m in load],
-                       released=release)
-        self._dist.setdefault(node_id, {})[vchannel] = ChannelState(
-            tsafe=state.tsafe, sealed=frozenset(target), serviceable=True
-        )
+        self._sent[(node_id, vchannel)] = {**{s: n for s, n in confirmed.items() if s in flushed}, **moved}
+        self._log.info("distribution synced", vchannel=vchannel, node=node_id, placed=sorted(moved), released=release,
+                       l0=[m.segment_id for m in l0])
 
-    async def _watch(self, meta: CollectionMeta, vchannel: str, node_id: int) -> None:
+    async def _watch(
+        self,
+        meta: CollectionMeta,
+        vchannel: str,
+        node_id: int,
+        rid: int,
+        wanted: dict[int, int],
+        indexes: list[querynode_pb2.IndexSpec],
+    ) -> None:
         node = self._nodes[node_id]
         # The checkpoint first, then the segments: whatever the checkpoint covers is in a
         # FLUSHED segment by then (the flusher reports files before it moves the checkpoint).
         checkpoint = self._data.checkpoint(vchannel)
-        segments = self._flushed(vchannel)
+        flushed = {s.segment_id: s for s in self._flushed(vchannel)}
+        wanted = {sid: n for sid, n in wanted.items() if sid in flushed}
         req = querynode_pb2.WatchChannelRequest(
             collection_id=meta.collection_id,
             vchannel=vchannel,
             pchannel=meta.pchannels[meta.vchannels.index(vchannel)],
             schema_json=meta.schema.to_json(),
-            segments=[segment_to_pb(m) for m in segments],
+            segments=[segment_to_pb(m) for m in flushed.values() if m.level == SegmentLevel.L0],
+            placements=self._placements(flushed, wanted),
+            indexes=indexes,
+            replica_id=rid,
         )
         if checkpoint is not None:
             req.checkpoint.CopyFrom(position_to_pb(checkpoint))
@@ -219,10 +353,30 @@ class QueryCoordinator:
         if resp.status.code != ErrorCode.OK:
             self._log.info("watch channel refused", vchannel=vchannel, node=node_id, reason=resp.status.reason)
             return
-        self._dist.setdefault(node_id, {}).setdefault(vchannel, ChannelState(0, frozenset(), False))
+        self._sent[(node_id, vchannel)] = dict(wanted)
+        self._dist.setdefault(node_id, NodeDist()).channels.setdefault(
+            vchannel, ChannelState(0, frozenset(), False, rid)
+        )
+        self._log.info("channel watched", vchannel=vchannel, node=node_id, replica=rid, segments=sorted(wanted))
+
+    async def _release_worker_segments(self) -> None:
+        """Workers drop segments of collections that are not loaded any more."""
+        for node_id, dist in list(self._dist.items()):
+            stale: dict[int, list[int]] = {}
+            for c, sid in dist.segments:
+                if c not in self._loads:
+                    stale.setdefault(c, []).append(sid)
+            node = self._nodes.get(node_id)
+            if node is None:
+                continue
+            for c, sids in stale.items():
+                with contextlib.suppress(grpc.aio.AioRpcError):
+                    await self._stub(node.address).ReleaseSegments(
+                        querynode_pb2.ReleaseSegmentsRequest(collection_id=c, segment_ids=sids), timeout=30
+                    )
 
     async def _pull_distribution(self) -> None:
-        dist: dict[int, dict[str, ChannelState]] = {}
+        dist: dict[int, NodeDist] = {}
         for node_id, node in list(self._nodes.items()):
             try:
                 resp = await self._stub(node.address).GetDataDistribution(
@@ -230,8 +384,14 @@ class QueryCoordinator:
                 )
             except grpc.aio.AioRpcError:
                 continue
-            dist[node_id] = {
-                c.vchannel: ChannelState(c.tsafe, frozenset(c.sealed_segments), c.serviceable) for c in resp.channels
-            }
+            dist[node_id] = NodeDist(
+                channels={
+                    c.vchannel: ChannelState(c.tsafe, frozenset(c.sealed_segments), c.serviceable, c.replica_id)
+                    for c in resp.channels
+                },
+                segments={(s.collection_id, s.segment_id): s.rows for s in resp.segments},
+            )
+        for (node_id, vchannel) in list(self._sent):
+            if vchannel not in dist.get(node_id, NodeDist()).channels:
+                del self._sent[(node_id, vchannel)]  # its delegator is gone: a new one starts from scratch
         self._dist = dist
-

@@ -1,12 +1,22 @@
-"""Scatter reads to the delegator of every vchannel and gather their answers."""
+"""Scatter reads to the delegator of every vchannel and gather their answers.
+
+A loaded collection has one delegator per vchannel in each replica. A read
+uses the replicas that are ready (every vchannel's delegator serviceable and
+caught up), starting at a different one each time (round robin); a vchannel
+whose delegator fails with a retryable error (not ready, unavailable, or the
+node unreachable) is read from the next ready replica instead.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+import grpc
 import numpy as np
 import pyarrow as pa
 
@@ -37,6 +47,9 @@ class ReadOptions:
 
 
 LOADING_POLL_SECONDS = 0.1
+_RETRY_ON_ANOTHER_REPLICA = {ErrorCode.NOT_READY, ErrorCode.UNAVAILABLE, ErrorCode.TIMEOUT}
+T = TypeVar("T")
+Replica = dict[str, coordinator_pb2.ChannelPlacement]  # vchannel -> its delegator in one replica
 
 
 class ReadRouter:
@@ -44,6 +57,7 @@ class ReadRouter:
         self._coord = coord
         self._stubs = StubCache(querynode_pb2_grpc.QueryNodeStub)
         self._stub = self._stubs.get
+        self._turn = itertools.count()
 
     async def load_view(self, coll: CollectionEntry) -> coordinator_pb2.QueryViewResponse:
         stub = await self._coord.stub()
@@ -51,8 +65,8 @@ class ReadRouter:
         raise_for_status(resp.status)
         return resp
 
-    async def _placements(self, coll: CollectionEntry, timeout: float) -> list[coordinator_pb2.ChannelPlacement]:
-        """Where each vchannel is served, waiting (up to ``timeout``) while the collection is loading.
+    async def _replicas(self, coll: CollectionEntry, timeout: float) -> list[Replica]:
+        """The ready replicas, each as its vchannels' delegators, waiting (up to ``timeout``) for one.
 
         A loaded collection is still *loading* right after a restart or a node loss, while its
         delegators catch up with the WAL; reads wait for that instead of failing.
@@ -63,16 +77,44 @@ class ReadRouter:
             view = await self.load_view(coll)
             if view.state == coordinator_pb2.LOAD_STATE_NOT_LOAD:
                 raise StrataError(f"collection not loaded[collection={coll.name}]", ErrorCode.COLLECTION_NOT_LOADED)
-            if view.state == coordinator_pb2.LOAD_STATE_LOADED and all(c.address for c in view.channels):
-                return list(view.channels)
+            by_replica: dict[int, Replica] = {}
+            for c in view.channels:
+                by_replica.setdefault(c.replica_id, {})[c.vchannel] = c
+            ready = [
+                r
+                for _, r in sorted(by_replica.items())
+                if len(r) == len(set(coll.vchannels)) and all(c.ready and c.address for c in r.values())
+            ]
+            if ready:
+                start = next(self._turn) % len(ready)
+                return ready[start:] + ready[:start]
             if loop.time() >= deadline:
-                waiting = [c.vchannel for c in view.channels if not c.ready]
+                waiting = sorted({c.vchannel for c in view.channels if not c.ready})
                 raise StrataError(
-                    f"collection {coll.name} is still loading ({view.progress}%): "
-                    f"{', '.join(waiting)} not ready",
+                    f"collection {coll.name} is still loading ({view.progress}%): {', '.join(waiting)} not ready",
                     ErrorCode.NOT_READY,
                 )
             await asyncio.sleep(LOADING_POLL_SECONDS)
+
+    async def _on_some_replica(
+        self, vchannel: str, replicas: list[Replica], call: Callable[[coordinator_pb2.ChannelPlacement], Awaitable[T]]
+    ) -> T:
+        """``call`` on the vchannel's delegator in the first replica that answers; retryable errors move on."""
+        last: BaseException | None = None
+        for replica in replicas:
+            placement = replica[vchannel]
+            try:
+                return await call(placement)
+            except StrataError as err:
+                if err.code not in _RETRY_ON_ANOTHER_REPLICA:
+                    raise
+                last = err
+            except grpc.aio.AioRpcError as err:
+                last = StrataError(
+                    f"query node {placement.node_id} of {vchannel} unreachable: {err.code().name}", ErrorCode.UNAVAILABLE
+                )
+        assert last is not None
+        raise last
 
     async def search(
         self,
@@ -85,57 +127,57 @@ class ReadRouter:
         topk: int,
         params: dict[str, Any],
     ) -> list[pa.Table]:
-        placements = await self._placements(coll, read.timeout)
+        replicas = await self._replicas(coll, read.timeout)
         vec = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), type=pa.float32()), vectors.shape[1])
         payload = table_to_ipc(pa.table({"vector": vec}))
-        reqs = [
-            querynode_pb2.SearchRequest(
-                collection_id=coll.collection_id,
-                vchannel=p.vchannel,
-                read=read.to_proto(),
-                anns_field=anns_field,
-                metric_type=metric,
-                vectors=payload,
-                topk=topk,
-                params=json.dumps(params),
-            )
-            for p in placements
-        ]
-        resps = await asyncio.gather(
-            *(self._stub(p.address).Search(r, timeout=read.timeout + 5) for p, r in zip(placements, reqs, strict=True))
-        )
-        out = []
-        for resp in resps:
-            raise_for_status(resp.status)
-            out.append(ipc_to_table(resp.results))
-        return out
+
+        async def one(vchannel: str) -> pa.Table:
+            async def call(p: coordinator_pb2.ChannelPlacement) -> pa.Table:
+                resp = await self._stub(p.address).Search(
+                    querynode_pb2.SearchRequest(
+                        collection_id=coll.collection_id,
+                        vchannel=vchannel,
+                        read=read.to_proto(),
+                        anns_field=anns_field,
+                        metric_type=metric,
+                        vectors=payload,
+                        topk=topk,
+                        params=json.dumps(params),
+                    ),
+                    timeout=read.timeout + 5,
+                )
+                raise_for_status(resp.status)
+                return ipc_to_table(resp.results)
+
+            return await self._on_some_replica(vchannel, replicas, call)
+
+        return list(await asyncio.gather(*(one(v) for v in sorted(set(coll.vchannels)))))
 
     async def query(
         self, coll: CollectionEntry, *, read: ReadOptions, limit: int, count_only: bool
     ) -> tuple[list[pa.Table], int]:
-        placements = await self._placements(coll, read.timeout)
-        resps = await asyncio.gather(
-            *(
-                self._stub(p.address).Query(
+        replicas = await self._replicas(coll, read.timeout)
+
+        async def one(vchannel: str) -> tuple[pa.Table | None, int]:
+            async def call(p: coordinator_pb2.ChannelPlacement) -> tuple[pa.Table | None, int]:
+                resp = await self._stub(p.address).Query(
                     querynode_pb2.QueryRequest(
                         collection_id=coll.collection_id,
-                        vchannel=p.vchannel,
+                        vchannel=vchannel,
                         read=read.to_proto(),
                         limit=limit,
                         count_only=count_only,
                     ),
                     timeout=read.timeout + 5,
                 )
-                for p in placements
-            )
-        )
-        tables, total = [], 0
-        for resp in resps:
-            raise_for_status(resp.status)
-            total += resp.count
-            if resp.results:
-                tables.append(ipc_to_table(resp.results))
-        return tables, total
+                raise_for_status(resp.status)
+                return (ipc_to_table(resp.results) if resp.results else None), int(resp.count)
+
+            return await self._on_some_replica(vchannel, replicas, call)
+
+        results = await asyncio.gather(*(one(v) for v in sorted(set(coll.vchannels))))
+        tables = [t for t, _ in results if t is not None]
+        return tables, sum(n for _, n in results)
 
     async def close(self) -> None:
         await self._stubs.close()
