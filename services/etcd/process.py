@@ -50,6 +50,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class EtcdExited(RuntimeError):
+    """The etcd child exited while starting."""
+
+
 class EtcdProcess:
     """An etcd server on 127.0.0.1 with its data under ``data_dir``."""
 
@@ -64,7 +68,29 @@ class EtcdProcess:
     def endpoint(self) -> str:
         return f"127.0.0.1:{self.client_port}"
 
-    def start(self, timeout: float = 20.0) -> None:
+    def start(self, timeout: float = 20.0, attempts: int = 3) -> None:
+        """Start etcd and wait until it accepts connections.
+
+        A child that dies at once is started again (up to ``attempts`` times): forking a
+        process that runs gRPC threads occasionally kills the child before it becomes etcd,
+        and a port found free may be taken before etcd binds it. On a fresh data directory
+        the retry also takes fresh ports; an existing one keeps its ports (its members
+        remember their peer URL).
+        """
+        fresh = not (self.data_dir.exists() and any(self.data_dir.iterdir()))
+        for attempt in range(1, attempts + 1):
+            try:
+                self._start_once(timeout)
+                return
+            except EtcdExited as err:
+                if attempt == attempts:
+                    raise
+                log.warning("etcd exited at start, retrying", attempt=attempt, error=str(err))
+                if fresh:
+                    shutil.rmtree(self.data_dir, ignore_errors=True)
+                    self.client_port, self.peer_port = free_port(), free_port()
+
+    def _start_once(self, timeout: float) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         client_url = f"http://127.0.0.1:{self.client_port}"
         peer_url = f"http://127.0.0.1:{self.peer_port}"
@@ -85,7 +111,7 @@ class EtcdProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
-                raise RuntimeError(f"etcd exited with {self._proc.returncode}; see {self.data_dir.parent}/etcd.log")
+                raise EtcdExited(f"etcd exited with {self._proc.returncode}; see {self.data_dir.parent}/etcd.log")
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", self.client_port)) == 0:
                     log.info("etcd ready", endpoint=self.endpoint)
