@@ -4,8 +4,8 @@ Each round (every ``interval_seconds``, run by the active coordinator):
 
 1. **Dropped segments.** A segment DROPPED (its collection dropped, or it
    stayed empty) for longer than ``retention_seconds`` loses every file under
-   its segment prefixes (insert, delta and stats logs, all manifest versions),
-   then its metadata. The retention lets readers that still hold it finish.
+   its segment prefixes (insert, delta and stats logs, all manifest versions)
+   and its index files, then its metadata. The retention lets readers that still hold it finish.
 2. **Orphans.** A file under the segment roots that no live segment's current
    manifest names (nor is that manifest) is deleted once it is older than both
    ``retention_seconds`` and ``MIN_ORPHAN_AGE_SECONDS``. Orphans are what a
@@ -29,7 +29,7 @@ import structlog
 from coordinator.data.datacoord import DataCoordinator
 from services.segment import SegmentState
 from services.storage.errors import ObjectNotFound
-from services.storage.layout import segment_prefixes
+from services.storage.layout import index_prefix, segment_prefixes
 from services.storage.manifest import SegmentManifest
 from services.storage.objectstore import ObjectStore
 
@@ -87,7 +87,9 @@ class GarbageCollector:
             if s.state == SegmentState.DROPPED and now - s.dropped_at >= self._retention
         ]
         for seg in expired:
-            for prefix in segment_prefixes(seg.collection_id, seg.partition_id, seg.segment_id):
+            prefixes = [*segment_prefixes(seg.collection_id, seg.partition_id, seg.segment_id),
+                        index_prefix(seg.collection_id, seg.segment_id)]
+            for prefix in prefixes:
                 await asyncio.to_thread(self._storage.delete_prefix, prefix)
         await self._data.forget_segments([s.segment_id for s in expired])
 

@@ -30,6 +30,7 @@ from querynode.index.meta import DataFile, IndexMeta
 from querynode.index.options import DEFAULT_OPTIONS, IndexOptions
 from querynode.index.spec import IndexSpec
 from services.errors import InvalidArgument
+from services.storage import layout
 from services.storage.errors import ObjectNotFound
 from services.storage.objectstore import ObjectStore
 
@@ -52,7 +53,7 @@ def collection_index_prefix(collection_id: int) -> str:
 
 def index_prefix(collection_id: int, segment_id: int) -> str:
     """The directory of every index file of a segment (garbage collection of a dropped segment)."""
-    return f"{collection_index_prefix(collection_id)}/{_check_id('segment id', segment_id)}"
+    return layout.index_prefix(collection_id, segment_id)
 
 
 def index_dir(collection_id: int, segment_id: int, index_id: int) -> str:

@@ -92,3 +92,8 @@ def collection_prefixes(collection_id: int) -> list[str]:
     """The directories holding every segment file of one collection."""
     coll = _check_id("collection id", collection_id)
     return [f"{kind}/{coll}" for kind in (INSERT_LOG, DELTA_LOG, STATS_LOG, MANIFESTS)]
+
+
+def index_prefix(collection_id: int, segment_id: int) -> str:
+    """Every index file of a segment: ``index_files/<collection>/<segment>`` (``querynode/index/store.py``)."""
+    return f"index_files/{_check_id('collection id', collection_id)}/{_check_id('segment id', segment_id)}"

@@ -18,7 +18,7 @@ from coordinator.tso import TimestampOracle
 from services.etcd.metastore import MetaStore
 from services.schema import CollectionSchema, DataType, FieldSchema
 from services.segment import SegmentMeta, SegmentState
-from services.storage.layout import manifest_path
+from services.storage.layout import index_prefix, manifest_path
 from services.storage.manifest import SegmentLevel, SegmentManifest
 from services.storage.objectstore import ObjectStore
 from services.storage.segment_io import SegmentWriter
@@ -89,6 +89,8 @@ async def test_dropped_segments_and_old_orphans_go_named_files_stay(store: MetaS
         )
     await data.update_state(11, SegmentState.DROPPED)
     # An orphan: files of a sync that crashed before its report (segment 10's next version).
+    for sid in (10, 11):  # index files built for both segments
+        storage.write_bytes(f"{index_prefix(1, sid)}/5/meta.json", b"{}")
     orphan_manifest = manifest_path(1, 2, 10, 7)
     storage.write_bytes(orphan_manifest, b"{}")
     live_files = {f.path for f in storage.list("")} - {orphan_manifest}
@@ -103,7 +105,8 @@ async def test_dropped_segments_and_old_orphans_go_named_files_stay(store: MetaS
     report = await gc.collect()
     assert report.segments_removed == 1 and report.orphans_removed == 0
     assert data.segment(11) is None
-    assert not [f for f in storage.list("") if "/11/" in f.path]
+    assert not [f for f in storage.list("") if "/11/" in f.path]  # its logs, manifests and index files
+    assert storage.exists(f"{index_prefix(1, 10)}/5/meta.json")
     assert storage.exists(orphan_manifest)
 
     clock.now = time.time() + MIN_ORPHAN_AGE_SECONDS + 1
