@@ -12,8 +12,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from querynode.index.factory import IndexSpec
-
+from querynode.index.spec import IndexSpec
 from services.errors import InvalidArgument
 
 _META_KEYS = {"index_type", "metric_type", "params"}

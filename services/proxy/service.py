@@ -20,6 +20,7 @@ from pymilvus.grpc_gen import common_pb2, milvus_pb2, milvus_pb2_grpc, schema_pb
 
 from protos import coordinator_pb2
 from querynode.segments.reduce import merge_topk
+from querynode.worker.indexes import index_spec
 from services.coordclient import CoordinatorClient
 from services.errors import ErrorCode, InvalidArgument, NotSupported, StrataError
 from services.expr import parse_filter
@@ -254,6 +255,7 @@ class MilvusProxy(milvus_pb2_grpc.MilvusServiceServicer):
                 raise InvalidArgument(f"metric type {metric} is not supported for float vectors; use L2, IP or COSINE")
             params.setdefault("metric_type", DEFAULT_INDEX_METRIC)
             params.setdefault("index_type", "AUTOINDEX")
+            index_spec(params)  # InvalidArgument naming a bad index type or build parameter
         resp = await (await self._stub()).CreateIndex(
             coordinator_pb2.CreateIndexRequest(
                 collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
