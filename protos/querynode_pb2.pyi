@@ -233,7 +233,7 @@ class GetDataDistributionRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ChannelDistribution(_message.Message):
-    __slots__ = ("collection_id", "vchannel", "tsafe", "growing_rows", "sealed_segments", "serviceable", "sealed_rows", "replica_id")
+    __slots__ = ("collection_id", "vchannel", "tsafe", "growing_rows", "sealed_segments", "serviceable", "sealed_rows", "replica_id", "offline_segments")
     COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]
     VCHANNEL_FIELD_NUMBER: _ClassVar[int]
     TSAFE_FIELD_NUMBER: _ClassVar[int]
@@ -242,6 +242,7 @@ class ChannelDistribution(_message.Message):
     SERVICEABLE_FIELD_NUMBER: _ClassVar[int]
     SEALED_ROWS_FIELD_NUMBER: _ClassVar[int]
     REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
+    OFFLINE_SEGMENTS_FIELD_NUMBER: _ClassVar[int]
     collection_id: int
     vchannel: str
     tsafe: int
@@ -250,7 +251,8 @@ class ChannelDistribution(_message.Message):
     serviceable: bool
     sealed_rows: int
     replica_id: int
-    def __init__(self, collection_id: _Optional[int] = ..., vchannel: _Optional[str] = ..., tsafe: _Optional[int] = ..., growing_rows: _Optional[int] = ..., sealed_segments: _Optional[_Iterable[int]] = ..., serviceable: _Optional[bool] = ..., sealed_rows: _Optional[int] = ..., replica_id: _Optional[int] = ...) -> None: ...
+    offline_segments: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, collection_id: _Optional[int] = ..., vchannel: _Optional[str] = ..., tsafe: _Optional[int] = ..., growing_rows: _Optional[int] = ..., sealed_segments: _Optional[_Iterable[int]] = ..., serviceable: _Optional[bool] = ..., sealed_rows: _Optional[int] = ..., replica_id: _Optional[int] = ..., offline_segments: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class LoadedSegment(_message.Message):
     __slots__ = ("collection_id", "segment_id", "rows")

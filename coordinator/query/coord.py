@@ -15,7 +15,10 @@ tsafe and sealed segments, worker segments) and compares it with the target:
 * a serviceable delegator whose sealed segments or their workers differ from
   the target gets ``SyncDistribution`` (load these there, release those); the
   delegator's distribution changes only through these two calls;
-* worker segments of collections no longer loaded are released.
+* a node that moved to another replica stops the delegators of its old one;
+* worker segments of collections no longer loaded are released, and so are
+  segments no delegator routes to any more, after a grace period (a search
+  pinned to the old distribution may still read them).
 
 Current placements are read back from the nodes' reports, so a new leader
 continues with what is loaded instead of moving it. A lost node leaves its
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from dataclasses import dataclass, field
 
 import grpc
@@ -50,6 +54,7 @@ from services.segment import SegmentLevel, SegmentMeta, SegmentState
 from services.segment_pb import position_to_pb, segment_to_pb
 
 QUERY_NODE_ROLE = "querynode"
+UNUSED_SEGMENT_GRACE_SECONDS = 30.0  # a worker segment no delegator routes to is released after this
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +63,13 @@ class ChannelState:
 
     tsafe: int
     sealed: frozenset[int]
-    serviceable: bool
+    serviceable: bool  # its initial segments are loaded: it takes SyncDistribution
     replica_id: int = 0
+    offline: frozenset[int] = frozenset()  # segments to load again before it can serve
+
+    @property
+    def ready_to_read(self) -> bool:
+        return self.serviceable and not self.offline
 
 
 @dataclass(slots=True)
@@ -98,6 +108,7 @@ class QueryCoordinator:
         self._channels: dict[tuple[int, int], dict[str, int]] = {}  # (collection, replica) -> vchannel -> node
         self._sent: dict[tuple[int, str], dict[int, int]] = {}  # (node, vchannel) -> placements it confirmed
         self._dist: dict[int, NodeDist] = {}
+        self._unused_since: dict[tuple[int, int, int], float] = {}  # (node, collection, segment) -> first seen unused
         self._stubs = StubCache(querynode_pb2_grpc.QueryNodeStub)
         self._stub = self._stubs.get
         self._wake = asyncio.Event()
@@ -146,7 +157,9 @@ class QueryCoordinator:
         self._load_ts[meta.collection_id] = await self._tso.allocate()
         self._replicas[meta.collection_id] = replicas
         self._loads[meta.collection_id] = load
-        self._log.info("collection loading", collection_id=meta.collection_id, replicas={r: sorted(n) for r, n in replicas.items()})
+        self._log.info(
+            "collection loading", collection_id=meta.collection_id, replicas={r: sorted(n) for r, n in replicas.items()}
+        )
         self._wake.set()
 
     async def release(self, collection_id: int) -> None:
@@ -181,7 +194,7 @@ class QueryCoordinator:
                 node_id = placement.get(vchannel, 0)
                 node = self._nodes.get(node_id)
                 state = self._dist.get(node_id, NodeDist()).channels.get(vchannel)
-                ready = node is not None and state is not None and state.serviceable and state.tsafe >= load_ts
+                ready = node is not None and state is not None and state.ready_to_read and state.tsafe >= load_ts
                 views.append(ChannelView(vchannel, pchannel, node_id, node.address if node else "", ready, rid))
         progress = 100 * sum(v.ready for v in views) // max(len(views), 1)
         return views, progress, bool(views) and all(v.ready for v in views)
@@ -228,12 +241,42 @@ class QueryCoordinator:
             if replicas != self._replicas.get(collection_id):
                 await self._catalog.save_replicas(collection_id, replicas)
                 self._replicas[collection_id] = replicas
-                self._log.info("replicas changed", collection_id=collection_id,
-                               replicas={r: sorted(n) for r, n in replicas.items()})
+                self._log.info(
+                    "replicas changed",
+                    collection_id=collection_id,
+                    replicas={r: sorted(n) for r, n in replicas.items()},
+                )
+            await self._unwatch_foreign(meta, replicas)
             indexes = [_index_spec(i) for i in await self._catalog.list_indexes(collection_id)]
             for rid, nodes in replicas.items():
                 await self._check_replica(meta, rid, set(nodes), indexes)
         await self._release_worker_segments()
+
+    async def _unwatch_foreign(self, meta: CollectionMeta, replicas: dict[int, frozenset[int]]) -> None:
+        """A node that moved to another replica stops the delegators it ran for the old one."""
+        replica_of = {n: r for r, ns in replicas.items() for n in ns}
+        for node_id, dist in self._dist.items():
+            node = self._nodes.get(node_id)
+            for vchannel, state in list(dist.channels.items()):
+                if vchannel not in meta.vchannels or replica_of.get(node_id) == state.replica_id or node is None:
+                    continue
+                self._log.info(
+                    "delegator of another replica stopped", vchannel=vchannel, node=node_id, replica=state.replica_id
+                )
+                with contextlib.suppress(grpc.aio.AioRpcError):
+                    await self._stub(node.address).UnwatchChannel(
+                        querynode_pb2.UnwatchChannelRequest(collection_id=meta.collection_id, vchannel=vchannel),
+                        timeout=10,
+                    )
+                del dist.channels[vchannel]
+                self._sent.pop((node_id, vchannel), None)
+                for key, placement in self._channels.items():
+                    if (
+                        key[0] == meta.collection_id
+                        and placement.get(vchannel) == node_id
+                        and key[1] != replica_of.get(node_id)
+                    ):
+                        del placement[vchannel]
 
     def _flushed(self, vchannel: str) -> list[SegmentMeta]:
         return [s for s in self._data.segments(vchannel=vchannel) if s.state == SegmentState.FLUSHED]
@@ -243,7 +286,10 @@ class QueryCoordinator:
     ) -> None:
         key = (meta.collection_id, rid)
         reported = {
-            v: n for n in nodes for v, st in self._dist.get(n, NodeDist()).channels.items() if v in meta.vchannels
+            v: n
+            for n in nodes
+            for v, st in self._dist.get(n, NodeDist()).channels.items()
+            if v in meta.vchannels and st.replica_id == rid
         }
         channels = place_channels(list(meta.vchannels), {**self._channels.get(key, {}), **reported}, nodes)
         self._channels[key] = channels
@@ -251,12 +297,7 @@ class QueryCoordinator:
         current = {
             sid: n for n in nodes for (c, sid) in self._dist.get(n, NodeDist()).segments if c == meta.collection_id
         }
-        l1 = {
-            s.segment_id: s
-            for v in meta.vchannels
-            for s in self._flushed(v)
-            if s.level == SegmentLevel.L1
-        }
+        l1 = {s.segment_id: s for v in meta.vchannels for s in self._flushed(v) if s.level == SegmentLevel.L1}
         others = {
             n: sum(r for (c, _), r in self._dist.get(n, NodeDist()).segments.items() if c != meta.collection_id)
             for n in nodes
@@ -270,7 +311,9 @@ class QueryCoordinator:
             elif state.serviceable:
                 await self._sync(meta, vchannel, node_id, state, mine, indexes)
 
-    def _placements(self, meta_by_id: dict[int, SegmentMeta], wanted: dict[int, int]) -> list[querynode_pb2.SegmentPlacement]:
+    def _placements(
+        self, meta_by_id: dict[int, SegmentMeta], wanted: dict[int, int]
+    ) -> list[querynode_pb2.SegmentPlacement]:
         out = []
         for sid, node_id in sorted(wanted.items()):
             node = self._nodes.get(node_id)
@@ -315,8 +358,14 @@ class QueryCoordinator:
             self._log.info("sync distribution refused", vchannel=vchannel, node=node_id, reason=resp.status.reason)
             return
         self._sent[(node_id, vchannel)] = {**{s: n for s, n in confirmed.items() if s in flushed}, **moved}
-        self._log.info("distribution synced", vchannel=vchannel, node=node_id, placed=sorted(moved), released=release,
-                       l0=[m.segment_id for m in l0])
+        self._log.info(
+            "distribution synced",
+            vchannel=vchannel,
+            node=node_id,
+            placed=sorted(moved),
+            released=release,
+            l0=[m.segment_id for m in l0],
+        )
 
     async def _watch(
         self,
@@ -360,20 +409,32 @@ class QueryCoordinator:
         self._log.info("channel watched", vchannel=vchannel, node=node_id, replica=rid, segments=sorted(wanted))
 
     async def _release_worker_segments(self) -> None:
-        """Workers drop segments of collections that are not loaded any more."""
+        """Workers drop segments of collections that are not loaded any more, and segments
+        no delegator has routed to for ``UNUSED_SEGMENT_GRACE_SECONDS`` (moved or compacted away)."""
+        used = {(n, sid) for placed in self._sent.values() for sid, n in placed.items()}
+        now = time.monotonic()
+        seen: set[tuple[int, int, int]] = set()
         for node_id, dist in list(self._dist.items()):
             stale: dict[int, list[int]] = {}
             for c, sid in dist.segments:
-                if c not in self._loads:
-                    stale.setdefault(c, []).append(sid)
+                if c in self._loads and (node_id, sid) in used:
+                    continue
+                if c in self._loads:
+                    key = (node_id, c, sid)
+                    seen.add(key)
+                    if now - self._unused_since.setdefault(key, now) < UNUSED_SEGMENT_GRACE_SECONDS:
+                        continue
+                stale.setdefault(c, []).append(sid)
             node = self._nodes.get(node_id)
             if node is None:
                 continue
             for c, sids in stale.items():
+                self._log.info("worker segments released", node=node_id, collection_id=c, segments=sorted(sids))
                 with contextlib.suppress(grpc.aio.AioRpcError):
                     await self._stub(node.address).ReleaseSegments(
                         querynode_pb2.ReleaseSegmentsRequest(collection_id=c, segment_ids=sids), timeout=30
                     )
+        self._unused_since = {k: t for k, t in self._unused_since.items() if k in seen}
 
     async def _pull_distribution(self) -> None:
         dist: dict[int, NodeDist] = {}
@@ -386,12 +447,18 @@ class QueryCoordinator:
                 continue
             dist[node_id] = NodeDist(
                 channels={
-                    c.vchannel: ChannelState(c.tsafe, frozenset(c.sealed_segments), c.serviceable, c.replica_id)
+                    c.vchannel: ChannelState(
+                        c.tsafe,
+                        frozenset(c.sealed_segments),
+                        c.serviceable,
+                        c.replica_id,
+                        frozenset(c.offline_segments),
+                    )
                     for c in resp.channels
                 },
                 segments={(s.collection_id, s.segment_id): s.rows for s in resp.segments},
             )
-        for (node_id, vchannel) in list(self._sent):
+        for node_id, vchannel in list(self._sent):
             if vchannel not in dist.get(node_id, NodeDist()).channels:
                 del self._sent[(node_id, vchannel)]  # its delegator is gone: a new one starts from scratch
         self._dist = dist

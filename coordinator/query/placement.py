@@ -4,7 +4,9 @@
   replicas, each a disjoint set of query nodes. Live members stay; a replica
   without members takes a free node first (the least busy); then every other
   free node joins the replica with the fewest members, so all nodes work.
-  Dead nodes leave. A replica may stay empty while there are too few nodes.
+  Dead nodes leave. A replica left empty takes a member from the replica with
+  the most (at least two): one serving replica per node set beats a spare node
+  in another. A replica stays empty only while there are fewer nodes than replicas.
 * **Delegators** (``place_channels``): one per vchannel per replica, on one of
   the replica's nodes; live placements stay, new ones go to the node serving the
   fewest vchannels.
@@ -35,6 +37,15 @@ def assign_replicas(
             members[r].add(free.pop(0))
     for node in free:
         r = min(members, key=lambda r: (len(members[r]), r))
+        members[r].add(node)
+    for r in sorted(members):
+        if members[r]:
+            continue
+        donor = max(members, key=lambda d: (len(members[d]), -d))
+        if len(members[donor]) < 2:
+            break
+        node = max(members[donor])  # the most recent member moves
+        members[donor].discard(node)
         members[r].add(node)
     return {r: frozenset(ns) for r, ns in members.items()}
 

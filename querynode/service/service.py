@@ -229,8 +229,9 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
                     growing_rows=d.data.growing_rows,
                     sealed_rows=d.sealed_rows,
                     sealed_segments=d.sealed_segments,
-                    serviceable=d.serviceable and not d.offline,
+                    serviceable=d.serviceable,
                     replica_id=d.replica_id,
+                    offline_segments=sorted(d.offline),
                 )
                 for v, d in self.delegators.items()
                 if not d.broken

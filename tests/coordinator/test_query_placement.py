@@ -39,3 +39,9 @@ def test_segments_go_to_the_node_holding_the_fewest_rows_and_stay() -> None:
     # A node dies: only its segments move.
     moved = place_segments({10: 100, 11: 60, 12: 50}, placed, {1})
     assert moved == {10: 1, 11: 1, 12: 1}
+
+
+def test_an_emptied_replica_takes_a_node_from_a_replica_with_two() -> None:
+    # The new node 9 joined replica 1 while 2's node was still alive; then 2's node died.
+    r = assign_replicas(2, {1: frozenset({1, 9}), 2: frozenset({2})}, {1, 9})
+    assert r == {1: frozenset({1}), 2: frozenset({9})}
