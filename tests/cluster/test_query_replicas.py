@@ -10,7 +10,8 @@ A collection with 2 shards holds flushed (sealed, on workers) and growing rows.
   query node starts, it joins the emptied replica and the collection is fully
   loaded again.
 * one replica on two query nodes: the delegators and sealed segments of a
-  killed node are placed on the survivor; reads work again with every row.
+  killed node are placed on the survivor; reads work again with every row,
+  and rows deleted before the kill (sealed and growing) stay deleted.
 """
 
 from __future__ import annotations
@@ -58,8 +59,9 @@ class Reader(threading.Thread):
             while not self.stop.is_set():
                 try:
                     hits = self.client.search("c", data=[self.probe], limit=5, consistency_level="Bounded", timeout=20)
-                    count = self.client.query("c", filter="", output_fields=["count(*)"], consistency_level="Bounded",
-                                              timeout=20)[0]["count(*)"]
+                    count = self.client.query(
+                        "c", filter="", output_fields=["count(*)"], consistency_level="Bounded", timeout=20
+                    )[0]["count(*)"]
                     if len(hits[0]) != 5 or count != SEALED + GROWING:
                         self.failures.append(f"wrong answer: {len(hits[0])} hits, count {count}")
                     self.ok += 1
@@ -156,8 +158,7 @@ def test_searches_survive_losing_a_replicas_node_and_the_replica_is_rebuilt(tmp_
         cluster.role("qn-1").kill()
         killed_at = time.monotonic()
         marks = [r.ok for r in readers]
-        wait_until("reads after the kill", lambda: all(r.ok >= m + 20 for r, m in zip(readers, marks, strict=True)),
-                   60)
+        wait_until("reads after the kill", lambda: all(r.ok >= m + 20 for r, m in zip(readers, marks, strict=True)), 60)
         assert time.monotonic() - killed_at < 60
 
         cluster.query_node("qn-2").wait_for_log("role ready", 60)
@@ -192,7 +193,10 @@ def test_a_lost_query_nodes_delegators_and_segments_move_to_the_survivor(tmp_pat
         client = cluster.start(query_nodes=2)
         cluster.fill(client)
         wait_until("loaded", lambda: _loaded(client), 60)
-        assert sorted(query_ids(client, "c")) == list(range(SEALED + GROWING))
+        deleted = set(range(0, SEALED + GROWING, 10))  # sealed and growing rows
+        client.delete("c", ids=sorted(deleted), timeout=30)
+        alive = sorted(set(range(SEALED + GROWING)) - deleted)
+        assert sorted(query_ids(client, "c")) == alive
         replicas = _replicas(cluster.etcd.endpoint)
         assert [sorted(ns) for ns in replicas.values()] and len(next(iter(replicas.values()))) == 2
 
@@ -201,7 +205,12 @@ def test_a_lost_query_nodes_delegators_and_segments_move_to_the_survivor(tmp_pat
         with quiet_pymilvus():
             got = retry("reads on the survivor", lambda: query_ids(client, "c"), timeout=TTL + 60)
         recovered = time.monotonic() - killed_at
-        assert sorted(got) == list(range(SEALED + GROWING))
+        assert sorted(got) == alive, "a deleted row came back, or a row is missing"
+        inserted = [r for first in range(0, SEALED, 500) for r in vectors(range(first, first + 500), DIM)]
+        inserted += vectors(range(SEALED, SEALED + GROWING), DIM)
+        probes = [r["v"] for r in inserted if r["id"] in deleted][::8]
+        hits = client.search("c", data=probes, limit=3, consistency_level="Strong")
+        assert not {h["id"] for row in hits for h in row} & deleted
         print(f"query node lost: every row served by the survivor after {recovered:.2f}s")
         survivor_log = cluster.role("qn-0").log()
         assert "sealed segment loaded" in survivor_log
