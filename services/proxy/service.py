@@ -3,7 +3,7 @@
 Each RPC validates, converts protobuf at this edge (``convert/``), and calls the
 coordinator, the streaming nodes (writes) or the delegators (reads). Errors
 become Milvus statuses; nothing the client sends can crash the server.
-RPCs not implemented here answer UNIMPLEMENTED from the generated base class.
+RPCs not implemented here answer a NOT_SUPPORTED Milvus status (``unsupported.py``).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from services.proxy.pkfilter import primary_keys_of
 from services.proxy.reads import ReadOptions, ReadRouter
 from services.proxy.stats import WALStats
 from services.proxy.status import milvus_status, success
+from services.proxy.unsupported import answer_unsupported
 from services.proxy.writes import allocate_ids, delete_pks, insert_table, upsert_table
 from services.tsoutil import physical_ms
 from streamingnode.client.producer import Producer
@@ -74,6 +75,7 @@ def _kv(pairs: Any) -> dict[str, str]:
     return {p.key: p.value for p in pairs}
 
 
+@answer_unsupported
 class MilvusProxy(milvus_pb2_grpc.MilvusServiceServicer):
     def __init__(
         self, coord: CoordinatorClient, producer: Producer, cache: MetaCache, reads: ReadRouter, stats: WALStats
