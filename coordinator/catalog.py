@@ -22,6 +22,16 @@ class CollectionState(str, Enum):
     DROPPING = "DROPPING"
 
 
+DEFAULT_PARTITION = "_default"
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionInfo:
+    partition_id: int
+    name: str
+    created_ts: int = 0
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CollectionMeta:
     collection_id: int
@@ -33,10 +43,18 @@ class CollectionMeta:
     created_ts: int = 0
     default_partition_id: int = 0
     state: CollectionState = CollectionState.CREATING
+    # Empty in metadata written before partitions existed: the default partition alone.
+    partitions: tuple[PartitionInfo, ...] = ()
 
     @property
     def pchannels(self) -> tuple[str, ...]:
         return tuple(pchannel_of(v) for v in self.vchannels)
+
+    def all_partitions(self) -> tuple[PartitionInfo, ...]:
+        return self.partitions or (PartitionInfo(self.default_partition_id, DEFAULT_PARTITION, self.created_ts),)
+
+    def partition(self, name: str) -> PartitionInfo | None:
+        return next((p for p in self.all_partitions() if p.name == name), None)
 
     def to_json(self) -> bytes:
         d = asdict(self)
@@ -50,6 +68,7 @@ class CollectionMeta:
         d["schema"] = CollectionSchema.from_json(d["schema"])
         d["vchannels"] = tuple(d["vchannels"])
         d["state"] = CollectionState(d["state"])
+        d["partitions"] = tuple(PartitionInfo(**p) for p in d.get("partitions", ()))
         return CollectionMeta(**d)
 
 
@@ -73,6 +92,7 @@ class IndexMeta:
 class LoadMeta:
     collection_id: int
     replica_number: int
+    partition_ids: list[int] | None = None  # None: the whole collection, partitions created later too
 
     def to_json(self) -> bytes:
         return json.dumps(asdict(self)).encode()

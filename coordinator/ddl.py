@@ -16,9 +16,10 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
-from coordinator.catalog import Catalog, CollectionMeta, CollectionState, IndexMeta, vchannel_name
+from coordinator.catalog import Catalog, CollectionMeta, CollectionState, IndexMeta, PartitionInfo, vchannel_name
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.idalloc import IDAllocator
+from coordinator.partitions import initial_partitions
 from coordinator.tso import TimestampOracle
 from services.errors import CollectionNotFound, ErrorCode, InvalidArgument, StrataError
 from services.position import Position
@@ -47,7 +48,7 @@ class DDL:
         self._producer = producer
         self._pchannels = pchannels
         self._release = release
-        self._lock = asyncio.Lock()  # DDL is rare; one at a time keeps name checks simple
+        self.lock = self._lock = asyncio.Lock()  # DDL is rare; one at a time keeps name checks simple
         self._log = structlog.get_logger().bind(component="ddl")
 
     async def recover(self) -> None:
@@ -70,9 +71,11 @@ class DDL:
         shards_num: int,
         consistency_level: int,
         properties: dict[str, str],
+        num_partitions: int = 0,
     ) -> CollectionMeta:
         if shards_num < 1 or shards_num > MAX_SHARDS:
             raise InvalidArgument(f"shards_num must be between 1 and {MAX_SHARDS}, got {shards_num}")
+        partition_names = initial_partitions(schema, num_partitions)
         async with self._lock:
             taken_by = await self._catalog.collection_id_by_name(schema.name)
             if taken_by is not None:
@@ -81,10 +84,9 @@ class DDL:
                 )
             counts = await self.vchannel_counts()
             chosen = sorted(self._pchannels, key=lambda p: (counts[p], p))
-            collection_id = await self._ids.allocate(2)
-            vchannels = tuple(
-                vchannel_name(chosen[i % len(chosen)], collection_id, i) for i in range(shards_num)
-            )
+            collection_id = await self._ids.allocate(1 + len(partition_names))
+            created_ts = await self._tso.allocate()
+            vchannels = tuple(vchannel_name(chosen[i % len(chosen)], collection_id, i) for i in range(shards_num))
             meta = CollectionMeta(
                 collection_id=collection_id,
                 name=schema.name,
@@ -92,8 +94,11 @@ class DDL:
                 vchannels=vchannels,
                 consistency_level=consistency_level,
                 properties=properties,
-                created_ts=await self._tso.allocate(),
+                created_ts=created_ts,
                 default_partition_id=collection_id + 1,
+                partitions=tuple(
+                    PartitionInfo(collection_id + 1 + i, name, created_ts) for i, name in enumerate(partition_names)
+                ),
             )
             if not await self._catalog.reserve_name(meta):
                 raise StrataError(f"collection {schema.name} already exists", ErrorCode.COLLECTION_ALREADY_EXISTS)
@@ -175,7 +180,9 @@ class DDL:
             raise CollectionNotFound(f"collection not found[collection={name or collection_id}]")
         return meta
 
-    async def create_index(self, meta: CollectionMeta, field_name: str, index_name: str, params: dict[str, str]) -> None:
+    async def create_index(
+        self, meta: CollectionMeta, field_name: str, index_name: str, params: dict[str, str]
+    ) -> None:
         if not meta.schema.has_field(field_name):
             raise InvalidArgument(f"cannot create index on non-exist field: {field_name}")
         name = index_name or field_name

@@ -40,6 +40,7 @@ from coordinator.data.gc import GarbageCollector
 from coordinator.ddl import DDL
 from coordinator.election import Election
 from coordinator.idalloc import IDAllocator
+from coordinator.partitions import PartitionDDL
 from coordinator.query.coord import QueryCoordinator
 from coordinator.service import CoordinatorService
 from coordinator.streaming.balancer import StreamingBalancer
@@ -124,6 +125,15 @@ class Coordinator:
             balancer=self.balancer,
             query=self.query,
             data=self.data,
+            partitions=PartitionDDL(
+                self.catalog,
+                self.ids,
+                self.tso,
+                self._producer,
+                self.data,
+                self.ddl.lock,
+                self.query.is_partition_loaded,
+            ),
         )
 
         def add(server: grpc.aio.Server) -> None:

@@ -10,16 +10,24 @@ from coordinator.catalog import Catalog, CollectionMeta
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.ddl import DDL
 from coordinator.idalloc import IDAllocator
+from coordinator.partitions import PartitionDDL
 from coordinator.query.coord import QueryCoordinator
 from coordinator.streaming.balancer import AssignmentView, StreamingBalancer
 from coordinator.tso import TimestampOracle
 from protos import coordinator_pb2 as pb
 from protos import coordinator_pb2_grpc
-from services.errors import InvalidArgument
+from services.errors import InvalidArgument, PartitionNotFound
 from services.grpcutil import ok_status, rpc_method
 from services.schema import CollectionSchema
 from services.segment import SegmentState
 from services.segment_pb import position_from_pb, position_to_pb, segment_from_pb, segment_to_pb
+
+
+def _partition_id(meta: CollectionMeta, name: str) -> int:
+    info = meta.partition(name)
+    if info is None:
+        raise PartitionNotFound(f"partition not found[partition={name}]")
+    return info.partition_id
 
 
 def collection_info(meta: CollectionMeta) -> pb.CollectionInfo:
@@ -33,6 +41,10 @@ def collection_info(meta: CollectionMeta) -> pb.CollectionInfo:
         properties=meta.properties,
         created_timestamp=meta.created_ts,
         default_partition_id=meta.default_partition_id,
+        partitions=[
+            pb.PartitionInfo(partition_id=p.partition_id, name=p.name, created_timestamp=p.created_ts)
+            for p in meta.all_partitions()
+        ],
     )
 
 
@@ -61,7 +73,9 @@ class CoordinatorService(coordinator_pb2_grpc.CoordinatorServicer):
         balancer: StreamingBalancer,
         query: QueryCoordinator,
         data: DataCoordinator,
+        partitions: PartitionDDL,
     ) -> None:
+        self._partitions = partitions
         self._data = data
         self._tso = tso
         self._ids = ids
@@ -74,7 +88,9 @@ class CoordinatorService(coordinator_pb2_grpc.CoordinatorServicer):
         return await self._ddl.get(name=ref.name, collection_id=ref.collection_id)
 
     @rpc_method(pb.AllocTimestampResponse)
-    async def AllocTimestamp(self, request: pb.AllocTimestampRequest, context: grpc.aio.ServicerContext) -> pb.AllocTimestampResponse:
+    async def AllocTimestamp(
+        self, request: pb.AllocTimestampRequest, context: grpc.aio.ServicerContext
+    ) -> pb.AllocTimestampResponse:
         count = request.count or 1
         ts = await self._tso.allocate(count)
         return pb.AllocTimestampResponse(status=ok_status(), timestamp=ts, count=count)
@@ -85,7 +101,9 @@ class CoordinatorService(coordinator_pb2_grpc.CoordinatorServicer):
         return pb.AllocIDResponse(status=ok_status(), begin=await self._ids.allocate(count), count=count)
 
     @rpc_method(pb.CollectionResponse)
-    async def CreateCollection(self, request: pb.CreateCollectionRequest, context: grpc.aio.ServicerContext) -> pb.CollectionResponse:
+    async def CreateCollection(
+        self, request: pb.CreateCollectionRequest, context: grpc.aio.ServicerContext
+    ) -> pb.CollectionResponse:
         try:
             schema = CollectionSchema.from_json(request.schema_json)
         except (ValueError, KeyError, TypeError) as err:
@@ -95,6 +113,7 @@ class CoordinatorService(coordinator_pb2_grpc.CoordinatorServicer):
             shards_num=request.shards_num or 1,
             consistency_level=request.consistency_level,
             properties=dict(request.properties),
+            num_partitions=request.num_partitions,
         )
         return pb.CollectionResponse(status=ok_status(), collection=collection_info(meta))
 
@@ -104,22 +123,30 @@ class CoordinatorService(coordinator_pb2_grpc.CoordinatorServicer):
         return pb.StatusResponse(status=ok_status())
 
     @rpc_method(pb.CollectionResponse)
-    async def DescribeCollection(self, request: pb.CollectionRef, context: grpc.aio.ServicerContext) -> pb.CollectionResponse:
+    async def DescribeCollection(
+        self, request: pb.CollectionRef, context: grpc.aio.ServicerContext
+    ) -> pb.CollectionResponse:
         return pb.CollectionResponse(status=ok_status(), collection=collection_info(await self._meta(request)))
 
     @rpc_method(pb.ListCollectionsResponse)
-    async def ListCollections(self, request: pb.ListCollectionsRequest, context: grpc.aio.ServicerContext) -> pb.ListCollectionsResponse:
+    async def ListCollections(
+        self, request: pb.ListCollectionsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ListCollectionsResponse:
         metas = [m for m in await self._catalog.list_collections() if m.state.value == "CREATED"]
         return pb.ListCollectionsResponse(status=ok_status(), collections=[collection_info(m) for m in metas])
 
     @rpc_method(pb.StatusResponse)
     async def CreateIndex(self, request: pb.CreateIndexRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
         meta = await self._meta(request.collection)
-        await self._ddl.create_index(meta, request.index.field_name, request.index.index_name, dict(request.index.params))
+        await self._ddl.create_index(
+            meta, request.index.field_name, request.index.index_name, dict(request.index.params)
+        )
         return pb.StatusResponse(status=ok_status())
 
     @rpc_method(pb.DescribeIndexResponse)
-    async def DescribeIndex(self, request: pb.CollectionRef, context: grpc.aio.ServicerContext) -> pb.DescribeIndexResponse:
+    async def DescribeIndex(
+        self, request: pb.CollectionRef, context: grpc.aio.ServicerContext
+    ) -> pb.DescribeIndexResponse:
         meta = await self._meta(request)
         indexes = await self._catalog.list_indexes(meta.collection_id)
         return pb.DescribeIndexResponse(
@@ -143,13 +170,42 @@ class CoordinatorService(coordinator_pb2_grpc.CoordinatorServicer):
         return pb.StatusResponse(status=ok_status())
 
     @rpc_method(pb.StatusResponse)
-    async def LoadCollection(self, request: pb.LoadCollectionRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
+    async def LoadCollection(
+        self, request: pb.LoadCollectionRequest, context: grpc.aio.ServicerContext
+    ) -> pb.StatusResponse:
         meta = await self._meta(request.collection)
-        await self._query.load(meta, max(request.replica_number, 1))
+        ids = [_partition_id(meta, n) for n in request.partition_names] if request.partition_names else None
+        await self._query.load(meta, max(request.replica_number, 1), ids)
         return pb.StatusResponse(status=ok_status())
 
     @rpc_method(pb.StatusResponse)
-    async def ReleaseCollection(self, request: pb.CollectionRef, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
+    async def ReleasePartitions(
+        self, request: pb.PartitionRequest, context: grpc.aio.ServicerContext
+    ) -> pb.StatusResponse:
+        meta = await self._meta(request.collection)
+        await self._query.release_partitions(meta, [_partition_id(meta, n) for n in request.partition_names])
+        return pb.StatusResponse(status=ok_status())
+
+    @rpc_method(pb.StatusResponse)
+    async def CreatePartition(
+        self, request: pb.PartitionRequest, context: grpc.aio.ServicerContext
+    ) -> pb.StatusResponse:
+        meta = await self._meta(request.collection)
+        for name in request.partition_names:
+            await self._partitions.create(meta, name)
+        return pb.StatusResponse(status=ok_status())
+
+    @rpc_method(pb.StatusResponse)
+    async def DropPartition(self, request: pb.PartitionRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
+        meta = await self._meta(request.collection)
+        for name in request.partition_names:
+            await self._partitions.drop(meta, name)
+        return pb.StatusResponse(status=ok_status())
+
+    @rpc_method(pb.StatusResponse)
+    async def ReleaseCollection(
+        self, request: pb.CollectionRef, context: grpc.aio.ServicerContext
+    ) -> pb.StatusResponse:
         meta = await self._meta(request)
         await self._query.release(meta.collection_id)
         return pb.StatusResponse(status=ok_status())
@@ -164,6 +220,8 @@ class CoordinatorService(coordinator_pb2_grpc.CoordinatorServicer):
             status=ok_status(),
             state=pb.LOAD_STATE_LOADED if all_ready else pb.LOAD_STATE_LOADING,
             progress=progress,
+            loaded_partitions=self._query.loaded_partitions(meta.collection_id)
+            or [p.partition_id for p in meta.all_partitions()],
             channels=[
                 pb.ChannelPlacement(
                     vchannel=v.vchannel,
@@ -186,19 +244,25 @@ class CoordinatorService(coordinator_pb2_grpc.CoordinatorServicer):
             view = await self._balancer.wait_for_version(view.version)
 
     @rpc_method(pb.StatusResponse)
-    async def ReportAssignmentError(self, request: pb.ReportAssignmentErrorRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
+    async def ReportAssignmentError(
+        self, request: pb.ReportAssignmentErrorRequest, context: grpc.aio.ServicerContext
+    ) -> pb.StatusResponse:
         await self._balancer.report_error(request.pchannel, request.term)
         return pb.StatusResponse(status=ok_status())
 
     # -- data coordination -------------------------------------------------------------------
 
     @rpc_method(pb.StatusResponse)
-    async def AllocSegment(self, request: pb.AllocSegmentRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
+    async def AllocSegment(
+        self, request: pb.AllocSegmentRequest, context: grpc.aio.ServicerContext
+    ) -> pb.StatusResponse:
         await self._data.alloc_segment(segment_from_pb(request.segment))
         return pb.StatusResponse(status=ok_status())
 
     @rpc_method(pb.StatusResponse)
-    async def UpdateSegmentState(self, request: pb.UpdateSegmentStateRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
+    async def UpdateSegmentState(
+        self, request: pb.UpdateSegmentStateRequest, context: grpc.aio.ServicerContext
+    ) -> pb.StatusResponse:
         try:
             state = SegmentState(request.state)
         except ValueError as err:
@@ -207,7 +271,9 @@ class CoordinatorService(coordinator_pb2_grpc.CoordinatorServicer):
         return pb.StatusResponse(status=ok_status())
 
     @rpc_method(pb.StatusResponse)
-    async def SaveBinlogPaths(self, request: pb.SaveBinlogPathsRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
+    async def SaveBinlogPaths(
+        self, request: pb.SaveBinlogPathsRequest, context: grpc.aio.ServicerContext
+    ) -> pb.StatusResponse:
         await self._data.save_binlog_paths(segment_from_pb(request.segment), flushed=request.flushed)
         return pb.StatusResponse(status=ok_status())
 
@@ -247,7 +313,9 @@ class CoordinatorService(coordinator_pb2_grpc.CoordinatorServicer):
         return pb.FlushResponse(status=ok_status(), segment_ids=segment_ids, flush_ts=flush_ts)
 
     @rpc_method(pb.GetFlushStateResponse)
-    async def GetFlushState(self, request: pb.GetFlushStateRequest, context: grpc.aio.ServicerContext) -> pb.GetFlushStateResponse:
+    async def GetFlushState(
+        self, request: pb.GetFlushStateRequest, context: grpc.aio.ServicerContext
+    ) -> pb.GetFlushStateResponse:
         meta = await self._meta(request.collection)
         flushed = self._data.flush_state(meta, list(request.segment_ids), request.flush_ts)
         return pb.GetFlushStateResponse(status=ok_status(), flushed=flushed)

@@ -66,7 +66,7 @@ class CollectionRef(_message.Message):
     def __init__(self, name: _Optional[str] = ..., collection_id: _Optional[int] = ...) -> None: ...
 
 class CreateCollectionRequest(_message.Message):
-    __slots__ = ("name", "schema_json", "shards_num", "consistency_level", "properties")
+    __slots__ = ("name", "schema_json", "shards_num", "consistency_level", "properties", "num_partitions")
     class PropertiesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -79,15 +79,35 @@ class CreateCollectionRequest(_message.Message):
     SHARDS_NUM_FIELD_NUMBER: _ClassVar[int]
     CONSISTENCY_LEVEL_FIELD_NUMBER: _ClassVar[int]
     PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    NUM_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     name: str
     schema_json: str
     shards_num: int
     consistency_level: int
     properties: _containers.ScalarMap[str, str]
-    def __init__(self, name: _Optional[str] = ..., schema_json: _Optional[str] = ..., shards_num: _Optional[int] = ..., consistency_level: _Optional[int] = ..., properties: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    num_partitions: int
+    def __init__(self, name: _Optional[str] = ..., schema_json: _Optional[str] = ..., shards_num: _Optional[int] = ..., consistency_level: _Optional[int] = ..., properties: _Optional[_Mapping[str, str]] = ..., num_partitions: _Optional[int] = ...) -> None: ...
+
+class PartitionInfo(_message.Message):
+    __slots__ = ("partition_id", "name", "created_timestamp")
+    PARTITION_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CREATED_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    partition_id: int
+    name: str
+    created_timestamp: int
+    def __init__(self, partition_id: _Optional[int] = ..., name: _Optional[str] = ..., created_timestamp: _Optional[int] = ...) -> None: ...
+
+class PartitionRequest(_message.Message):
+    __slots__ = ("collection", "partition_names")
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_NAMES_FIELD_NUMBER: _ClassVar[int]
+    collection: CollectionRef
+    partition_names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., partition_names: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class CollectionInfo(_message.Message):
-    __slots__ = ("collection_id", "name", "schema_json", "vchannels", "pchannels", "consistency_level", "properties", "created_timestamp", "default_partition_id")
+    __slots__ = ("collection_id", "name", "schema_json", "vchannels", "pchannels", "consistency_level", "properties", "created_timestamp", "default_partition_id", "partitions")
     class PropertiesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -104,6 +124,7 @@ class CollectionInfo(_message.Message):
     PROPERTIES_FIELD_NUMBER: _ClassVar[int]
     CREATED_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_PARTITION_ID_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     collection_id: int
     name: str
     schema_json: str
@@ -113,7 +134,8 @@ class CollectionInfo(_message.Message):
     properties: _containers.ScalarMap[str, str]
     created_timestamp: int
     default_partition_id: int
-    def __init__(self, collection_id: _Optional[int] = ..., name: _Optional[str] = ..., schema_json: _Optional[str] = ..., vchannels: _Optional[_Iterable[str]] = ..., pchannels: _Optional[_Iterable[str]] = ..., consistency_level: _Optional[int] = ..., properties: _Optional[_Mapping[str, str]] = ..., created_timestamp: _Optional[int] = ..., default_partition_id: _Optional[int] = ...) -> None: ...
+    partitions: _containers.RepeatedCompositeFieldContainer[PartitionInfo]
+    def __init__(self, collection_id: _Optional[int] = ..., name: _Optional[str] = ..., schema_json: _Optional[str] = ..., vchannels: _Optional[_Iterable[str]] = ..., pchannels: _Optional[_Iterable[str]] = ..., consistency_level: _Optional[int] = ..., properties: _Optional[_Mapping[str, str]] = ..., created_timestamp: _Optional[int] = ..., default_partition_id: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[PartitionInfo, _Mapping]]] = ...) -> None: ...
 
 class CollectionResponse(_message.Message):
     __slots__ = ("status", "collection")
@@ -181,12 +203,14 @@ class DescribeIndexResponse(_message.Message):
     def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., indexes: _Optional[_Iterable[_Union[IndexInfo, _Mapping]]] = ...) -> None: ...
 
 class LoadCollectionRequest(_message.Message):
-    __slots__ = ("collection", "replica_number")
+    __slots__ = ("collection", "replica_number", "partition_names")
     COLLECTION_FIELD_NUMBER: _ClassVar[int]
     REPLICA_NUMBER_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_NAMES_FIELD_NUMBER: _ClassVar[int]
     collection: CollectionRef
     replica_number: int
-    def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., replica_number: _Optional[int] = ...) -> None: ...
+    partition_names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., replica_number: _Optional[int] = ..., partition_names: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ChannelPlacement(_message.Message):
     __slots__ = ("vchannel", "pchannel", "node_id", "address", "ready", "replica_id")
@@ -205,16 +229,18 @@ class ChannelPlacement(_message.Message):
     def __init__(self, vchannel: _Optional[str] = ..., pchannel: _Optional[str] = ..., node_id: _Optional[int] = ..., address: _Optional[str] = ..., ready: _Optional[bool] = ..., replica_id: _Optional[int] = ...) -> None: ...
 
 class QueryViewResponse(_message.Message):
-    __slots__ = ("status", "state", "channels", "progress")
+    __slots__ = ("status", "state", "channels", "progress", "loaded_partitions")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     CHANNELS_FIELD_NUMBER: _ClassVar[int]
     PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    LOADED_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     status: _common_pb2.Status
     state: LoadState
     channels: _containers.RepeatedCompositeFieldContainer[ChannelPlacement]
     progress: int
-    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., state: _Optional[_Union[LoadState, str]] = ..., channels: _Optional[_Iterable[_Union[ChannelPlacement, _Mapping]]] = ..., progress: _Optional[int] = ...) -> None: ...
+    loaded_partitions: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., state: _Optional[_Union[LoadState, str]] = ..., channels: _Optional[_Iterable[_Union[ChannelPlacement, _Mapping]]] = ..., progress: _Optional[int] = ..., loaded_partitions: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class AssignmentDiscoverRequest(_message.Message):
     __slots__ = ()

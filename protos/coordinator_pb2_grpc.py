@@ -89,6 +89,21 @@ class CoordinatorStub:
                 request_serializer=protos_dot_coordinator__pb2.CollectionRef.SerializeToString,
                 response_deserializer=protos_dot_coordinator__pb2.StatusResponse.FromString,
                 _registered_method=True)
+        self.CreatePartition = channel.unary_unary(
+                '/strata.coordinator.Coordinator/CreatePartition',
+                request_serializer=protos_dot_coordinator__pb2.PartitionRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.StatusResponse.FromString,
+                _registered_method=True)
+        self.DropPartition = channel.unary_unary(
+                '/strata.coordinator.Coordinator/DropPartition',
+                request_serializer=protos_dot_coordinator__pb2.PartitionRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.StatusResponse.FromString,
+                _registered_method=True)
+        self.ReleasePartitions = channel.unary_unary(
+                '/strata.coordinator.Coordinator/ReleasePartitions',
+                request_serializer=protos_dot_coordinator__pb2.PartitionRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.StatusResponse.FromString,
+                _registered_method=True)
         self.GetQueryView = channel.unary_unary(
                 '/strata.coordinator.Coordinator/GetQueryView',
                 request_serializer=protos_dot_coordinator__pb2.CollectionRef.SerializeToString,
@@ -205,6 +220,24 @@ class CoordinatorServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ReleaseCollection(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreatePartition(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DropPartition(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReleasePartitions(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -336,6 +369,21 @@ def add_CoordinatorServicer_to_server(servicer, server):
             'ReleaseCollection': grpc.unary_unary_rpc_method_handler(
                     servicer.ReleaseCollection,
                     request_deserializer=protos_dot_coordinator__pb2.CollectionRef.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.StatusResponse.SerializeToString,
+            ),
+            'CreatePartition': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreatePartition,
+                    request_deserializer=protos_dot_coordinator__pb2.PartitionRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.StatusResponse.SerializeToString,
+            ),
+            'DropPartition': grpc.unary_unary_rpc_method_handler(
+                    servicer.DropPartition,
+                    request_deserializer=protos_dot_coordinator__pb2.PartitionRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.StatusResponse.SerializeToString,
+            ),
+            'ReleasePartitions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReleasePartitions,
+                    request_deserializer=protos_dot_coordinator__pb2.PartitionRequest.FromString,
                     response_serializer=protos_dot_coordinator__pb2.StatusResponse.SerializeToString,
             ),
             'GetQueryView': grpc.unary_unary_rpc_method_handler(
@@ -685,6 +733,87 @@ class Coordinator:
             target,
             '/strata.coordinator.Coordinator/ReleaseCollection',
             protos_dot_coordinator__pb2.CollectionRef.SerializeToString,
+            protos_dot_coordinator__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreatePartition(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/CreatePartition',
+            protos_dot_coordinator__pb2.PartitionRequest.SerializeToString,
+            protos_dot_coordinator__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DropPartition(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/DropPartition',
+            protos_dot_coordinator__pb2.PartitionRequest.SerializeToString,
+            protos_dot_coordinator__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReleasePartitions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/ReleasePartitions',
+            protos_dot_coordinator__pb2.PartitionRequest.SerializeToString,
             protos_dot_coordinator__pb2.StatusResponse.FromString,
             options,
             channel_credentials,

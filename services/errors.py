@@ -35,6 +35,8 @@ class ErrorCode(IntEnum):
     UNAVAILABLE = 18
     POSITION_TRUNCATED = 19
     SEGMENT_NOT_FOUND = 20
+    PARTITION_NOT_FOUND = 21
+    PARTITION_NOT_LOADED = 22
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +70,8 @@ CODE_TABLE: dict[ErrorCode, CodeInfo] = {
     ErrorCode.UNAVAILABLE: CodeInfo(grpc.StatusCode.UNAVAILABLE, 1, 1),
     ErrorCode.POSITION_TRUNCATED: CodeInfo(grpc.StatusCode.OUT_OF_RANGE, 1, 500),
     ErrorCode.SEGMENT_NOT_FOUND: CodeInfo(grpc.StatusCode.NOT_FOUND, 1, 600),
+    ErrorCode.PARTITION_NOT_FOUND: CodeInfo(grpc.StatusCode.NOT_FOUND, 1, 200),
+    ErrorCode.PARTITION_NOT_LOADED: CodeInfo(grpc.StatusCode.FAILED_PRECONDITION, 1, 201),
 }
 
 
@@ -96,6 +100,14 @@ class CollectionNotFound(StrataError):
 
 class IllegalFilter(StrataError):
     code = ErrorCode.ILLEGAL_FILTER
+
+
+class PartitionNotFound(StrataError):
+    code = ErrorCode.PARTITION_NOT_FOUND
+
+
+class PartitionNotLoaded(StrataError):
+    code = ErrorCode.PARTITION_NOT_LOADED
 
 
 class NotSupported(StrataError):

@@ -231,6 +231,28 @@ class DataCoordinator:
                 self._checkpoints.pop(v, None)
             self._log.info("collection segments dropped", collection_id=meta.collection_id, segments=len(dropped))
 
+    async def partition_dropped(self, collection_id: int, partition_id: int) -> None:
+        """Every segment of the partition becomes DROPPED; later reports for them are refused
+        (the flusher then drops its work), so none of them becomes FLUSHED again."""
+        async with self._lock:
+            now = self._clock()
+            dropped = []
+            for seg in self._segments.values():
+                if seg.collection_id == collection_id and seg.partition_id == partition_id:
+                    moved = seg.moved_to(SegmentState.DROPPED, now=now)
+                    if moved is not None:
+                        dropped.append(moved)
+            if dropped:
+                await self._store.multi([Op(key=_segment_key(m), value=m.to_json()) for m in dropped])
+            for seg in dropped:
+                self._segments[seg.segment_id] = seg
+            self._log.info(
+                "partition segments dropped",
+                collection_id=collection_id,
+                partition_id=partition_id,
+                segments=len(dropped),
+            )
+
     async def forget_segments(self, segment_ids: Sequence[int]) -> None:
         """Remove the metadata of DROPPED segments whose files are gone (garbage collection)."""
         async with self._lock:
@@ -255,7 +277,8 @@ class DataCoordinator:
         segment_ids = [
             s.segment_id
             for s in self.segments(collection_id=meta.collection_id)
-            if s.level == SegmentLevel.L1 and s.state in (SegmentState.GROWING, SegmentState.SEALED, SegmentState.FLUSHING)
+            if s.level == SegmentLevel.L1
+            and s.state in (SegmentState.GROWING, SegmentState.SEALED, SegmentState.FLUSHING)
         ]
         await asyncio.gather(
             *(

@@ -36,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import grpc
 import structlog
@@ -134,7 +134,8 @@ class QueryCoordinator:
 
     # -- load / release ---------------------------------------------------------------------------
 
-    async def load(self, meta: CollectionMeta, replica_number: int) -> None:
+    async def load(self, meta: CollectionMeta, replica_number: int, partition_ids: list[int] | None = None) -> None:
+        """Load the collection, or (``partition_ids``) these partitions of it, added to those loaded."""
         loaded = self._loads.get(meta.collection_id)
         if loaded is not None:
             if loaded.replica_number != replica_number:
@@ -142,6 +143,15 @@ class QueryCoordinator:
                     f"collection {meta.name} is loaded with {loaded.replica_number} replicas; release it before "
                     f"loading it with {replica_number}"
                 )
+            if loaded.partition_ids is None:
+                return
+            merged = None if partition_ids is None else sorted(set(loaded.partition_ids) | set(partition_ids))
+            if merged != loaded.partition_ids:
+                load = replace(loaded, partition_ids=merged)
+                await self._catalog.save_load(load)
+                self._loads[meta.collection_id] = load
+                self._load_ts[meta.collection_id] = await self._tso.allocate()
+                self._wake.set()
             return
         if replica_number < 1:
             raise InvalidArgument(f"replica_number must be at least 1, got {replica_number}")
@@ -150,7 +160,11 @@ class QueryCoordinator:
                 f"not enough query nodes to load {meta.name} with {replica_number} replicas: "
                 f"{len(self._nodes)} query node(s) alive"
             )
-        load = LoadMeta(collection_id=meta.collection_id, replica_number=replica_number)
+        load = LoadMeta(
+            collection_id=meta.collection_id,
+            replica_number=replica_number,
+            partition_ids=None if partition_ids is None else sorted(set(partition_ids)),
+        )
         replicas = assign_replicas(replica_number, {}, set(self._nodes), self._busy())
         await self._catalog.save_replicas(meta.collection_id, replicas)
         await self._catalog.save_load(load)
@@ -180,8 +194,34 @@ class QueryCoordinator:
                         )
         await self._release_worker_segments()
 
+    async def release_partitions(self, meta: CollectionMeta, partition_ids: list[int]) -> None:
+        """Release these partitions; releasing the last loaded one releases the collection."""
+        loaded = self._loads.get(meta.collection_id)
+        if loaded is None:
+            return
+        current = [p.partition_id for p in meta.all_partitions()]
+        before = current if loaded.partition_ids is None else loaded.partition_ids
+        remaining = sorted(set(before) - set(partition_ids))
+        if not remaining:
+            await self.release(meta.collection_id)
+            return
+        if remaining != loaded.partition_ids:
+            load = replace(loaded, partition_ids=remaining)
+            await self._catalog.save_load(load)
+            self._loads[meta.collection_id] = load
+            self._wake.set()
+
     def is_loaded(self, collection_id: int) -> bool:
         return collection_id in self._loads
+
+    def loaded_partitions(self, collection_id: int) -> list[int] | None:
+        """The partitions loaded (None: all of them, the whole collection is loaded)."""
+        load = self._loads.get(collection_id)
+        return None if load is None else load.partition_ids
+
+    def is_partition_loaded(self, collection_id: int, partition_id: int) -> bool:
+        load = self._loads.get(collection_id)
+        return load is not None and (load.partition_ids is None or partition_id in load.partition_ids)
 
     def view(self, meta: CollectionMeta) -> tuple[list[ChannelView], int, bool]:
         """Every replica's channel placements, the loading progress in percent, and whether all are ready."""
@@ -297,7 +337,16 @@ class QueryCoordinator:
         current = {
             sid: n for n in nodes for (c, sid) in self._dist.get(n, NodeDist()).segments if c == meta.collection_id
         }
-        l1 = {s.segment_id: s for v in meta.vchannels for s in self._flushed(v) if s.level == SegmentLevel.L1}
+        loaded = self.loaded_partitions(meta.collection_id)
+        partitions = {p.partition_id for p in meta.all_partitions()} & (
+            set(loaded) if loaded is not None else {p.partition_id for p in meta.all_partitions()}
+        )
+        l1 = {
+            s.segment_id: s
+            for v in meta.vchannels
+            for s in self._flushed(v)
+            if s.level == SegmentLevel.L1 and s.partition_id in partitions
+        }
         others = {
             n: sum(r for (c, _), r in self._dist.get(n, NodeDist()).segments.items() if c != meta.collection_id)
             for n in nodes
@@ -309,7 +358,8 @@ class QueryCoordinator:
             if state is None:
                 await self._watch(meta, vchannel, node_id, rid, mine, indexes)
             elif state.serviceable:
-                await self._sync(meta, vchannel, node_id, state, mine, indexes)
+                target = {sid for sid, s in l1.items() if s.vchannel == vchannel}
+                await self._sync(meta, vchannel, node_id, state, mine, indexes, target)
 
     def _placements(
         self, meta_by_id: dict[int, SegmentMeta], wanted: dict[int, int]
@@ -333,10 +383,16 @@ class QueryCoordinator:
         state: ChannelState,
         wanted: dict[int, int],
         indexes: list[querynode_pb2.IndexSpec],
+        target: set[int],
     ) -> None:
+        """``target``: the L1 segments the delegator should serve (FLUSHED, of loaded partitions)."""
         flushed = {s.segment_id: s for s in self._flushed(vchannel)}
         l0 = [m for sid, m in sorted(flushed.items()) if m.level == SegmentLevel.L0 and sid not in state.sealed]
-        release = sorted(sid for sid in state.sealed if sid not in flushed)
+        release = sorted(
+            sid
+            for sid in state.sealed
+            if sid not in flushed or (flushed[sid].level == SegmentLevel.L1 and sid not in target)
+        )
         confirmed = self._sent.get((node_id, vchannel), {})
         moved = {sid: n for sid, n in wanted.items() if sid not in state.sealed or confirmed.get(sid) != n}
         if not l0 and not release and not moved:

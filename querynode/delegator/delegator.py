@@ -51,7 +51,7 @@ import structlog
 from protos import querynode_pb2 as qpb
 from protos.common_pb2 import Message, MessageType
 from querynode.delegator.cutlog import CutLog
-from querynode.delegator.distribution import Distribution, Placement
+from querynode.delegator.distribution import Distribution, Placement, Snapshot
 from querynode.delegator.shard_data import ShardData
 from querynode.delegator.tsafe import TSafe
 from querynode.index.base import SearchParams
@@ -80,6 +80,7 @@ class ReadSpec:
     filter_params: dict
     output_fields: tuple[str, ...]
     timeout: float
+    partitions: frozenset[int] | None = None  # None: every partition
 
     def to_proto(self) -> qpb.ReadOptions:
         return qpb.ReadOptions(
@@ -88,6 +89,7 @@ class ReadSpec:
             filter_params=json.dumps(self.filter_params) if self.filter_params else "",
             output_fields=list(self.output_fields),
             timeout_ms=int(self.timeout * 1000),
+            partition_ids=sorted(self.partitions or ()),
         )
 
 
@@ -149,6 +151,7 @@ class Delegator:
         self.l0_segments: set[int] = set()
         self.offline: set[int] = set()
         self._rows: dict[int, int] = {}  # rows per sealed segment served
+        self._partition_of: dict[int, int] = {}  # segment -> partition, growing and sealed
         self.tsafe = TSafe()
         self.serviceable = False
         self.broken = False
@@ -213,9 +216,11 @@ class Delegator:
             case MessageType.TIME_TICK:
                 await self.tsafe.advance(msg.timetick)
             case MessageType.INSERT:
-                segment_id = int(header(msg).get("segment_id", 0))
+                h = header(msg)
+                segment_id = int(h.get("segment_id", 0))
                 if segment_id in self.dist.current.sealed:
                     return  # its rows come from object storage
+                self._partition_of[segment_id] = int(h.get("partition_id", 0))
                 table = body_table(msg)
                 ts = pa.array(np.full(table.num_rows, msg.timetick, dtype=np.uint64))
                 table = table.append_column(TIMESTAMP_COLUMN, ts).cast(self._arrow_schema)
@@ -232,8 +237,14 @@ class Delegator:
                     self.data.delete(pks, msg.timetick)
                     self.cutlog.add_deletes(pks, stamps)
                     await self._forward(pks, stamps)
+            case MessageType.DROP_PARTITION:
+                dropped = int(header(msg)["partition_id"])
+                async with self._lock:
+                    for sid in [sid for sid in self.data.growing if self._partition_of.get(sid) == dropped]:
+                        self.data.growing.pop(sid)
+                self._log.info("partition dropped: its growing segments are gone", partition=dropped)
             case _:
-                pass  # DDL and flush messages carry nothing for reads
+                pass  # other DDL and flush messages carry nothing for reads
 
     async def _forward(self, pks: pa.Array, ts: np.ndarray, *, exclude: int | None = None) -> None:
         """Send cuts to the sealed segments whose PK stats may hold the keys (call under the data lock)."""
@@ -334,6 +345,7 @@ class Delegator:
                 await self._forward(keys, stamps, exclude=sid)
                 self.cutlog.set_versions(sid, keys, stamps)
                 self.data.growing.pop(sid, None)
+                self._partition_of[sid] = meta.partition_id
                 self.offline.discard(sid)
                 self._rows[sid] = len(keys)
                 snap = self.dist.update(add={sid: target})
@@ -387,6 +399,23 @@ class Delegator:
             self._take_offline(sids, f"read on node {placement.node_id} failed: {err}")
             raise NotReady(f"{self.vchannel}: worker {placement.node_id} failed: {err}") from err
 
+    def _growing_in(self, spec: ReadSpec) -> list[GrowingStore]:
+        """The growing segments a read covers (call under the data lock)."""
+        if spec.partitions is None:
+            return list(self.data.growing.values())
+        return [s for sid, s in self.data.growing.items() if self._partition_of.get(sid) in spec.partitions]
+
+    def _sealed_in(self, snap: Snapshot, spec: ReadSpec) -> dict[Placement, list[int]]:
+        """The pinned snapshot's sealed segments a read covers, by worker."""
+        if spec.partitions is None:
+            return snap.by_worker()
+        out: dict[Placement, list[int]] = {}
+        for placement, sids in snap.by_worker().items():
+            mine = [sid for sid in sids if self._partition_of.get(sid) in spec.partitions]
+            if mine:
+                out[placement] = mine
+        return out
+
     async def search(
         self,
         spec: ReadSpec,
@@ -422,7 +451,7 @@ class Delegator:
                         )
                     ),
                 )
-                for placement, sids in snap.by_worker().items()
+                for placement, sids in self._sealed_in(snap, spec).items()
             ]
 
             async def growing() -> list[pa.Table]:
@@ -442,7 +471,7 @@ class Delegator:
                                 params=parsed,
                                 output_fields=spec.output_fields,
                             )
-                            for store in self.data.growing.values()
+                            for store in self._growing_in(spec)
                         ]
 
                     return await asyncio.to_thread(run)
@@ -481,7 +510,7 @@ class Delegator:
             async with self._lock:
 
                 def run() -> tuple[pa.Table | None, int]:
-                    stores = list(self.data.growing.values())
+                    stores = self._growing_in(spec)
                     if count_only:
                         return None, sum(s.count(read_ts=read_ts, mask=self._mask(spec, s)) for s in stores)
                     parts = [
@@ -493,7 +522,7 @@ class Delegator:
                 return await asyncio.to_thread(run)
 
         with self.dist.pinned() as snap:
-            results = await asyncio.gather(growing(), *(remote(p, s) for p, s in snap.by_worker().items()))
+            results = await asyncio.gather(growing(), *(remote(p, s) for p, s in self._sealed_in(snap, spec).items()))
         if count_only:
             return None, sum(n for _, n in results)
         tables = [t for t, _ in results if t is not None and t.num_rows]

@@ -10,6 +10,8 @@ from services.coordclient import CoordinatorClient
 from services.grpcutil import raise_for_status
 from services.schema import CollectionSchema
 
+DEFAULT_PARTITION = "_default"
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CollectionEntry:
@@ -22,19 +24,30 @@ class CollectionEntry:
     properties: dict[str, str]
     created_ts: int
     default_partition_id: int
+    partitions: dict[str, int]  # name -> id, in creation order
+    partition_key: str | None = None  # the partition key field, if any
+
+    @property
+    def key_partitions(self) -> list[tuple[str, int]]:
+        """A partition-key collection's partitions in hash order (``_default_0`` first)."""
+        return sorted(self.partitions.items(), key=lambda kv: int(kv[0].rsplit("_", 1)[1]))
 
     @staticmethod
     def from_info(info: coordinator_pb2.CollectionInfo) -> CollectionEntry:
+        schema = CollectionSchema.from_json(info.schema_json)
         return CollectionEntry(
             collection_id=info.collection_id,
             name=info.name,
-            schema=CollectionSchema.from_json(info.schema_json),
+            schema=schema,
             vchannels=tuple(info.vchannels),
             pchannels=tuple(info.pchannels),
             consistency_level=info.consistency_level,
             properties=dict(info.properties),
             created_ts=info.created_timestamp,
             default_partition_id=info.default_partition_id,
+            partitions={p.name: p.partition_id for p in info.partitions}
+            or {DEFAULT_PARTITION: info.default_partition_id},
+            partition_key=next((f.name for f in schema.fields if f.is_partition_key), None),
         )
 
 

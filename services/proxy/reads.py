@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 import grpc
@@ -23,7 +23,7 @@ import pyarrow as pa
 from protos import coordinator_pb2, querynode_pb2, querynode_pb2_grpc
 from services.arrowio import ipc_to_table, table_to_ipc
 from services.coordclient import CoordinatorClient
-from services.errors import ErrorCode, StrataError
+from services.errors import ErrorCode, PartitionNotLoaded, StrataError
 from services.grpcutil import StubCache, raise_for_status
 from services.proxy.metacache import CollectionEntry
 
@@ -35,6 +35,8 @@ class ReadOptions:
     filter_params: dict[str, Any]
     output_fields: list[str]
     timeout: float
+    partition_ids: list[int] | None = None  # None: every loaded partition
+    partition_names: dict[int, str] = field(default_factory=dict)  # for errors
 
     def to_proto(self) -> querynode_pb2.ReadOptions:
         return querynode_pb2.ReadOptions(
@@ -43,7 +45,22 @@ class ReadOptions:
             filter_params=json.dumps(self.filter_params) if self.filter_params else "",
             output_fields=self.output_fields,
             timeout_ms=int(self.timeout * 1000),
+            partition_ids=self.partition_ids or [],
         )
+
+    def within(self, loaded: Sequence[int]) -> ReadOptions:
+        """These options restricted to the ``loaded`` partitions (the coordinator's list).
+
+        Naming a partition that is not loaded is an error; naming none reads every loaded one
+        (a dropped partition is never among them, so its rows are never read).
+        """
+        if self.partition_ids is not None:
+            missing = [p for p in self.partition_ids if p not in loaded]
+            if missing:
+                name = self.partition_names.get(missing[0], str(missing[0]))
+                raise PartitionNotLoaded(f"partition not loaded[partition={name}]")
+            return self
+        return replace(self, partition_ids=list(loaded))
 
 
 LOADING_POLL_SECONDS = 0.1
@@ -65,18 +82,19 @@ class ReadRouter:
         raise_for_status(resp.status)
         return resp
 
-    async def _replicas(self, coll: CollectionEntry, timeout: float) -> list[Replica]:
+    async def _replicas(self, coll: CollectionEntry, read: ReadOptions) -> tuple[list[Replica], ReadOptions]:
         """The ready replicas, each as its vchannels' delegators, waiting (up to ``timeout``) for one.
 
         A loaded collection is still *loading* right after a restart or a node loss, while its
         delegators catch up with the WAL; reads wait for that instead of failing.
         """
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
+        deadline = loop.time() + read.timeout
         while True:
             view = await self.load_view(coll)
             if view.state == coordinator_pb2.LOAD_STATE_NOT_LOAD:
                 raise StrataError(f"collection not loaded[collection={coll.name}]", ErrorCode.COLLECTION_NOT_LOADED)
+            read = read.within(view.loaded_partitions)
             by_replica: dict[int, Replica] = {}
             for c in view.channels:
                 by_replica.setdefault(c.replica_id, {})[c.vchannel] = c
@@ -87,7 +105,7 @@ class ReadRouter:
             ]
             if ready:
                 start = next(self._turn) % len(ready)
-                return ready[start:] + ready[:start]
+                return ready[start:] + ready[:start], read
             if loop.time() >= deadline:
                 waiting = sorted({c.vchannel for c in view.channels if not c.ready})
                 raise StrataError(
@@ -111,7 +129,8 @@ class ReadRouter:
                 last = err
             except grpc.aio.AioRpcError as err:
                 last = StrataError(
-                    f"query node {placement.node_id} of {vchannel} unreachable: {err.code().name}", ErrorCode.UNAVAILABLE
+                    f"query node {placement.node_id} of {vchannel} unreachable: {err.code().name}",
+                    ErrorCode.UNAVAILABLE,
                 )
         assert last is not None
         raise last
@@ -127,7 +146,7 @@ class ReadRouter:
         topk: int,
         params: dict[str, Any],
     ) -> list[pa.Table]:
-        replicas = await self._replicas(coll, read.timeout)
+        replicas, read = await self._replicas(coll, read)
         vec = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), type=pa.float32()), vectors.shape[1])
         payload = table_to_ipc(pa.table({"vector": vec}))
 
@@ -156,7 +175,7 @@ class ReadRouter:
     async def query(
         self, coll: CollectionEntry, *, read: ReadOptions, limit: int, count_only: bool
     ) -> tuple[list[pa.Table], int]:
-        replicas = await self._replicas(coll, read.timeout)
+        replicas, read = await self._replicas(coll, read)
 
         async def one(vchannel: str) -> tuple[pa.Table | None, int]:
             async def call(p: coordinator_pb2.ChannelPlacement) -> tuple[pa.Table | None, int]:

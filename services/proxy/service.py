@@ -8,9 +8,7 @@ RPCs not implemented here answer a NOT_SUPPORTED Milvus status (``unsupported.py
 
 from __future__ import annotations
 
-import functools
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -29,11 +27,14 @@ from services.proxy import convert
 from services.proxy.consistency import guarantee_timestamp
 from services.proxy.convert.groups import group_by_values
 from services.proxy.convert.search import check_range
+from services.proxy.hybrid import hybrid_search
 from services.proxy.metacache import CollectionEntry, MetaCache
+from services.proxy.partitions import PartitionRPCs, read_partitions, write_partition
 from services.proxy.pkfilter import primary_keys_of
 from services.proxy.reads import ReadOptions, ReadRouter
+from services.proxy.rpc import milvus_rpc
 from services.proxy.stats import WALStats
-from services.proxy.status import milvus_status, success
+from services.proxy.status import success
 from services.proxy.unsupported import answer_unsupported
 from services.proxy.writes import allocate_ids, delete_pks, insert_table, upsert_table
 from services.tsoutil import physical_ms
@@ -49,34 +50,12 @@ GROUP_OVERFETCH = 4
 GROUP_FETCH_LIMIT = 16_384
 
 
-def milvus_rpc(response_type: type[Any]) -> Callable[[Callable[..., Awaitable[Any]]], Callable[..., Awaitable[Any]]]:
-    """Answer a ``StrataError`` (or any crash) with a Milvus status in ``response_type``."""
-
-    def wrap(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-        @functools.wraps(fn)
-        async def handler(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
-            try:
-                return await fn(self, request, context)
-            except StrataError as err:
-                status = milvus_status(err)
-            except Exception as err:  # RPC boundary: log, answer, keep serving
-                log.exception("rpc failed", method=fn.__name__)
-                status = milvus_status(StrataError(f"internal error in {fn.__name__}: {type(err).__name__}: {err}"))
-            if response_type is common_pb2.Status:
-                return status
-            return response_type(status=status)
-
-        return handler
-
-    return wrap
-
-
 def _kv(pairs: Any) -> dict[str, str]:
     return {p.key: p.value for p in pairs}
 
 
 @answer_unsupported
-class MilvusProxy(milvus_pb2_grpc.MilvusServiceServicer):
+class MilvusProxy(PartitionRPCs, milvus_pb2_grpc.MilvusServiceServicer):
     def __init__(
         self, coord: CoordinatorClient, producer: Producer, cache: MetaCache, reads: ReadRouter, stats: WALStats
     ) -> None:
@@ -138,6 +117,7 @@ class MilvusProxy(milvus_pb2_grpc.MilvusServiceServicer):
                 shards_num=request.shards_num or 1,
                 consistency_level=level,
                 properties=props,
+                num_partitions=request.num_partitions,
             ),
             timeout=60,
         )
@@ -170,7 +150,7 @@ class MilvusProxy(milvus_pb2_grpc.MilvusServiceServicer):
             collection_name=coll.name,
             properties=[common_pb2.KeyValuePair(key=k, value=v) for k, v in coll.properties.items()],
             db_name="default",
-            num_partitions=1,
+            num_partitions=len(coll.partitions),
         )
 
     @milvus_rpc(milvus_pb2.BoolResponse)
@@ -228,6 +208,9 @@ class MilvusProxy(milvus_pb2_grpc.MilvusServiceServicer):
     async def GetLoadState(self, request: milvus_pb2.GetLoadStateRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.GetLoadStateResponse:
         coll = await self._coll(request.collection_name)
         view = await self._reads.load_view(coll)
+        partitions, _ = await read_partitions(self._cache, coll, list(request.partition_names))
+        if partitions and not set(partitions) <= set(view.loaded_partitions):
+            return milvus_pb2.GetLoadStateResponse(status=success(), state=common_pb2.LoadStateNotLoad)
         state = {
             coordinator_pb2.LOAD_STATE_NOT_LOAD: common_pb2.LoadStateNotLoad,
             coordinator_pb2.LOAD_STATE_LOADING: common_pb2.LoadStateLoading,
@@ -323,8 +306,9 @@ class MilvusProxy(milvus_pb2_grpc.MilvusServiceServicer):
             raise InvalidArgument("num_rows should be greater than 0")
         pk = coll.schema.primary_field
         auto_ids = await allocate_ids(self._coord, n) if pk.auto_id else None
+        partition = await write_partition(self._cache, coll, request.partition_name)
         table = convert.insert_to_table(list(request.fields_data), n, coll.schema, auto_ids=auto_ids)
-        ts = await insert_table(self._producer, coll, table)
+        ts = await insert_table(self._producer, coll, table, partition)
         return milvus_pb2.MutationResult(
             status=success(),
             IDs=convert.ids_to_proto(table.column(pk.name).combine_chunks()),
@@ -342,8 +326,9 @@ class MilvusProxy(milvus_pb2_grpc.MilvusServiceServicer):
         if request.partial_update:
             raise NotSupported("partial update is not supported yet: upsert whole rows")
         # Upsert names the rows it replaces, so the primary key is given even with auto_id.
+        partition = await write_partition(self._cache, coll, request.partition_name)
         table = convert.insert_to_table(list(request.fields_data), n, coll.schema, allow_insert_auto_id=True)
-        ts = await upsert_table(self._producer, coll, table)
+        ts = await upsert_table(self._producer, coll, table, partition)
         return milvus_pb2.MutationResult(
             status=success(),
             IDs=convert.ids_to_proto(table.column(coll.schema.primary_field.name).combine_chunks()),
@@ -358,11 +343,15 @@ class MilvusProxy(milvus_pb2_grpc.MilvusServiceServicer):
         params = convert.template_values(request.expr_template_values)
         expr = parse_filter(request.expr, coll.schema, params or None)
         pks = primary_keys_of(expr, coll.schema)
-        if pks is None:
+        scoped, names = await read_partitions(
+            self._cache, coll, [request.partition_name] if request.partition_name else []
+        )
+        if pks is None or scoped is not None:
             # A general filter: find the matching keys with a Strong read first.
             read = ReadOptions(
                 guarantee_ts=await self._fresh_ts(), filter=request.expr, filter_params=params,
                 output_fields=[coll.schema.primary_field.name], timeout=DEFAULT_READ_TIMEOUT,
+                partition_ids=scoped, partition_names=names,
             )
             tables, _ = await self._reads.query(coll, read=read, limit=0, count_only=False)
             pks = [v for t in tables for v in t.column(coll.schema.primary_field.name).to_pylist()]
@@ -449,12 +438,15 @@ class MilvusProxy(milvus_pb2_grpc.MilvusServiceServicer):
         per_shard = spec.topk + spec.offset
         if group:
             per_shard = min(per_shard * spec.group_size * GROUP_OVERFETCH, GROUP_FETCH_LIMIT)
+        partitions, names = await read_partitions(self._cache, coll, list(request.partition_names))
         read = ReadOptions(
             guarantee_ts=await self._guarantee(coll, request),
             filter=spec.filter,
             filter_params=spec.filter_params,
             output_fields=fetch,
             timeout=DEFAULT_READ_TIMEOUT,
+            partition_ids=partitions,
+            partition_names=names,
         )
         parts = await self._reads.search(
             coll, read=read, anns_field=spec.anns_field, metric=metric, vectors=spec.vectors,
@@ -473,6 +465,22 @@ class MilvusProxy(milvus_pb2_grpc.MilvusServiceServicer):
             results.group_by_field_value.CopyFrom(group_by_values(merged, coll.schema, group))
         return milvus_pb2.SearchResults(status=success(), results=results, collection_name=coll.name)
 
+    @milvus_rpc(milvus_pb2.SearchResults)
+    async def HybridSearch(self, request: milvus_pb2.HybridSearchRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.SearchResults:
+        # Each sub request runs as a Search would, all at one guarantee timestamp, then fused (hybrid.py).
+        coll = await self._coll(request.collection_name)
+
+        async def shared_read() -> ReadOptions:
+            partitions, names = await read_partitions(self._cache, coll, list(request.partition_names))
+            return ReadOptions(
+                guarantee_ts=await self._guarantee(coll, request), filter="", filter_params={}, output_fields=[],
+                timeout=DEFAULT_READ_TIMEOUT, partition_ids=partitions, partition_names=names,
+            )
+
+        return await hybrid_search(
+            request, coll=coll, reads=self._reads, metric_for=self._metric_for, read_options=shared_read
+        )
+
     @milvus_rpc(milvus_pb2.QueryResults)
     async def Query(self, request: milvus_pb2.QueryRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.QueryResults:
         coll = await self._coll(request.collection_name)
@@ -488,12 +496,15 @@ class MilvusProxy(milvus_pb2_grpc.MilvusServiceServicer):
             raise InvalidArgument("empty expression should be used with limit")
         if expr_text.strip():
             parse_filter(expr_text, coll.schema, params or None)
+        partitions, names = await read_partitions(self._cache, coll, list(request.partition_names))
         read = ReadOptions(
             guarantee_ts=await self._guarantee(coll, request),
             filter=expr_text,
             filter_params=params,
             output_fields=[] if count_only else convert.resolve_output_fields(coll.schema, outputs)[0],
             timeout=DEFAULT_READ_TIMEOUT,
+            partition_ids=partitions,
+            partition_names=names,
         )
         want = 0 if limit < 0 else limit + offset
         tables, total = await self._reads.query(coll, read=read, limit=want, count_only=count_only)

@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from protos import coordinator_pb2
+from protos.common_pb2 import Message
 from services.coordclient import CoordinatorClient
 from services.errors import InvalidArgument
 from services.grpcutil import raise_for_status
@@ -33,19 +34,42 @@ def _by_shard(pks: pa.Array, shards: int) -> list[np.ndarray]:
     return [np.nonzero(idx == s)[0] for s in range(shards)]
 
 
-async def insert_table(producer: Producer, coll: CollectionEntry, table: pa.Table) -> int:
-    """Append ``table``'s rows to their vchannels; returns the largest append timetick."""
+def _partitions_of(coll: CollectionEntry, table: pa.Table, partition_id: int | None) -> np.ndarray:
+    """The partition of every row: the one named, or by the partition key's hash."""
+    key = coll.partition_key
+    if key is None:
+        return np.full(table.num_rows, coll.default_partition_id if partition_id is None else partition_id)
+    values = table.column(key).combine_chunks()
+    if values.null_count:
+        raise InvalidArgument(f"the partition key field {key} cannot be null")
+    ids = np.asarray([pid for _, pid in coll.key_partitions], dtype=np.int64)
+    return ids[shard_indices(values, len(ids))]
+
+
+def _inserts(coll: CollectionEntry, shard: int, part: pa.Table, partitions: np.ndarray) -> list[Message]:
+    out = []
+    for pid in np.unique(partitions):
+        rows = part.take(pa.array(np.nonzero(partitions == pid)[0])) if len(np.unique(partitions)) > 1 else part
+        out += [
+            new_insert(coll.vchannels[shard], coll.collection_id, int(pid), rows.slice(i, MAX_MESSAGE_ROWS))
+            for i in range(0, rows.num_rows, MAX_MESSAGE_ROWS)
+        ]
+    return out
+
+
+async def insert_table(
+    producer: Producer, coll: CollectionEntry, table: pa.Table, partition_id: int | None = None
+) -> int:
+    """Append ``table``'s rows to their vchannels, into ``partition_id`` (None: the default
+    partition, or by partition key); returns the largest append timetick."""
     pk = coll.schema.primary_field.name
+    partitions = _partitions_of(coll, table, partition_id)
     groups = _by_shard(table.column(pk).combine_chunks(), len(coll.vchannels))
     appends = []
     for shard, rows in enumerate(groups):
         if len(rows) == 0:
             continue
-        part = table.take(pa.array(rows))
-        messages = [
-            new_insert(coll.vchannels[shard], coll.collection_id, coll.default_partition_id, part.slice(i, MAX_MESSAGE_ROWS))
-            for i in range(0, part.num_rows, MAX_MESSAGE_ROWS)
-        ]
+        messages = _inserts(coll, shard, table.take(pa.array(rows)), partitions[rows])
         appends.append(producer.append(coll.pchannels[shard], messages))
     results = await asyncio.gather(*appends)
     return max((r.timetick for rs in results for r in rs), default=0)
@@ -72,7 +96,9 @@ async def delete_pks(producer: Producer, coll: CollectionEntry, pks: Sequence[in
     return max((r.timetick for rs in results for r in rs), default=0)
 
 
-async def upsert_table(producer: Producer, coll: CollectionEntry, table: pa.Table) -> int:
+async def upsert_table(
+    producer: Producer, coll: CollectionEntry, table: pa.Table, partition_id: int | None = None
+) -> int:
     """Delete every PK of ``table`` and insert its rows, per vchannel in one transaction.
 
     The delete and the insert share one timetick, and a delete at T never hides a row
@@ -80,6 +106,7 @@ async def upsert_table(producer: Producer, coll: CollectionEntry, table: pa.Tabl
     """
     pk = coll.schema.primary_field.name
     pks = table.column(pk).combine_chunks()
+    partitions = _partitions_of(coll, table, partition_id)
     groups = _by_shard(pks, len(coll.vchannels))
     appends = []
     for shard, rows in enumerate(groups):
@@ -88,12 +115,7 @@ async def upsert_table(producer: Producer, coll: CollectionEntry, table: pa.Tabl
         part = table.take(pa.array(rows))
         vchannel = coll.vchannels[shard]
         messages = [new_delete(vchannel, coll.collection_id, part.column(pk).combine_chunks())]
-        messages += [
-            new_insert(vchannel, coll.collection_id, coll.default_partition_id, part.slice(i, MAX_MESSAGE_ROWS))
-            for i in range(0, part.num_rows, MAX_MESSAGE_ROWS)
-        ]
+        messages += _inserts(coll, shard, part, partitions[rows])
         appends.append(producer.append(coll.pchannels[shard], messages, txn=True))
     results = await asyncio.gather(*appends)
     return max((r.timetick for rs in results for r in rs), default=0)
-
-

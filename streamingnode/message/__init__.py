@@ -22,6 +22,7 @@ __all__ = [
     "new_delete",
     "new_create_collection",
     "new_drop_collection",
+    "new_drop_partition",
     "new_manual_flush",
     "new_time_tick",
     "header",
@@ -51,6 +52,11 @@ def new_create_collection(vchannel: str, collection_id: int, schema_json: str) -
 
 def new_drop_collection(vchannel: str, collection_id: int) -> Message:
     return _msg(MessageType.DROP_COLLECTION, vchannel, {"collection_id": collection_id})
+
+
+def new_drop_partition(vchannel: str, collection_id: int, partition_id: int) -> Message:
+    """Seal the partition's growing segments on ``vchannel``; later inserts into it are refused."""
+    return _msg(MessageType.DROP_PARTITION, vchannel, {"collection_id": collection_id, "partition_id": partition_id})
 
 
 def new_manual_flush(vchannel: str, collection_id: int, flush_ts: int) -> Message:

@@ -78,6 +78,9 @@ class ShardInterceptor:
                 m.collection_created(header(msg)["collection_id"], [msg.vchannel])
             case MessageType.DROP_COLLECTION:
                 self._seal(ex, m.collection_dropped(header(msg)["collection_id"], msg.vchannel))
+            case MessageType.DROP_PARTITION:
+                h = header(msg)
+                self._seal(ex, m.partition_dropped(h["collection_id"], h["partition_id"], msg.vchannel))
             case MessageType.DELETE:
                 m.check_collection(header(msg)["collection_id"], msg.vchannel)
             case MessageType.MANUAL_FLUSH:
