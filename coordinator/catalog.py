@@ -11,6 +11,7 @@ from services.schema import CollectionSchema
 
 _COLL = "rootcoord/collection/"
 _NAME = "rootcoord/collection-name/"
+_ALIAS = "rootcoord/alias/"
 _INDEX = "rootcoord/index/"
 _LOAD = "querycoord/load/"
 _REPLICA = "querycoord/replica/"
@@ -138,6 +139,31 @@ class Catalog:
             str(meta.collection_id).encode(),
             also=[Op(key=f"{_COLL}{meta.collection_id}", value=meta.to_json())],
         )
+
+    async def rename(self, meta: CollectionMeta, new_name: str) -> bool:
+        """Move ``meta``'s name reservation to ``new_name`` and save it renamed, in one transaction;
+        False if a collection already has ``new_name``."""
+        return await self._store.create_if_absent(
+            f"{_NAME}{new_name}",
+            str(meta.collection_id).encode(),
+            also=[
+                Op(key=f"{_NAME}{meta.name}", value=None),
+                Op(key=f"{_COLL}{meta.collection_id}", value=replace(meta, name=new_name).to_json()),
+            ],
+        )
+
+    async def alias_target(self, alias: str) -> int | None:
+        raw = await self._store.get(f"{_ALIAS}{alias}")
+        return None if raw is None else int(raw)
+
+    async def list_aliases(self) -> dict[str, int]:
+        return {kv.key.removeprefix(_ALIAS): int(kv.value) for kv in await self._store.scan(_ALIAS)}
+
+    async def save_alias(self, alias: str, collection_id: int) -> None:
+        await self._store.put(f"{_ALIAS}{alias}", str(collection_id).encode())
+
+    async def remove_alias(self, alias: str) -> None:
+        await self._store.delete(f"{_ALIAS}{alias}")
 
     async def save_collection(self, meta: CollectionMeta) -> None:
         await self._store.put(f"{_COLL}{meta.collection_id}", meta.to_json())

@@ -19,6 +19,7 @@ import structlog
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState, IndexMeta, PartitionInfo, vchannel_name
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.idalloc import IDAllocator
+from coordinator.names import check_name
 from coordinator.partitions import initial_partitions
 from coordinator.tso import TimestampOracle
 from services.errors import CollectionNotFound, ErrorCode, InvalidArgument, StrataError
@@ -75,8 +76,11 @@ class DDL:
     ) -> CollectionMeta:
         if shards_num < 1 or shards_num > MAX_SHARDS:
             raise InvalidArgument(f"shards_num must be between 1 and {MAX_SHARDS}, got {shards_num}")
+        check_name(schema.name)
         partition_names = initial_partitions(schema, num_partitions)
         async with self._lock:
+            if await self._catalog.alias_target(schema.name) is not None:
+                raise InvalidArgument(f"{schema.name} is an alias: it cannot be used as a collection name")
             taken_by = await self._catalog.collection_id_by_name(schema.name)
             if taken_by is not None:
                 return await self._resume_create(
@@ -172,6 +176,8 @@ class DDL:
         """A CREATED collection by name or id."""
         if not collection_id:
             found = await self._catalog.collection_id_by_name(name)
+            if found is None:
+                found = await self._catalog.alias_target(name)
             if found is None:
                 raise CollectionNotFound(f"collection not found[collection={name}]")
             collection_id = found

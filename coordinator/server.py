@@ -34,6 +34,7 @@ from collections.abc import Callable
 import grpc
 import structlog
 
+from coordinator.aliases import AliasDDL
 from coordinator.catalog import Catalog
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.data.gc import GarbageCollector
@@ -125,6 +126,7 @@ class Coordinator:
             balancer=self.balancer,
             query=self.query,
             data=self.data,
+            aliases=AliasDDL(self.catalog, self.ddl.lock),
             partitions=PartitionDDL(
                 self.catalog,
                 self.ids,

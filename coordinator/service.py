@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 
 import grpc
 
+from coordinator.aliases import AliasDDL
 from coordinator.catalog import Catalog, CollectionMeta
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.ddl import DDL
@@ -74,7 +75,9 @@ class CoordinatorService(coordinator_pb2_grpc.CoordinatorServicer):
         query: QueryCoordinator,
         data: DataCoordinator,
         partitions: PartitionDDL,
+        aliases: AliasDDL,
     ) -> None:
+        self._aliases = aliases
         self._partitions = partitions
         self._data = data
         self._tso = tso
@@ -119,14 +122,62 @@ class CoordinatorService(coordinator_pb2_grpc.CoordinatorServicer):
 
     @rpc_method(pb.StatusResponse)
     async def DropCollection(self, request: pb.CollectionRef, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
-        await self._ddl.drop_collection(await self._meta(request))
+        meta = await self._meta(request)
+        await self._aliases.check_drop(request.name, meta)
+        await self._ddl.drop_collection(meta)
+        return pb.StatusResponse(status=ok_status())
+
+    @rpc_method(pb.StatusResponse)
+    async def CreateAlias(self, request: pb.AliasRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
+        await self._aliases.create(request.alias, await self._meta(request.collection))
+        return pb.StatusResponse(status=ok_status())
+
+    @rpc_method(pb.StatusResponse)
+    async def AlterAlias(self, request: pb.AliasRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
+        await self._aliases.alter(request.alias, await self._meta(request.collection))
+        return pb.StatusResponse(status=ok_status())
+
+    @rpc_method(pb.StatusResponse)
+    async def DropAlias(self, request: pb.AliasRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
+        await self._aliases.drop(request.alias)
+        return pb.StatusResponse(status=ok_status())
+
+    @rpc_method(pb.AliasResponse)
+    async def DescribeAlias(self, request: pb.AliasRequest, context: grpc.aio.ServicerContext) -> pb.AliasResponse:
+        meta = await self._ddl.get(collection_id=await self._aliases.describe(request.alias))
+        return pb.AliasResponse(status=ok_status(), alias=request.alias, collection_name=meta.name)
+
+    @rpc_method(pb.ListAliasesResponse)
+    async def ListAliases(self, request: pb.CollectionRef, context: grpc.aio.ServicerContext) -> pb.ListAliasesResponse:
+        if request.name or request.collection_id:
+            aliases = await self._aliases.aliases_of((await self._meta(request)).collection_id)
+        else:
+            aliases = sorted(await self._catalog.list_aliases())
+        return pb.ListAliasesResponse(status=ok_status(), aliases=aliases)
+
+    @rpc_method(pb.StatusResponse)
+    async def RenameCollection(
+        self, request: pb.RenameCollectionRequest, context: grpc.aio.ServicerContext
+    ) -> pb.StatusResponse:
+        await self._aliases.rename(await self._meta(request.collection), request.new_name)
+        return pb.StatusResponse(status=ok_status())
+
+    @rpc_method(pb.StatusResponse)
+    async def AlterCollection(
+        self, request: pb.AlterCollectionRequest, context: grpc.aio.ServicerContext
+    ) -> pb.StatusResponse:
+        meta = await self._meta(request.collection)
+        await self._aliases.alter_properties(meta, dict(request.properties), list(request.delete_keys))
         return pb.StatusResponse(status=ok_status())
 
     @rpc_method(pb.CollectionResponse)
     async def DescribeCollection(
         self, request: pb.CollectionRef, context: grpc.aio.ServicerContext
     ) -> pb.CollectionResponse:
-        return pb.CollectionResponse(status=ok_status(), collection=collection_info(await self._meta(request)))
+        meta = await self._meta(request)
+        info = collection_info(meta)
+        info.aliases.extend(await self._aliases.aliases_of(meta.collection_id))
+        return pb.CollectionResponse(status=ok_status(), collection=info)
 
     @rpc_method(pb.ListCollectionsResponse)
     async def ListCollections(

@@ -106,8 +106,59 @@ class PartitionRequest(_message.Message):
     partition_names: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., partition_names: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class AliasRequest(_message.Message):
+    __slots__ = ("alias", "collection")
+    ALIAS_FIELD_NUMBER: _ClassVar[int]
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    alias: str
+    collection: CollectionRef
+    def __init__(self, alias: _Optional[str] = ..., collection: _Optional[_Union[CollectionRef, _Mapping]] = ...) -> None: ...
+
+class AliasResponse(_message.Message):
+    __slots__ = ("status", "alias", "collection_name")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    ALIAS_FIELD_NUMBER: _ClassVar[int]
+    COLLECTION_NAME_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    alias: str
+    collection_name: str
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., alias: _Optional[str] = ..., collection_name: _Optional[str] = ...) -> None: ...
+
+class ListAliasesResponse(_message.Message):
+    __slots__ = ("status", "aliases")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    ALIASES_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    aliases: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., aliases: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class RenameCollectionRequest(_message.Message):
+    __slots__ = ("collection", "new_name")
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    NEW_NAME_FIELD_NUMBER: _ClassVar[int]
+    collection: CollectionRef
+    new_name: str
+    def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., new_name: _Optional[str] = ...) -> None: ...
+
+class AlterCollectionRequest(_message.Message):
+    __slots__ = ("collection", "properties", "delete_keys")
+    class PropertiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    DELETE_KEYS_FIELD_NUMBER: _ClassVar[int]
+    collection: CollectionRef
+    properties: _containers.ScalarMap[str, str]
+    delete_keys: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., properties: _Optional[_Mapping[str, str]] = ..., delete_keys: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class CollectionInfo(_message.Message):
-    __slots__ = ("collection_id", "name", "schema_json", "vchannels", "pchannels", "consistency_level", "properties", "created_timestamp", "default_partition_id", "partitions")
+    __slots__ = ("collection_id", "name", "schema_json", "vchannels", "pchannels", "consistency_level", "properties", "created_timestamp", "default_partition_id", "partitions", "aliases")
     class PropertiesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -125,6 +176,7 @@ class CollectionInfo(_message.Message):
     CREATED_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_PARTITION_ID_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    ALIASES_FIELD_NUMBER: _ClassVar[int]
     collection_id: int
     name: str
     schema_json: str
@@ -135,7 +187,8 @@ class CollectionInfo(_message.Message):
     created_timestamp: int
     default_partition_id: int
     partitions: _containers.RepeatedCompositeFieldContainer[PartitionInfo]
-    def __init__(self, collection_id: _Optional[int] = ..., name: _Optional[str] = ..., schema_json: _Optional[str] = ..., vchannels: _Optional[_Iterable[str]] = ..., pchannels: _Optional[_Iterable[str]] = ..., consistency_level: _Optional[int] = ..., properties: _Optional[_Mapping[str, str]] = ..., created_timestamp: _Optional[int] = ..., default_partition_id: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[PartitionInfo, _Mapping]]] = ...) -> None: ...
+    aliases: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, collection_id: _Optional[int] = ..., name: _Optional[str] = ..., schema_json: _Optional[str] = ..., vchannels: _Optional[_Iterable[str]] = ..., pchannels: _Optional[_Iterable[str]] = ..., consistency_level: _Optional[int] = ..., properties: _Optional[_Mapping[str, str]] = ..., created_timestamp: _Optional[int] = ..., default_partition_id: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[PartitionInfo, _Mapping]]] = ..., aliases: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class CollectionResponse(_message.Message):
     __slots__ = ("status", "collection")

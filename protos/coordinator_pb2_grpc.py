@@ -94,6 +94,41 @@ class CoordinatorStub:
                 request_serializer=protos_dot_coordinator__pb2.PartitionRequest.SerializeToString,
                 response_deserializer=protos_dot_coordinator__pb2.StatusResponse.FromString,
                 _registered_method=True)
+        self.CreateAlias = channel.unary_unary(
+                '/strata.coordinator.Coordinator/CreateAlias',
+                request_serializer=protos_dot_coordinator__pb2.AliasRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.StatusResponse.FromString,
+                _registered_method=True)
+        self.DropAlias = channel.unary_unary(
+                '/strata.coordinator.Coordinator/DropAlias',
+                request_serializer=protos_dot_coordinator__pb2.AliasRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.StatusResponse.FromString,
+                _registered_method=True)
+        self.AlterAlias = channel.unary_unary(
+                '/strata.coordinator.Coordinator/AlterAlias',
+                request_serializer=protos_dot_coordinator__pb2.AliasRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.StatusResponse.FromString,
+                _registered_method=True)
+        self.DescribeAlias = channel.unary_unary(
+                '/strata.coordinator.Coordinator/DescribeAlias',
+                request_serializer=protos_dot_coordinator__pb2.AliasRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.AliasResponse.FromString,
+                _registered_method=True)
+        self.ListAliases = channel.unary_unary(
+                '/strata.coordinator.Coordinator/ListAliases',
+                request_serializer=protos_dot_coordinator__pb2.CollectionRef.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.ListAliasesResponse.FromString,
+                _registered_method=True)
+        self.RenameCollection = channel.unary_unary(
+                '/strata.coordinator.Coordinator/RenameCollection',
+                request_serializer=protos_dot_coordinator__pb2.RenameCollectionRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.StatusResponse.FromString,
+                _registered_method=True)
+        self.AlterCollection = channel.unary_unary(
+                '/strata.coordinator.Coordinator/AlterCollection',
+                request_serializer=protos_dot_coordinator__pb2.AlterCollectionRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.StatusResponse.FromString,
+                _registered_method=True)
         self.DropPartition = channel.unary_unary(
                 '/strata.coordinator.Coordinator/DropPartition',
                 request_serializer=protos_dot_coordinator__pb2.PartitionRequest.SerializeToString,
@@ -226,6 +261,48 @@ class CoordinatorServicer:
         raise NotImplementedError('Method not implemented!')
 
     def CreatePartition(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateAlias(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DropAlias(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AlterAlias(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeAlias(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListAliases(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RenameCollection(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AlterCollection(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -374,6 +451,41 @@ def add_CoordinatorServicer_to_server(servicer, server):
             'CreatePartition': grpc.unary_unary_rpc_method_handler(
                     servicer.CreatePartition,
                     request_deserializer=protos_dot_coordinator__pb2.PartitionRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.StatusResponse.SerializeToString,
+            ),
+            'CreateAlias': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateAlias,
+                    request_deserializer=protos_dot_coordinator__pb2.AliasRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.StatusResponse.SerializeToString,
+            ),
+            'DropAlias': grpc.unary_unary_rpc_method_handler(
+                    servicer.DropAlias,
+                    request_deserializer=protos_dot_coordinator__pb2.AliasRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.StatusResponse.SerializeToString,
+            ),
+            'AlterAlias': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterAlias,
+                    request_deserializer=protos_dot_coordinator__pb2.AliasRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.StatusResponse.SerializeToString,
+            ),
+            'DescribeAlias': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeAlias,
+                    request_deserializer=protos_dot_coordinator__pb2.AliasRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.AliasResponse.SerializeToString,
+            ),
+            'ListAliases': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListAliases,
+                    request_deserializer=protos_dot_coordinator__pb2.CollectionRef.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.ListAliasesResponse.SerializeToString,
+            ),
+            'RenameCollection': grpc.unary_unary_rpc_method_handler(
+                    servicer.RenameCollection,
+                    request_deserializer=protos_dot_coordinator__pb2.RenameCollectionRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.StatusResponse.SerializeToString,
+            ),
+            'AlterCollection': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterCollection,
+                    request_deserializer=protos_dot_coordinator__pb2.AlterCollectionRequest.FromString,
                     response_serializer=protos_dot_coordinator__pb2.StatusResponse.SerializeToString,
             ),
             'DropPartition': grpc.unary_unary_rpc_method_handler(
@@ -760,6 +872,195 @@ class Coordinator:
             target,
             '/strata.coordinator.Coordinator/CreatePartition',
             protos_dot_coordinator__pb2.PartitionRequest.SerializeToString,
+            protos_dot_coordinator__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateAlias(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/CreateAlias',
+            protos_dot_coordinator__pb2.AliasRequest.SerializeToString,
+            protos_dot_coordinator__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DropAlias(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/DropAlias',
+            protos_dot_coordinator__pb2.AliasRequest.SerializeToString,
+            protos_dot_coordinator__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterAlias(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/AlterAlias',
+            protos_dot_coordinator__pb2.AliasRequest.SerializeToString,
+            protos_dot_coordinator__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeAlias(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/DescribeAlias',
+            protos_dot_coordinator__pb2.AliasRequest.SerializeToString,
+            protos_dot_coordinator__pb2.AliasResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListAliases(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/ListAliases',
+            protos_dot_coordinator__pb2.CollectionRef.SerializeToString,
+            protos_dot_coordinator__pb2.ListAliasesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RenameCollection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/RenameCollection',
+            protos_dot_coordinator__pb2.RenameCollectionRequest.SerializeToString,
+            protos_dot_coordinator__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterCollection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/AlterCollection',
+            protos_dot_coordinator__pb2.AlterCollectionRequest.SerializeToString,
             protos_dot_coordinator__pb2.StatusResponse.FromString,
             options,
             channel_credentials,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
+import time
 from dataclasses import dataclass
 
 from protos import coordinator_pb2
@@ -11,6 +11,7 @@ from services.grpcutil import raise_for_status
 from services.schema import CollectionSchema
 
 DEFAULT_PARTITION = "_default"
+ENTRY_TTL_SECONDS = 5.0  # how long a proxy may act on metadata another proxy changed
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -26,6 +27,7 @@ class CollectionEntry:
     default_partition_id: int
     partitions: dict[str, int]  # name -> id, in creation order
     partition_key: str | None = None  # the partition key field, if any
+    aliases: tuple[str, ...] = ()
 
     @property
     def key_partitions(self) -> list[tuple[str, int]]:
@@ -48,26 +50,35 @@ class CollectionEntry:
             partitions={p.name: p.partition_id for p in info.partitions}
             or {DEFAULT_PARTITION: info.default_partition_id},
             partition_key=next((f.name for f in schema.fields if f.is_partition_key), None),
+            aliases=tuple(info.aliases),
         )
 
 
 class MetaCache:
-    def __init__(self, coord: CoordinatorClient) -> None:
+    """Entries keyed by the name asked for (a collection name or an alias). DDL through this
+    proxy invalidates them; DDL through another proxy is seen once they expire."""
+
+    def __init__(self, coord: CoordinatorClient, ttl: float = ENTRY_TTL_SECONDS) -> None:
         self._coord = coord
-        self._by_name: dict[str, CollectionEntry] = {}
-        self._lock = asyncio.Lock()
+        self._ttl = ttl
+        self._by_name: dict[str, tuple[float, CollectionEntry]] = {}
 
     async def get(self, name: str, *, refresh: bool = False) -> CollectionEntry:
         """The collection ``name``; raises ``CollectionNotFound`` if it does not exist."""
-        entry = None if refresh else self._by_name.get(name)
-        if entry is not None:
-            return entry
+        cached = None if refresh else self._by_name.get(name)
+        if cached is not None and time.monotonic() - cached[0] < self._ttl:
+            return cached[1]
         stub = await self._coord.stub()
         resp = await stub.DescribeCollection(coordinator_pb2.CollectionRef(name=name), timeout=30)
         raise_for_status(resp.status)
         entry = CollectionEntry.from_info(resp.collection)
-        self._by_name[name] = entry
+        self._by_name[name] = (time.monotonic(), entry)
         return entry
 
     def invalidate(self, name: str) -> None:
         self._by_name.pop(name, None)
+        for key in [k for k, (_, e) in self._by_name.items() if e.name == name or name in e.aliases]:
+            del self._by_name[key]
+
+    def invalidate_all(self) -> None:
+        self._by_name.clear()

@@ -24,6 +24,7 @@ from services.errors import ErrorCode, InvalidArgument, NotSupported, StrataErro
 from services.expr import parse_filter
 from services.grpcutil import raise_for_status
 from services.proxy import convert
+from services.proxy.aliases import AliasRPCs
 from services.proxy.consistency import guarantee_timestamp
 from services.proxy.convert.groups import group_by_values
 from services.proxy.convert.search import check_range
@@ -55,7 +56,7 @@ def _kv(pairs: Any) -> dict[str, str]:
 
 
 @answer_unsupported
-class MilvusProxy(PartitionRPCs, milvus_pb2_grpc.MilvusServiceServicer):
+class MilvusProxy(PartitionRPCs, AliasRPCs, milvus_pb2_grpc.MilvusServiceServicer):
     def __init__(
         self, coord: CoordinatorClient, producer: Producer, cache: MetaCache, reads: ReadRouter, stats: WALStats
     ) -> None:
@@ -148,6 +149,7 @@ class MilvusProxy(PartitionRPCs, milvus_pb2_grpc.MilvusServiceServicer):
             shards_num=len(coll.vchannels),
             consistency_level=coll.consistency_level,
             collection_name=coll.name,
+            aliases=list(coll.aliases),
             properties=[common_pb2.KeyValuePair(key=k, value=v) for k, v in coll.properties.items()],
             db_name="default",
             num_partitions=len(coll.partitions),
