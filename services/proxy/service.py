@@ -13,6 +13,7 @@ from typing import Any
 
 import grpc
 import pyarrow as pa
+import pyarrow.compute as pc
 import structlog
 from pymilvus.grpc_gen import common_pb2, milvus_pb2, milvus_pb2_grpc, schema_pb2
 
@@ -49,6 +50,7 @@ DEFAULT_INDEX_METRIC = "COSINE"
 # Grouped searches fetch this many times topk x group_size hits per shard, at most the limit.
 GROUP_OVERFETCH = 4
 GROUP_FETCH_LIMIT = 16_384
+MAX_QUERY_WINDOW = 16_384  # offset + limit of one query, as in Milvus
 
 
 def _kv(pairs: Any) -> dict[str, str]:
@@ -330,6 +332,9 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, milvus_pb2_grpc.MilvusServiceService
         # Upsert names the rows it replaces, so the primary key is given even with auto_id.
         partition = await write_partition(self._cache, coll, request.partition_name)
         table = convert.insert_to_table(list(request.fields_data), n, coll.schema, allow_insert_auto_id=True)
+        pks = table.column(coll.schema.primary_field.name).combine_chunks()
+        if len(pc.unique(pks)) != len(pks):
+            raise InvalidArgument("duplicate primary keys are not allowed in the same batch")
         ts = await upsert_table(self._producer, coll, table, partition)
         return milvus_pb2.MutationResult(
             status=success(),
@@ -496,6 +501,11 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, milvus_pb2_grpc.MilvusServiceService
             raise InvalidArgument("count entities with pagination or other output fields is not allowed")
         if not expr_text.strip() and limit < 0 and not count_only:
             raise InvalidArgument("empty expression should be used with limit")
+        if limit >= 0 and limit + offset > MAX_QUERY_WINDOW:
+            raise InvalidArgument(
+                f"invalid max query result window, (offset+limit) should be in range [1, {MAX_QUERY_WINDOW}], "
+                f"but got {limit + offset}"
+            )
         if expr_text.strip():
             parse_filter(expr_text, coll.schema, params or None)
         partitions, names = await read_partitions(self._cache, coll, list(request.partition_names))

@@ -389,6 +389,8 @@ def _decode_vectors(raw: bytes, anns: FieldSchema) -> np.ndarray:
                 f"of anns field ({anns.name})"
             )
     flat = np.frombuffer(b"".join(holder.values), dtype="<f4")
+    if not np.isfinite(flat).all():
+        raise InvalidArgument(f"search data of field ({anns.name}) contains NaN or Inf")
     return flat.astype(np.float32).reshape(nq, anns.dim)
 
 
