@@ -1,14 +1,16 @@
 """A Hypothesis state machine: what Strata returns equals a model of the collection.
 
 Each run makes a collection on the session's standalone and applies a random
-sequence of insert, upsert, delete (by ids and by filter), flush, and
-release + load, keeping a model: primary key -> version. A row's vector and
+sequence of insert and upsert (into ``_default`` or ``p1``), delete (by ids and
+by filter), flush, and release + load, keeping a model: primary key -> version
+and partition. A row's vector and
 its ``ver`` field are derived from its version, so an old version that comes
 back is caught, not only a deleted key. After every step the machine checks,
 with Strong consistency:
 
 * ``query`` returns exactly the model's keys, each with its newest version;
-* ``count(*)`` equals the model's size;
+* ``count(*)`` equals the model's size, and a query of partition ``p1`` returns
+  exactly the model's keys whose newest row went there;
 * a FLAT search (exact) for a random live row's vector returns the model's
   exact top k (distances computed from the model), so neither a deleted row
   nor an overwritten version is ever a hit.
@@ -41,6 +43,7 @@ POOL = 60
 STRONG = "Strong"
 
 keys = st.lists(st.integers(0, POOL - 1), min_size=1, max_size=20, unique=True)
+partitions = st.sampled_from(["_default", "p1"])
 
 
 def _vector(version: int) -> list[float]:
@@ -53,6 +56,7 @@ class CollectionMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.model: dict[int, int] = {}  # pk -> version of its newest row
+        self.where: dict[int, str] = {}  # pk -> the partition of its newest row
         self.versions = 0
         self.name = unique_name("machine")
         self.loaded = True
@@ -66,6 +70,7 @@ class CollectionMachine(RuleBasedStateMachine):
         params = self.client.prepare_index_params()
         params.add_index("v", index_type="FLAT", metric_type="L2")
         self.client.create_collection(self.name, schema=schema, index_params=params, num_shards=shards)
+        self.client.create_partition(self.name, "p1")
 
     def _rows(self, pks: list[int]) -> list[dict[str, object]]:
         rows = []
@@ -74,20 +79,22 @@ class CollectionMachine(RuleBasedStateMachine):
             rows.append({"id": pk, "ver": self.versions, "v": _vector(self.versions)})
         return rows
 
-    @rule(pks=keys)
-    def insert(self, pks: list[int]) -> None:
+    @rule(pks=keys, partition=partitions)
+    def insert(self, pks: list[int], partition: str) -> None:
         fresh = [pk for pk in pks if pk not in self.model]  # insert of a live key would duplicate it
         if not fresh:
             return
         rows = self._rows(fresh)
-        self.client.insert(self.name, rows)
+        self.client.insert(self.name, rows, partition_name=partition)
         self.model.update({r["id"]: r["ver"] for r in rows})  # type: ignore[misc]
+        self.where.update({pk: partition for pk in fresh})
 
-    @rule(pks=keys)
-    def upsert(self, pks: list[int]) -> None:
+    @rule(pks=keys, partition=partitions)
+    def upsert(self, pks: list[int], partition: str) -> None:
         rows = self._rows(pks)
-        self.client.upsert(self.name, rows)
+        self.client.upsert(self.name, rows, partition_name=partition)
         self.model.update({r["id"]: r["ver"] for r in rows})  # type: ignore[misc]
+        self.where.update({pk: partition for pk in pks})
 
     @rule(pks=keys)
     def delete_ids(self, pks: list[int]) -> None:
@@ -129,6 +136,15 @@ class CollectionMachine(RuleBasedStateMachine):
         assert got == self.model
         count = self.client.query(self.name, filter="", output_fields=["count(*)"], consistency_level=STRONG)
         assert count[0]["count(*)"] == len(self.model)
+        in_p1 = self.client.query(
+            self.name,
+            filter="id >= 0",
+            output_fields=["ver"],
+            limit=POOL * 2,
+            partition_names=["p1"],
+            consistency_level=STRONG,
+        )
+        assert {r["id"]: r["ver"] for r in in_p1} == {k: v for k, v in self.model.items() if self.where[k] == "p1"}
 
     @precondition(lambda self: self.loaded and bool(self.model))
     @invariant()
