@@ -9,6 +9,8 @@ Arrow type of each Milvus data type:
 
 * scalars map to the matching Arrow primitive (``VARCHAR`` -> ``string``);
 * ``JSON`` (and the dynamic field ``$meta``) -> ``string`` holding JSON text;
+* ``ARRAY`` -> ``list<element>``, the element's scalar Arrow type (an
+  ``ARRAY`` of ``VARCHAR`` is ``list<string>``); elements are never null;
 * ``FLOAT_VECTOR`` -> ``fixed_size_list<float32>[dim]``;
 * every row also carries the system column ``_ts`` (uint64 hybrid timestamp
   of the WAL message that carried it).
@@ -73,7 +75,22 @@ SUPPORTED_TYPES = frozenset(
         DataType.DOUBLE,
         DataType.VARCHAR,
         DataType.JSON,
+        DataType.ARRAY,
         DataType.FLOAT_VECTOR,
+    }
+)
+
+#: Types an ``ARRAY`` field's elements may have.
+ARRAY_ELEMENT_TYPES = frozenset(
+    {
+        DataType.BOOL,
+        DataType.INT8,
+        DataType.INT16,
+        DataType.INT32,
+        DataType.INT64,
+        DataType.FLOAT,
+        DataType.DOUBLE,
+        DataType.VARCHAR,
     }
 )
 
@@ -93,7 +110,12 @@ _SCALAR_ARROW: dict[DataType, pa.DataType] = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FieldSchema:
-    """One field of a collection."""
+    """One field of a collection.
+
+    ``max_length`` bounds a ``VARCHAR`` value, or each element of an ``ARRAY``
+    of ``VARCHAR``. ``element_type`` and ``max_capacity`` (the most elements
+    a row may hold) are set for ``ARRAY`` fields only.
+    """
 
     field_id: int
     name: str
@@ -108,11 +130,17 @@ class FieldSchema:
     is_partition_key: bool = False
     default_value: Any = None
     type_params: dict[str, str] = field(default_factory=dict)
+    element_type: DataType = DataType.NONE
+    max_capacity: int = 0
 
     def arrow_type(self) -> pa.DataType:
         """The Arrow type this field's column has everywhere in Strata."""
         if self.dtype == DataType.FLOAT_VECTOR:
             return pa.list_(pa.float32(), self.dim)
+        if self.dtype == DataType.ARRAY:
+            if self.element_type not in ARRAY_ELEMENT_TYPES:
+                raise ValueError(f"ARRAY field {self.name} has element type {self.element_type.name}")
+            return pa.list_(_SCALAR_ARROW[self.element_type])
         try:
             return _SCALAR_ARROW[self.dtype]
         except KeyError:
@@ -166,12 +194,21 @@ class CollectionSchema:
         d = asdict(self)
         for f in d["fields"]:
             f["dtype"] = int(f["dtype"])
+            f["element_type"] = int(f["element_type"])
         return json.dumps(d, sort_keys=True)
 
     @staticmethod
     def from_json(text: str | bytes) -> CollectionSchema:
+        """The schema ``to_json`` wrote; JSON from before ARRAY fields reads too."""
         d = json.loads(text)
         fields = tuple(
-            FieldSchema(**{**f, "dtype": DataType(f["dtype"])}) for f in d.pop("fields")
+            FieldSchema(
+                **{
+                    **f,
+                    "dtype": DataType(f["dtype"]),
+                    "element_type": DataType(f.get("element_type", DataType.NONE)),
+                }
+            )
+            for f in d.pop("fields")
         )
         return CollectionSchema(fields=fields, **d)

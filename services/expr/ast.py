@@ -8,7 +8,8 @@ Two families of nodes:
 
 * operands produce a value per row: ``Literal``, ``ListLiteral``,
   ``FieldRef`` (a scalar column), ``JsonPath`` (a value inside a JSON column
-  or the dynamic field), ``Arith`` and ``ArrayLength``;
+  or the dynamic field), ``ArrayRef`` (a whole ARRAY column),
+  ``ArrayElement`` (``a[i]``), ``Arith`` and ``ArrayLength``;
 * predicates (``Expr``) produce a boolean per row: ``Compare``, ``InList``,
   ``Like``, ``IsNull``, ``JsonContains``, ``Exists``, ``Not``, ``And``,
   ``Or`` and ``Const``.
@@ -68,6 +69,7 @@ class ValueKind(Enum):
     STRING = "string"
     BOOL = "boolean"
     LIST = "list"
+    ARRAY = "array"  # a whole ARRAY field; its elements have one known kind
     JSON = "json"  # any JSON value; its type is only known per row
 
     @property
@@ -137,6 +139,26 @@ class JsonPath:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ArrayRef:
+    """A whole ARRAY field, read as its Arrow ``list<element>`` column."""
+
+    name: str
+    element_type: DataType
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ArrayElement:
+    """``a[i]``: element ``i`` of an ARRAY field.
+
+    It is absent on rows whose array has no element ``i``; every predicate
+    reading an absent element is false there (even ``!=``, as in Milvus).
+    """
+
+    array: ArrayRef
+    index: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Arith:
     """``left op right`` on numbers."""
 
@@ -147,13 +169,16 @@ class Arith:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ArrayLength:
-    """``array_length(path)``: the length of a JSON array, absent otherwise."""
+    """``array_length(x)``: the length of an ARRAY field, or of a JSON array
+    (absent where the JSON value is no array)."""
 
-    path: JsonPath
+    path: JsonPath | ArrayRef
 
 
-Operand: TypeAlias = Literal | ListLiteral | FieldRef | JsonPath | Arith | ArrayLength
-OPERAND_TYPES = (Literal, ListLiteral, FieldRef, JsonPath, Arith, ArrayLength)
+Operand: TypeAlias = Literal | ListLiteral | FieldRef | JsonPath | ArrayRef | ArrayElement | Arith | ArrayLength
+OPERAND_TYPES = (Literal, ListLiteral, FieldRef, JsonPath, ArrayRef, ArrayElement, Arith, ArrayLength)
+#: A column a filter reads: a scalar field, a JSON value, an ARRAY field.
+Column: TypeAlias = FieldRef | JsonPath | ArrayRef
 
 
 # -------------------------------------------------------------- predicates
@@ -202,18 +227,19 @@ class Like:
 class IsNull:
     """``operand is null``: a null field, or an absent or null JSON value."""
 
-    operand: FieldRef | JsonPath
+    operand: FieldRef | JsonPath | ArrayRef
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JsonContains:
-    """``json_contains(path, v)`` and its ``_all`` / ``_any`` siblings.
+    """``json_contains(path, v)`` and its ``_all`` / ``_any`` siblings, on a
+    JSON array or an ARRAY field (``array_contains*`` are the same functions).
 
     For ``ContainsMode.ONE`` ``values`` holds the single wanted element.
     """
 
     mode: ContainsMode
-    path: JsonPath
+    path: JsonPath | ArrayRef
     values: tuple[Any, ...] = field(compare=False)
     typed: str = field(init=False, repr=False)
 
@@ -285,6 +311,10 @@ def operand_kind(operand: Operand) -> ValueKind:
             return _FIELD_KINDS[operand.dtype]
         case JsonPath():
             return ValueKind.JSON
+        case ArrayRef():
+            return ValueKind.ARRAY
+        case ArrayElement():
+            return _FIELD_KINDS[operand.array.element_type]
         case ArrayLength():
             return ValueKind.INT
         case Arith():
@@ -303,6 +333,8 @@ def children(node: Node) -> tuple[Node, ...]:
             return (node.left, node.right)
         case ArrayLength() | JsonContains() | Exists():
             return (node.path,)
+        case ArrayElement():
+            return (node.array,)
         case Compare():
             return (node.left, node.right)
         case InList() | Like() | IsNull() | Not():
@@ -313,13 +345,22 @@ def children(node: Node) -> tuple[Node, ...]:
             return ()
 
 
-def iter_columns(node: Node) -> Iterator[FieldRef | JsonPath]:
+def iter_columns(node: Node) -> Iterator[Column]:
     """Every column read below ``node``, depth first, with repeats."""
-    if isinstance(node, FieldRef | JsonPath):
+    if isinstance(node, FieldRef | JsonPath | ArrayRef):
         yield node
         return
     for child in children(node):
         yield from iter_columns(child)
+
+
+def iter_elements(node: Node) -> Iterator[ArrayElement]:
+    """Every ``a[i]`` read below ``node``, depth first, with repeats."""
+    if isinstance(node, ArrayElement):
+        yield node
+        return
+    for child in children(node):
+        yield from iter_elements(child)
 
 
 def reads_json(node: Node) -> bool:
@@ -329,7 +370,7 @@ def reads_json(node: Node) -> bool:
 
 def referenced_fields(expr: Node) -> set[str]:
     """The top-level column names ``expr`` reads, e.g. ``{"age", "$meta"}``."""
-    return {c.name if isinstance(c, FieldRef) else c.field for c in iter_columns(expr)}
+    return {c.field if isinstance(c, JsonPath) else c.name for c in iter_columns(expr)}
 
 
 # --------------------------------------------------------------- rendering
@@ -360,6 +401,10 @@ def render(node: Node) -> str:
             return node.name
         case JsonPath():
             return node.field + "".join(f"[{render_constant(k)}]" for k in node.keys)
+        case ArrayRef():
+            return node.name
+        case ArrayElement():
+            return f"{node.array.name}[{node.index}]"
         case Arith():
             return f"({render(node.left)} {node.op.value} {render(node.right)})"
         case ArrayLength():
@@ -376,7 +421,10 @@ def render(node: Node) -> str:
             return f"{render(node.operand)} is null"
         case JsonContains():
             arg = node.values[0] if node.mode is ContainsMode.ONE else node.values
-            return f"{node.mode.value}({render(node.path)}, {render_constant(arg)})"
+            function = node.mode.value
+            if isinstance(node.path, ArrayRef):
+                function = function.replace("json_", "array_", 1)
+            return f"{function}({render(node.path)}, {render_constant(arg)})"
         case Exists():
             return f"exists {render(node.path)}"
         case Not():

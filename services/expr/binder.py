@@ -23,7 +23,9 @@ from services.expr.ast import (
     And,
     Arith,
     ArithOp,
+    ArrayElement,
     ArrayLength,
+    ArrayRef,
     Compare,
     CompareOp,
     Const,
@@ -105,6 +107,10 @@ def describe(node: Node) -> str:
             return f"list {render_constant(node.values)}"
         case FieldRef():
             return f"{node.dtype.name} field '{node.name}'"
+        case ArrayRef():
+            return f"ARRAY<{node.element_type.name}> field '{node.name}'"
+        case ArrayElement():
+            return f"{node.array.element_type.name} element '{render(node)}'"
         case JsonPath():
             return f"JSON value {render(node)}"
         case _:
@@ -158,9 +164,36 @@ def _negate(expr: Expr) -> Expr:
     return Const(value=not expr.value) if isinstance(expr, Const) else Not(operand=expr)
 
 
+def _check_element(array: ArrayRef, value: Any) -> None:
+    """``value`` can equal an element of ``array`` (numbers, strings, booleans each among themselves)."""
+    if isinstance(value, tuple):
+        raise IllegalFilter(f"{describe(array)} holds no lists, so it cannot hold {describe(_constant_node(value))}")
+    constant = _constant_node(value)
+    ek, vk = field_kind(array.element_type), operand_kind(constant)
+    if ek is None or (ek is not vk and not (ek.is_numeric and vk.is_numeric)):
+        raise IllegalFilter(
+            f"cannot compare the {array.element_type.name} elements of {describe(array)} with {describe(constant)}"
+        )
+
+
+def _check_array_comparable(op: CompareOp, left: Operand, right: Operand) -> None:
+    """A whole ARRAY field only compares for (in)equality with a list of its element type."""
+    array, other = (left, right) if isinstance(left, ArrayRef) else (right, left)
+    assert isinstance(array, ArrayRef)
+    if not isinstance(other, ListLiteral):
+        raise IllegalFilter(f"cannot compare {describe(left)} with {describe(right)}")
+    if op.is_ordering:
+        raise IllegalFilter(f"operator '{op.value}' cannot be applied to {describe(array)}")
+    for value in other.values:
+        _check_element(array, value)
+
+
 def _check_comparable(op: CompareOp, left: Operand, right: Operand) -> None:
     lk, rk = operand_kind(left), operand_kind(right)
     kinds = {lk, rk}
+    if ValueKind.ARRAY in kinds:
+        _check_array_comparable(op, left, right)
+        return
     if ValueKind.LIST in kinds:
         compatible, bad_op = kinds <= {ValueKind.LIST, ValueKind.JSON}, op.is_ordering
     elif ValueKind.JSON in kinds:
@@ -197,7 +230,7 @@ def _as_predicate(node: Node) -> Expr:
     match node:
         case Literal(value=bool(value)):
             return Const(value=value)
-        case FieldRef(dtype=DataType.BOOL) | JsonPath():
+        case FieldRef(dtype=DataType.BOOL) | JsonPath() | ArrayElement(array=ArrayRef(element_type=DataType.BOOL)):
             return Compare(op=CompareOp.EQ, left=node, right=Literal(value=True))
         case _:
             raise IllegalFilter(f"{describe(node)} is not a boolean expression")
@@ -206,6 +239,12 @@ def _as_predicate(node: Node) -> Expr:
 def _as_json_path(node: Node, what: str) -> JsonPath:
     if not isinstance(node, JsonPath):
         raise IllegalFilter(f'{what} needs a JSON value such as meta["key"], got {describe(node)}')
+    return node
+
+
+def _as_container(node: Node, what: str) -> JsonPath | ArrayRef:
+    if not isinstance(node, JsonPath | ArrayRef):
+        raise IllegalFilter(f'{what} needs an ARRAY field or a JSON value such as meta["key"], got {describe(node)}')
     return node
 
 
@@ -260,6 +299,11 @@ class Binder(Transformer[Token, Any]):
         operand, values = _as_operand(node), _as_operand(values_node)
         if not isinstance(values, ListLiteral):
             raise IllegalFilter(f"'in' needs a list on its right side, got {describe(values)}")
+        if isinstance(operand, ArrayRef):
+            raise IllegalFilter(
+                f"'in' cannot be applied to {describe(operand)}; "
+                f"use array_contains_any({operand.name}, [...]) or an element such as {operand.name}[0]"
+            )
         if operand_kind(operand) is not ValueKind.JSON:
             for value in values.values:
                 _check_comparable(CompareOp.EQ, operand, _constant_node(value))
@@ -287,7 +331,7 @@ class Binder(Transformer[Token, Any]):
 
     def is_null(self, node: Node) -> Expr:
         operand = _as_operand(node)
-        if not isinstance(operand, FieldRef | JsonPath):
+        if not isinstance(operand, FieldRef | JsonPath | ArrayRef):
             raise IllegalFilter(f"'is null' needs a field or JSON value, got {describe(operand)}")
         return IsNull(operand=operand)
 
@@ -355,12 +399,21 @@ class Binder(Transformer[Token, Any]):
     def index(self, token: Token) -> str | int:
         return unquote(str(token)) if token.type == "STRING" else _parse_int(str(token))
 
-    def path(self, name_token: Token, *keys: str | int) -> FieldRef | JsonPath:
+    def path(self, name_token: Token, *keys: str | int) -> FieldRef | JsonPath | ArrayRef | ArrayElement:
         name, schema = str(name_token), self._schema
         if schema.has_field(name):
             field = schema.field(name)
             if field.dtype is DataType.JSON or field.is_dynamic:
                 return JsonPath(field=name, keys=keys, dynamic=field.is_dynamic)
+            if field.dtype is DataType.ARRAY:
+                array = ArrayRef(name=name, element_type=field.element_type)
+                if not keys:
+                    return array
+                if len(keys) > 1 or not isinstance(keys[0], int):
+                    raise IllegalFilter(
+                        f"{describe(array)} is indexed by one integer, as in {name}[0]; got {render_constant(keys)}"
+                    )
+                return ArrayElement(array=array, index=keys[0])
             if field_kind(field.dtype) is None:
                 raise IllegalFilter(f"field '{name}' of type {field.dtype.name} cannot be used in a filter")
             if keys:
@@ -376,13 +429,15 @@ class Binder(Transformer[Token, Any]):
         args = [_as_operand(a) for a in arg_nodes]
         if name == "array_length":
             self._check_arity(name, args, 1)
-            return ArrayLength(path=_as_json_path(args[0], name))
+            return ArrayLength(path=_as_container(args[0], name))
         mode = _CONTAINS_FUNCTIONS.get(name)
         if mode is None:
             raise IllegalFilter(f"unknown function '{name_token}'")
         self._check_arity(name, args, 2)
-        path = _as_json_path(args[0], name)
+        path = _as_container(args[0], name)
         wanted = args[1]
+        if isinstance(path, ArrayRef):
+            return self._array_contains(name, mode, path, wanted)
         if mode is ContainsMode.ONE and isinstance(wanted, Literal):
             return JsonContains(mode=mode, path=path, values=(wanted.value,))
         if isinstance(wanted, ListLiteral):
@@ -390,6 +445,22 @@ class Binder(Transformer[Token, Any]):
             return JsonContains(mode=mode, path=path, values=values)
         expected = "a constant" if mode is ContainsMode.ONE else "a list"
         raise IllegalFilter(f"{name} needs {expected} as its second argument, got {describe(wanted)}")
+
+    @staticmethod
+    def _array_contains(name: str, mode: ContainsMode, array: ArrayRef, wanted: Operand) -> JsonContains:
+        """``array_contains*`` on an ARRAY field: the wanted values must be of its element type."""
+        if mode is ContainsMode.ONE:
+            if not isinstance(wanted, Literal):
+                raise IllegalFilter(
+                    f"{name} on {describe(array)} needs one {array.element_type.name} value, got {describe(wanted)}"
+                )
+            _check_element(array, wanted.value)
+            return JsonContains(mode=mode, path=array, values=(wanted.value,))
+        if not isinstance(wanted, ListLiteral):
+            raise IllegalFilter(f"{name} needs a list as its second argument, got {describe(wanted)}")
+        for value in wanted.values:
+            _check_element(array, value)
+        return JsonContains(mode=mode, path=array, values=wanted.values)
 
     @staticmethod
     def _check_arity(name: str, args: Sequence[Operand], expected: int) -> None:

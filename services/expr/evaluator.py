@@ -5,11 +5,19 @@ columns (and the dynamic field) are parsed once per evaluation and per
 column; values at JSON paths are then compared row by row with the rules of
 ``semantics.py``, which the Arrow paths mirror.
 
+ARRAY columns (``list<element>``) stay vectorised too: ``a[i]`` is taken from
+the list values through the offsets, ``array_length`` is the list length,
+``array_contains*`` match the flattened values (``is_in`` / ``index_in``) and
+map hits back to rows by their parent row, and ``a == [..]`` compares the
+length and then each position.
+
 Null handling is three-valued (Kleene) logic, as in SQL:
 
 * a leaf predicate (comparison, ``in``, ``like``, ``json_contains*``,
   ``exists``) is *unknown* on a row where any column it reads is null; the
   dynamic field is the exception: a null ``$meta`` reads as ``{}``;
+* a leaf predicate reading ``a[i]`` is false on a row whose array has no
+  element ``i`` (``!=`` included, as in Milvus);
 * otherwise it is true or false; an absent JSON key, a JSON value of another
   type or a division by zero makes it false, and ``!=`` is the negation of
   ``==`` (so ``meta["k"] != 1`` holds where ``k`` is absent, as in Milvus);
@@ -34,7 +42,9 @@ from services.expr.ast import (
     And,
     Arith,
     ArithOp,
+    ArrayElement,
     ArrayLength,
+    ArrayRef,
     Compare,
     CompareOp,
     Const,
@@ -53,7 +63,9 @@ from services.expr.ast import (
     Operand,
     Or,
     ValueKind,
+    field_kind,
     iter_columns,
+    iter_elements,
     operand_kind,
     reads_json,
 )
@@ -105,6 +117,7 @@ class _Context:
         self._null_masks: dict[str, pa.Array | None] = {}
         self._docs: dict[str, list[Any]] = {}
         self._paths: dict[tuple[str, tuple[str | int, ...]], list[Any]] = {}
+        self._elements: dict[tuple[str, int], tuple[pa.Array, pa.Array]] = {}
 
     def column(self, name: str, *, dynamic: bool = False) -> pa.Array:
         column = self._columns.get(name)
@@ -125,6 +138,28 @@ class _Context:
             column = self.column(name)
             self._null_masks[name] = pc.is_null(column) if column.null_count else None
         return self._null_masks[name]
+
+    def element(self, node: ArrayElement) -> tuple[pa.Array, pa.Array]:
+        """``a[i]`` per row (null where absent) and where it is present (``bool``, no nulls).
+
+        A null array has no elements; its rows are unknown anyway.
+        """
+        key = (node.array.name, node.index)
+        cached = self._elements.get(key)
+        if cached is None:
+            column = self.column(node.array.name)
+            offsets = column.offsets.to_numpy()
+            lengths = np.diff(offsets)
+            present = (lengths > node.index) & column.is_valid().to_numpy(zero_copy_only=False)
+            element_type = column.type.value_type
+            if not present.any():  # also keeps a huge index out of the arithmetic below
+                values = pa.nulls(self.num_rows, element_type)
+            else:
+                # Offsets point into the unsliced ``values`` of a (maybe sliced) list array.
+                positions = np.where(present, offsets[:-1].astype(np.int64) + node.index, 0)
+                values = column.values.take(pa.array(positions, mask=~present))
+            cached = self._elements[key] = (values, pa.array(present, type=pa.bool_()))
+        return cached
 
     def json_values(self, path: JsonPath) -> list[Any]:
         key = (path.field, path.keys)
@@ -156,6 +191,8 @@ def _eval(ctx: _Context, expr: Expr) -> pa.Array:
             return _is_null(ctx, expr)
         case Compare() | InList() | Like() | JsonContains() | Exists():
             result = pc.fill_null(_leaf(ctx, expr), False)
+            for element in set(iter_elements(expr)):
+                result = pc.and_(result, ctx.element(element)[1])
             unknown = _unknown_mask(ctx, expr)
             return result if unknown is None else pc.if_else(unknown, _NULL_BOOL, result)
         case _:
@@ -166,7 +203,7 @@ def _unknown_mask(ctx: _Context, expr: Expr) -> pa.Array | None:
     """Rows where a column ``expr`` reads is null (the dynamic field excepted)."""
     names = set()
     for column in iter_columns(expr):
-        if isinstance(column, FieldRef):
+        if isinstance(column, FieldRef | ArrayRef):
             names.add(column.name)
         elif not column.dynamic:
             names.add(column.field)
@@ -189,6 +226,8 @@ def _leaf(ctx: _Context, expr: Compare | InList | Like | JsonContains | Exists) 
             rows = _rows(ctx, expr.operand)
             return _bools(isinstance(v, str) and regex.fullmatch(v) is not None for v in rows)
         case JsonContains():
+            if isinstance(expr.path, ArrayRef):
+                return _array_contains(ctx, expr.path, expr.mode, expr.values)
             return _bools(_contains(expr, v) for v in ctx.json_values(expr.path))
         case Exists():
             return _bools(v is not MISSING for v in ctx.json_values(expr.path))
@@ -198,7 +237,7 @@ def _leaf(ctx: _Context, expr: Compare | InList | Like | JsonContains | Exists) 
 
 def _is_null(ctx: _Context, expr: IsNull) -> pa.Array:
     operand = expr.operand
-    if isinstance(operand, FieldRef):
+    if isinstance(operand, FieldRef | ArrayRef):
         return pc.is_null(ctx.column(operand.name))
     if not operand.keys:
         return pc.is_null(ctx.column(operand.field, dynamic=operand.dynamic))
@@ -209,6 +248,12 @@ def _compare(ctx: _Context, expr: Compare) -> pa.Array:
     if reads_json(expr):
         left, right = _rows(ctx, expr.left), _rows(ctx, expr.right)
         return _bools(semantics.compare(expr.op, a, b) for a, b in zip(left, right, strict=True))
+    if isinstance(expr.left, ArrayRef) or isinstance(expr.right, ArrayRef):
+        array, other = (expr.left, expr.right) if isinstance(expr.left, ArrayRef) else (expr.right, expr.left)
+        # The binder allows only `a == [..]` and `a != [..]` on a whole array.
+        assert isinstance(array, ArrayRef) and isinstance(other, ListLiteral)
+        equal = _array_equal(ctx, array, other.values)
+        return pc.invert(equal) if expr.op is CompareOp.NE else equal
     left_value, right_value = _arrow(ctx, expr.left), _arrow(ctx, expr.right)
     if expr.op is CompareOp.NE:
         return pc.invert(pc.fill_null(pc.equal(left_value, right_value), False))
@@ -219,15 +264,23 @@ def _in_list(ctx: _Context, expr: InList) -> pa.Array:
     if reads_json(expr.operand):
         value_set = semantics.ValueSet(expr.values)
         return _bools(v in value_set for v in _rows(ctx, expr.operand))
-    values = _arrow(ctx, expr.operand)
-    wanted: list[Any] = list(expr.values)
-    match operand_kind(expr.operand):
+    values, value_set = _hashable(_arrow(ctx, expr.operand), operand_kind(expr.operand), expr.values)
+    return pc.is_in(values, value_set=value_set)
+
+
+def _hashable(values: ArrowValue, kind: ValueKind, wanted: Iterable[Any]) -> tuple[ArrowValue, pa.Array]:
+    """``values`` and ``wanted`` in one Arrow type whose hashing matches ``==``.
+
+    ``values`` hold ``kind``; ``wanted`` are constants the binder found comparable.
+    """
+    constants: list[Any] = list(wanted)
+    match kind:
         case ValueKind.STRING:
             value_type = pa.string()
         case ValueKind.BOOL:
             value_type = pa.bool_()
         case _:
-            all_int64 = all(isinstance(v, int) and _INT64_MIN <= v <= _INT64_MAX for v in wanted)
+            all_int64 = all(isinstance(v, int) and _INT64_MIN <= v <= _INT64_MAX for v in constants)
             if all_int64 and pa.types.is_integer(values.type):
                 value_type = pa.int64()
                 values = values.cast(value_type)
@@ -236,8 +289,54 @@ def _in_list(ctx: _Context, expr: InList) -> pa.Array:
                 # -0.0 into 0.0 and leaves every other value as it is.
                 value_type = pa.float64()
                 values = pc.add(values.cast(value_type), 0.0)
-                wanted = [float(v) + 0.0 for v in wanted]
-    return pc.is_in(values, value_set=pa.array(wanted, type=value_type))
+                constants = [float(v) + 0.0 for v in constants]
+    return values, pa.array(constants, type=value_type)
+
+
+def _flatten(column: pa.ListArray) -> tuple[pa.Array, np.ndarray]:
+    """Every element of ``column`` and the row each belongs to.
+
+    Null rows keep whatever elements back them; callers mask those rows.
+    """
+    offsets = column.offsets.to_numpy()
+    start = int(offsets[0])
+    values = column.values.slice(start, int(offsets[-1]) - start)
+    rows = np.repeat(np.arange(len(column)), np.diff(offsets))
+    return values, rows
+
+
+def _array_contains(ctx: _Context, array: ArrayRef, mode: ContainsMode, wanted: tuple[Any, ...]) -> pa.Array:
+    """``array_contains*`` on an ARRAY column, over its flattened elements."""
+    kind = field_kind(array.element_type)
+    assert kind is not None
+    elements, rows = _flatten(ctx.column(array.name))
+    values, value_set = _hashable(elements, kind, wanted)
+    found = np.zeros(ctx.num_rows, dtype=bool)
+    match mode:
+        case ContainsMode.ONE | ContainsMode.ANY:
+            hits = pc.is_in(values, value_set=value_set).to_numpy(zero_copy_only=False)
+            found[rows[hits]] = True
+        case ContainsMode.ALL:
+            distinct = value_set.unique()
+            positions = pc.index_in(values, value_set=distinct)
+            hit = positions.is_valid().to_numpy(zero_copy_only=False)
+            # A row holds all wanted values iff it holds len(distinct) distinct (row, value) pairs.
+            pairs = np.unique(rows[hit] * len(distinct) + pc.fill_null(positions, 0).to_numpy()[hit])
+            counts = np.bincount(pairs // max(len(distinct), 1), minlength=ctx.num_rows)
+            found = counts == len(distinct)
+        case _:
+            assert_never(mode)
+    return pa.array(found, type=pa.bool_())
+
+
+def _array_equal(ctx: _Context, array: ArrayRef, wanted: tuple[Any, ...]) -> pa.Array:
+    """``a == [..]``: the same length, and equal at each position."""
+    lengths = pc.list_value_length(ctx.column(array.name))
+    result = pc.fill_null(pc.equal(lengths, len(wanted)), False)
+    for index, value in enumerate(wanted):
+        element, _ = ctx.element(ArrayElement(array=array, index=index))
+        result = pc.and_(result, pc.fill_null(pc.equal(element, _arrow(ctx, Literal(value=value))), False))
+    return result
 
 
 def _contains(expr: JsonContains, value: Any) -> bool:
@@ -270,9 +369,14 @@ def _rows(ctx: _Context, operand: Operand) -> list[Any]:
             return list(ctx.column(operand.name).to_pylist())
         case JsonPath():
             return ctx.json_values(operand)
+        case ArrayRef():
+            return [MISSING if v is None else v for v in ctx.column(operand.name).to_pylist()]
+        case ArrayElement():
+            return [MISSING if v is None else v for v in ctx.element(operand)[0].to_pylist()]
         case ArrayLength():
-            values = ctx.json_values(operand.path)
-            return [len(v) if isinstance(v, list) else MISSING for v in values]
+            if isinstance(operand.path, ArrayRef):
+                return [MISSING if v is None else v for v in _arrow(ctx, operand).to_pylist()]
+            return [len(v) if isinstance(v, list) else MISSING for v in ctx.json_values(operand.path)]
         case Arith():
             left, right = _rows(ctx, operand.left), _rows(ctx, operand.right)
             return [semantics.arith(operand.op, a, b) for a, b in zip(left, right, strict=True)]
@@ -290,10 +394,14 @@ def _arrow(ctx: _Context, operand: Operand) -> ArrowValue:
             return pa.scalar(value)
         case FieldRef():
             return ctx.column(operand.name)
+        case ArrayElement():
+            return ctx.element(operand)[0]
+        case ArrayLength(path=ArrayRef() as array):
+            return pc.list_value_length(ctx.column(array.name))
         case Arith():
             left, right = _arrow(ctx, operand.left), _arrow(ctx, operand.right)
             return _arrow_arith(operand.op, _widen(left), _widen(right), ctx.num_rows)
-        case ListLiteral() | JsonPath() | ArrayLength():
+        case ListLiteral() | JsonPath() | ArrayRef() | ArrayLength():
             raise TypeError(f"{type(operand).__name__} has no Arrow evaluation")
         case _:
             assert_never(operand)

@@ -9,7 +9,9 @@ import numpy as np
 
 from services.schema import DataType
 
-#: The ``ScalarField`` oneof slot that carries each scalar type.
+#: The ``ScalarField`` oneof slot that carries each scalar type. An ``ARRAY``
+#: column travels in ``array_data``: one ``ScalarField`` per row, each in the
+#: slot of the element type.
 SCALAR_SLOTS: dict[DataType, str] = {
     DataType.BOOL: "bool_data",
     DataType.INT8: "int_data",
@@ -20,6 +22,7 @@ SCALAR_SLOTS: dict[DataType, str] = {
     DataType.DOUBLE: "double_data",
     DataType.VARCHAR: "string_data",
     DataType.JSON: "json_data",
+    DataType.ARRAY: "array_data",
 }
 
 #: The ``VectorField`` oneof slot that carries each vector type.
@@ -39,6 +42,9 @@ NUMPY_TYPES: dict[DataType, type[np.generic]] = {
 }
 
 TEXT_TYPES = frozenset({DataType.VARCHAR, DataType.JSON})
+
+#: Types whose insert values are read as a Python list, one item per row (not numpy).
+LIST_TYPES = TEXT_TYPES | {DataType.ARRAY}
 
 
 def slot_name(dtype: DataType) -> str:

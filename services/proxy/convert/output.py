@@ -2,11 +2,12 @@
 
 Milvus returns full-length columns with placeholders where ``valid_data`` is
 false, vectors flattened in ``vectors.float_vector`` with ``dim``, JSON as
-bytes, and the dynamic keys a user asked for by name inside the ``$meta``
-FieldData (``is_dynamic``); the result's ``output_fields`` then names those
-keys, which is how pymilvus knows to lift them into each row. Every result
-column's payload is present even when empty (pymilvus rejects a column whose
-payload it cannot find).
+bytes, ARRAY cells as one ``ScalarField`` each in ``scalars.array_data`` (with
+its ``element_type`` set: pymilvus decodes the cells by it), and the dynamic
+keys a user asked for by name inside the ``$meta`` FieldData (``is_dynamic``);
+the result's ``output_fields`` then names those keys, which is how pymilvus
+knows to lift them into each row. Every result column's payload is present
+even when empty (pymilvus rejects a column whose payload it cannot find).
 """
 
 from __future__ import annotations
@@ -81,8 +82,7 @@ def resolve_output_fields(
             raise InvalidArgument(f"field {name} not exist")
         elif not _IDENTIFIER_RE.fullmatch(name):
             raise InvalidArgument(
-                f"parse output field name failed: {name} (getting subkeys of a JSON field "
-                f"is not supported)"
+                f"parse output field name failed: {name} (getting subkeys of a JSON field is not supported)"
             )
         else:
             wanted.add(dynamic.name)
@@ -108,11 +108,7 @@ def table_to_fields_data(
     for name in resolved.fields:
         if name not in table.column_names:
             raise ValueError(f"result table lacks column {name}")
-        out.append(
-            column_to_field_data(
-                schema.field(name), table.column(name), dynamic_keys=resolved.dynamic_keys
-            )
-        )
+        out.append(column_to_field_data(schema.field(name), table.column(name), dynamic_keys=resolved.dynamic_keys))
     return out
 
 
@@ -139,7 +135,9 @@ def column_to_field_data(
         fd.valid_data.extend(array.is_valid().to_numpy(zero_copy_only=False).tolist())
     slot = getattr(fd.scalars, SCALAR_SLOTS[field.dtype])
     slot.SetInParent()
-    if field.dtype == DataType.JSON:
+    if field.dtype == DataType.ARRAY:
+        _array_cells(fd.scalars.array_data, field.element_type, array)
+    elif field.dtype == DataType.JSON:
         slot.data.extend(_json_cells(array.to_pylist(), field.is_dynamic, dynamic_keys))
     elif field.dtype == DataType.VARCHAR:
         slot.data.extend(pc.fill_null(array, "").to_pylist())
@@ -150,6 +148,16 @@ def column_to_field_data(
         filler = False if field.dtype == DataType.BOOL else 0
         slot.data.extend(pc.fill_null(array, filler).to_numpy(zero_copy_only=False).tolist())
     return fd
+
+
+def _array_cells(out: schema_pb2.ArrayArray, element_type: DataType, array: pa.Array) -> None:
+    """One ``ScalarField`` per row (an empty one for a null row)."""
+    out.element_type = int(element_type)  # type: ignore[assignment]
+    attr = SCALAR_SLOTS[element_type]
+    for cell in array.to_pylist():
+        values = getattr(out.data.add(), attr)
+        values.SetInParent()  # an empty cell still names its slot
+        values.data.extend(cell or ())
 
 
 def _json_cells(texts: list[str | None], dynamic: bool, keys: Sequence[str]) -> list[bytes]:

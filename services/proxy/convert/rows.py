@@ -5,7 +5,9 @@ A nullable field, or one with a default value, carries ``valid_data`` (one flag
 per row) and only the valid values ("compact", as Milvus expects); a
 full-length column with placeholders is accepted too. Row keys pymilvus could
 not place in a schema field arrive as JSON objects in a ``$meta`` FieldData
-marked ``is_dynamic``.
+marked ``is_dynamic``. An ``ARRAY`` column arrives as ``scalars.array_data``:
+one ``ScalarField`` per (valid) row, in the slot of the element type; a cell
+with no slot set is an empty array.
 
 The result direction (Arrow -> FieldData, output field resolution) lives in
 ``output`` and primary keys in ``ids``; both are re-exported here so the row
@@ -24,7 +26,7 @@ import pyarrow.compute as pc
 from pymilvus.grpc_gen import schema_pb2
 
 from services.errors import InvalidArgument
-from services.proxy.convert.fieldtypes import NUMPY_TYPES, SCALAR_SLOTS, TEXT_TYPES, slot_name
+from services.proxy.convert.fieldtypes import LIST_TYPES, NUMPY_TYPES, SCALAR_SLOTS, slot_name
 from services.proxy.convert.ids import ids_from_proto, ids_to_proto
 from services.proxy.convert.output import (
     OutputFields,
@@ -46,7 +48,8 @@ __all__ = [
 ]
 
 # A column as read from FieldData: a numpy array (2-D for vectors) or, for
-# VARCHAR/JSON, a list of str with None where a row is null.
+# VARCHAR/JSON, a list of str (for ARRAY, a list of lists) with None where a
+# row is null.
 _Values: TypeAlias = np.ndarray | list[Any]
 # Called with (value index, parsed JSON value) for each JSON cell of an insert.
 _JsonCheck: TypeAlias = Callable[[int, Any], None]
@@ -90,14 +93,12 @@ def insert_to_table(
             raise InvalidArgument(f"duplicated field {name} found")
         if name == DYNAMIC_FIELD_NAME and dynamic is None:
             raise InvalidArgument(
-                f"without dynamic schema enabled, the field name cannot be set to "
-                f"{DYNAMIC_FIELD_NAME}"
+                f"without dynamic schema enabled, the field name cannot be set to {DYNAMIC_FIELD_NAME}"
             )
         if name != DYNAMIC_FIELD_NAME and not schema.has_field(name):
             if dynamic is None:
                 raise InvalidArgument(
-                    f"Attempt to insert an unexpected field `{name}` to collection "
-                    f"without enabling dynamic field"
+                    f"Attempt to insert an unexpected field `{name}` to collection without enabling dynamic field"
                 )
             raise InvalidArgument(
                 f"field `{name}` does not exist in collection {schema.name}; "
@@ -141,16 +142,12 @@ def _dynamic_column(
 
     def check(row: int, obj: Any) -> None:
         if not isinstance(obj, dict):
-            raise InvalidArgument(
-                f"dynamic field data must be a JSON object, got {type(obj).__name__} at row {row}"
-            )
+            raise InvalidArgument(f"dynamic field data must be a JSON object, got {type(obj).__name__} at row {row}")
         if DYNAMIC_FIELD_NAME in obj:
             raise InvalidArgument(f"cannot set json key to: {DYNAMIC_FIELD_NAME}")
         clash = static.intersection(obj)
         if clash:
-            raise InvalidArgument(
-                f"dynamic field name cannot include the static field name: {min(clash)}"
-            )
+            raise InvalidArgument(f"dynamic field name cannot include the static field name: {min(clash)}")
 
     return _column(field, fd, num_rows, json_check=check)
 
@@ -166,8 +163,7 @@ def _column(
     if fd is None:
         if field.default_value is None and not field.nullable:
             raise InvalidArgument(
-                f"Insert missed an field `{field.name}` to collection without set "
-                f"nullable==true or set default_value"
+                f"Insert missed an field `{field.name}` to collection without set nullable==true or set default_value"
             )
         empty = _expand(_empty(field), np.zeros(num_rows, dtype=bool))
         return _to_arrow(field, empty, np.zeros(num_rows, dtype=bool))
@@ -177,8 +173,7 @@ def _column(
     if len(fd.valid_data) == 0:
         if count != num_rows:
             raise InvalidArgument(
-                f"the num_rows ({count}) of field ({field.name}) is not equal to "
-                f"passed num_rows ({num_rows})"
+                f"the num_rows ({count}) of field ({field.name}) is not equal to passed num_rows ({num_rows})"
             )
         return _finish(field, values, None, json_check)
 
@@ -193,8 +188,7 @@ def _column(
             raise InvalidArgument(f"vector field ({field.name}) does not support null")
         if not field.nullable and field.default_value is None:
             raise InvalidArgument(
-                f"field ({field.name}) is not nullable and has no default value, "
-                f"but null values were given"
+                f"field ({field.name}) is not nullable and has no default value, but null values were given"
             )
     n_valid = int(valid.sum())
     if count == n_valid:
@@ -210,9 +204,7 @@ def _column(
     return _finish(field, values, valid, json_check)
 
 
-def _finish(
-    field: FieldSchema, values: _Values, valid: np.ndarray | None, json_check: _JsonCheck | None
-) -> pa.Array:
+def _finish(field: FieldSchema, values: _Values, valid: np.ndarray | None, json_check: _JsonCheck | None) -> pa.Array:
     """Check full-length values (JSON is parsed here, null rows skipped), build Arrow."""
     if field.dtype == DataType.JSON:
         assert isinstance(values, list)
@@ -222,9 +214,7 @@ def _finish(
             try:
                 value = json.loads(text)
             except ValueError as err:
-                raise InvalidArgument(
-                    f"invalid JSON in field ({field.name}) at row {row}: {err}"
-                ) from None
+                raise InvalidArgument(f"invalid JSON in field ({field.name}) at row {row}: {err}") from None
             if json_check is not None:
                 json_check(row, value)
     return _to_arrow(field, values, valid)
@@ -241,7 +231,7 @@ def _mismatch(field: FieldSchema, got: str | None) -> InvalidArgument:
 def _empty(field: FieldSchema) -> _Values:
     if field.dtype == DataType.FLOAT_VECTOR:
         return np.empty((0, field.dim), dtype=np.float32)
-    if field.dtype in TEXT_TYPES:
+    if field.dtype in LIST_TYPES:
         return []
     return np.empty(0, dtype=NUMPY_TYPES[field.dtype])
 
@@ -258,8 +248,7 @@ def _read(field: FieldSchema, fd: schema_pb2.FieldData) -> _Values:
         flat = np.array(fd.vectors.float_vector.data, dtype=np.float32)
         if fd.vectors.dim != field.dim and (fd.vectors.dim != 0 or len(flat) > 0):
             raise InvalidArgument(
-                f"the dim ({fd.vectors.dim}) of field data({field.name}) is not equal to "
-                f"schema dim ({field.dim})"
+                f"the dim ({fd.vectors.dim}) of field data({field.name}) is not equal to schema dim ({field.dim})"
             )
         if len(flat) % field.dim != 0:
             raise InvalidArgument(
@@ -270,6 +259,8 @@ def _read(field: FieldSchema, fd: schema_pb2.FieldData) -> _Values:
             raise InvalidArgument(f"float vector field ({field.name}) contains NaN or Inf")
         return flat.reshape(-1, field.dim)
 
+    if field.dtype == DataType.ARRAY:
+        return _read_arrays(field, fd)
     if kind is None:
         return _empty(field)
     slot = fd.scalars.WhichOneof("data") if kind == "scalars" else kind
@@ -282,20 +273,62 @@ def _read(field: FieldSchema, fd: schema_pb2.FieldData) -> _Values:
         return list(data)
     if field.dtype == DataType.JSON:
         return _decode_text(field, data)
-    if field.dtype in (DataType.INT8, DataType.INT16):
+    return _numbers(field, field.dtype, data)
+
+
+def _numbers(field: FieldSchema, dtype: DataType, data: Sequence[Any]) -> np.ndarray:
+    """Fixed-width values of type ``dtype`` as numpy, range- and NaN-checked."""
+    if dtype in (DataType.INT8, DataType.INT16):
         wide = np.array(data, dtype=np.int64)
-        info = np.iinfo(np.dtype(NUMPY_TYPES[field.dtype]))
+        info = np.iinfo(np.dtype(NUMPY_TYPES[dtype]))
         bad = (wide < info.min) | (wide > info.max)
         if bad.any():
             raise InvalidArgument(
                 f"the value {int(wide[bad][0])} of field ({field.name}) is out of range "
-                f"of {type_name(field.dtype)} [{info.min}, {info.max}]"
+                f"of {type_name(dtype)} [{info.min}, {info.max}]"
             )
-        return wide.astype(NUMPY_TYPES[field.dtype])
-    values = np.array(data, dtype=NUMPY_TYPES[field.dtype])
-    if field.dtype.is_floating and not np.isfinite(values).all():
+        return wide.astype(NUMPY_TYPES[dtype])
+    values = np.array(data, dtype=NUMPY_TYPES[dtype])
+    if dtype.is_floating and not np.isfinite(values).all():
         raise InvalidArgument(f"float field ({field.name}) contains NaN or Inf")
     return values
+
+
+def _read_arrays(field: FieldSchema, fd: schema_pb2.FieldData) -> list[Any]:
+    """Each array cell of ``fd`` as a list of Python values, element types checked.
+
+    Capacity and element length are checked later, on the Arrow column, where
+    row numbers are known (``fd`` may hold only the valid rows).
+    """
+    kind = fd.WhichOneof("field")
+    slot = fd.scalars.WhichOneof("data") if kind == "scalars" else kind
+    if slot is None:
+        return []
+    if slot != SCALAR_SLOTS[DataType.ARRAY]:
+        raise _mismatch(field, slot)
+    arrays = fd.scalars.array_data
+    element = field.element_type
+    if arrays.element_type not in (DataType.NONE, element):
+        raise InvalidArgument(
+            f"element type mismatch for array field ({field.name}): schema element type is "
+            f"{type_name(element)}, but the data is marked {type_name(arrays.element_type)}"
+        )
+    expected = SCALAR_SLOTS[element]
+    cells: list[Any] = []
+    for i, cell in enumerate(arrays.data):
+        got = cell.WhichOneof("data")
+        if got is None:
+            cells.append([])
+            continue
+        if got != expected:
+            raise InvalidArgument(
+                f"type mismatch for array field ({field.name}): element type is "
+                f"{type_name(element)}, expected {expected} in array {i} but got {got}"
+            )
+        cells.append(list(getattr(cell, got).data))
+    if element in NUMPY_TYPES:
+        _numbers(field, element, [v for cell in cells for v in cell])
+    return cells
 
 
 def _decode_text(field: FieldSchema, data: Sequence[bytes]) -> list[Any]:
@@ -332,11 +365,13 @@ def _to_arrow(field: FieldSchema, values: _Values, valid: np.ndarray | None) -> 
             values[~valid] = field.default_value
         valid = None
     if isinstance(values, list):
-        array = pa.array(values, type=pa.string())
+        array = pa.array(values, type=field.arrow_type())
     else:
         array = pa.array(values, type=field.arrow_type(), mask=None if valid is None else ~valid)
     if field.dtype == DataType.VARCHAR and len(array) > 0:
         _check_max_length(field, array)
+    if field.dtype == DataType.ARRAY and len(array) > 0:
+        _check_arrays(field, array)
     return array
 
 
@@ -348,4 +383,32 @@ def _check_max_length(field: FieldSchema, array: pa.Array) -> None:
         raise InvalidArgument(
             f"length of varchar field {field.name} exceeds max length, row number: {row}, "
             f"length: {int(sizes[row])}, max length: {field.max_length}"
+        )
+
+
+def _check_arrays(field: FieldSchema, array: pa.ListArray) -> None:
+    """No row holds more than ``max_capacity`` elements or a too long VARCHAR element."""
+    lengths = pc.fill_null(pc.list_value_length(array), 0).to_numpy(zero_copy_only=False)
+    too_many = lengths > field.max_capacity
+    if too_many.any():
+        row = int(np.argmax(too_many))
+        raise InvalidArgument(
+            f"the length ({int(lengths[row])}) of the array at row {row} of field "
+            f"({field.name}) exceeds max capacity ({field.max_capacity})"
+        )
+    if field.element_type != DataType.VARCHAR:
+        return
+    # ``array`` was just built from Python lists: no slicing and null rows are
+    # empty, so its offsets index the flattened values directly.
+    sizes = pc.binary_length(pc.list_flatten(array)).to_numpy(zero_copy_only=False)
+    too_long = sizes > field.max_length
+    if too_long.any():
+        at = int(np.argmax(too_long))
+        offsets = array.offsets.to_numpy()
+        row = int(np.searchsorted(offsets, at, side="right")) - 1
+        first = int(offsets[row])
+        raise InvalidArgument(
+            f"length of VarChar element of array field {field.name} exceeds max length, "
+            f"row number: {row}, array index: {at - first}, length: {int(sizes[at])}, "
+            f"max length: {field.max_length}"
         )

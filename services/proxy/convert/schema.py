@@ -23,6 +23,7 @@ from pymilvus.grpc_gen import common_pb2, schema_pb2
 
 from services.errors import InvalidArgument
 from services.schema import (
+    ARRAY_ELEMENT_TYPES,
     DYNAMIC_FIELD_NAME,
     SUPPORTED_TYPES,
     TIMESTAMP_COLUMN,
@@ -36,8 +37,10 @@ MAX_FIELDS = 64
 MAX_FIELD_NAME_LENGTH = 255
 MAX_VARCHAR_LENGTH = 65535
 MAX_DIM = 32768
+MAX_ARRAY_CAPACITY = 4096
 DIM_KEY = "dim"
 MAX_LENGTH_KEY = "max_length"
+MAX_CAPACITY_KEY = "max_capacity"
 DYNAMIC_FIELD_DESCRIPTION = "dynamic schema"
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -66,17 +69,12 @@ def validate_field_name(name: str) -> None:
     invalid = f"Invalid field name: {name}. "
     if len(name) > MAX_FIELD_NAME_LENGTH:
         raise InvalidArgument(
-            f"{invalid}The length of a field name must be less than "
-            f"{MAX_FIELD_NAME_LENGTH} characters."
+            f"{invalid}The length of a field name must be less than {MAX_FIELD_NAME_LENGTH} characters."
         )
     if not (name[0] == "_" or name[0].isascii() and name[0].isalpha()):
-        raise InvalidArgument(
-            f"{invalid}The first character of a field name must be an underscore or letter."
-        )
+        raise InvalidArgument(f"{invalid}The first character of a field name must be an underscore or letter.")
     if not _NAME_RE.fullmatch(name):
-        raise InvalidArgument(
-            f"{invalid}Field name can only contain numbers, letters, and underscores."
-        )
+        raise InvalidArgument(f"{invalid}Field name can only contain numbers, letters, and underscores.")
     if name in _RESERVED_NAMES:
         raise InvalidArgument(f"{invalid}The name is reserved by the system.")
 
@@ -92,9 +90,7 @@ def schema_from_proto(pb: schema_pb2.CollectionSchema, *, collection_name: str) 
             names the rule and the field.
     """
     if pb.name and pb.name != collection_name:
-        raise InvalidArgument(
-            f"collection name ({collection_name}) does not match the schema name ({pb.name})"
-        )
+        raise InvalidArgument(f"collection name ({collection_name}) does not match the schema name ({pb.name})")
     if len(pb.functions) > 0:
         raise InvalidArgument("functions in a collection schema are not supported yet")
     if len(pb.struct_array_fields) > 0:
@@ -116,15 +112,10 @@ def schema_from_proto(pb: schema_pb2.CollectionSchema, *, collection_name: str) 
         if fpb.is_dynamic:
             raise InvalidArgument("cannot explicitly set a field as a dynamic field")
         if fpb.data_type not in SUPPORTED_TYPES:
-            raise InvalidArgument(
-                f"data type {type_name(fpb.data_type)} is not supported yet (field `{fpb.name}`)"
-            )
+            raise InvalidArgument(f"data type {type_name(fpb.data_type)} is not supported yet (field `{fpb.name}`)")
     _check_keys(pb)
 
-    fields = [
-        _field_from_proto(fpb, FIRST_FIELD_ID + i, pb.autoID, collection_name)
-        for i, fpb in enumerate(pb.fields)
-    ]
+    fields = [_field_from_proto(fpb, FIRST_FIELD_ID + i, pb.autoID, collection_name) for i, fpb in enumerate(pb.fields)]
     if pb.enable_dynamic_field:
         fields.append(
             FieldSchema(
@@ -159,9 +150,7 @@ def _check_keys(pb: schema_pb2.CollectionSchema) -> None:
         )
     for f in pb.fields:
         if f.autoID and not f.is_primary_key:
-            raise InvalidArgument(
-                f"only primary field can specify AutoID with true, field name = {f.name}"
-            )
+            raise InvalidArgument(f"only primary field can specify AutoID with true, field name = {f.name}")
     if not any(DataType(f.data_type).is_vector for f in pb.fields):
         raise InvalidArgument("schema does not contain vector field")
     partition_keys = [f for f in pb.fields if f.is_partition_key]
@@ -192,10 +181,16 @@ def _field_from_proto(
 
     dim = 0
     max_length = 0
+    element_type = DataType.NONE
+    max_capacity = 0
     if dtype == DataType.FLOAT_VECTOR:
         dim = _parse_dim(fpb.name, params)
         params[DIM_KEY] = str(dim)
-    if dtype == DataType.VARCHAR:
+    if dtype == DataType.ARRAY:
+        element_type = _parse_element_type(fpb)
+        max_capacity = _parse_max_capacity(fpb.name, params, collection)
+        params[MAX_CAPACITY_KEY] = str(max_capacity)
+    if dtype == DataType.VARCHAR or element_type == DataType.VARCHAR:
         max_length = _parse_max_length(fpb.name, params, collection)
         params[MAX_LENGTH_KEY] = str(max_length)
 
@@ -210,6 +205,8 @@ def _field_from_proto(
             raise InvalidArgument(f"primary key can't be with default value, field `{fpb.name}`")
         if dtype.is_vector:
             raise InvalidArgument(f"vector type not support default value, field `{fpb.name}`")
+        if dtype == DataType.ARRAY:
+            raise InvalidArgument(f"ARRAY type not support default value, field `{fpb.name}`")
         default = _default_from_proto(fpb.name, dtype, fpb.default_value, max_length)
 
     return FieldSchema(
@@ -225,15 +222,53 @@ def _field_from_proto(
         is_partition_key=fpb.is_partition_key,
         default_value=default,
         type_params=params,
+        element_type=element_type,
+        max_capacity=max_capacity,
     )
+
+
+def _parse_element_type(fpb: schema_pb2.FieldSchema) -> DataType:
+    raw = fpb.element_type
+    if raw == DataType.NONE:
+        raise InvalidArgument(f"element data type None is not valid: set element_type for array field `{fpb.name}`")
+    if raw == DataType.STRING:
+        raise InvalidArgument(
+            f"string data type not supported yet, please use VarChar type instead "
+            f"(element type of array field `{fpb.name}`)"
+        )
+    if raw not in ARRAY_ELEMENT_TYPES:
+        raise InvalidArgument(
+            f"element type {type_name(raw)} is not supported for array field `{fpb.name}`; "
+            f"use Bool, Int8, Int16, Int32, Int64, Float, Double or VarChar"
+        )
+    return DataType(raw)
+
+
+def _parse_max_capacity(name: str, params: dict[str, str], collection: str) -> int:
+    raw = params.get(MAX_CAPACITY_KEY)
+    if raw is None:
+        raise InvalidArgument(
+            f"type param(max_capacity) should be specified for array field {name} of collection {collection}"
+        )
+    try:
+        capacity = int(raw)
+    except ValueError:
+        raise InvalidArgument(
+            f"the value for {MAX_CAPACITY_KEY} of field {name} must be an integer, got {raw!r}"
+        ) from None
+    if not 0 < capacity <= MAX_ARRAY_CAPACITY:
+        raise InvalidArgument(
+            f"the maximum capacity specified for a Array should be in (0, {MAX_ARRAY_CAPACITY}], "
+            f"but got {capacity} for field {name}"
+        )
+    return capacity
 
 
 def _parse_dim(name: str, params: dict[str, str]) -> int:
     raw = params.get(DIM_KEY)
     if raw is None:
         raise InvalidArgument(
-            f"dimension is not defined in field type params of field {name}, "
-            f"check type param `dim` for vector field"
+            f"dimension is not defined in field type params of field {name}, check type param `dim` for vector field"
         )
     try:
         dim = int(raw)
@@ -241,8 +276,7 @@ def _parse_dim(name: str, params: dict[str, str]) -> int:
         raise InvalidArgument(f"dim of field {name} must be an integer, got {raw!r}") from None
     if not 1 <= dim <= MAX_DIM:
         raise InvalidArgument(
-            f"invalid dimension: {dim} of field {name}. "
-            f"float vector dimension should be in range 1 ~ {MAX_DIM}"
+            f"invalid dimension: {dim} of field {name}. float vector dimension should be in range 1 ~ {MAX_DIM}"
         )
     return dim
 
@@ -251,15 +285,12 @@ def _parse_max_length(name: str, params: dict[str, str], collection: str) -> int
     raw = params.get(MAX_LENGTH_KEY)
     if raw is None:
         raise InvalidArgument(
-            f"type param(max_length) should be specified for the field({name}) "
-            f"of collection {collection}"
+            f"type param(max_length) should be specified for the field({name}) of collection {collection}"
         )
     try:
         max_length = int(raw)
     except ValueError:
-        raise InvalidArgument(
-            f"max_length of field {name} must be an integer, got {raw!r}"
-        ) from None
+        raise InvalidArgument(f"max_length of field {name} must be an integer, got {raw!r}") from None
     if not 0 < max_length <= MAX_VARCHAR_LENGTH:
         raise InvalidArgument(
             f"the maximum length specified for the field({name}) should be in "
@@ -283,22 +314,17 @@ _DEFAULT_SLOTS: dict[DataType, tuple[str, ...]] = {
 }
 
 
-def _default_from_proto(
-    name: str, dtype: DataType, value: schema_pb2.ValueField, max_length: int
-) -> Any:
+def _default_from_proto(name: str, dtype: DataType, value: schema_pb2.ValueField, max_length: int) -> Any:
     slot = value.WhichOneof("data")
     if slot not in _DEFAULT_SLOTS.get(dtype, ()):
         raise InvalidArgument(
-            f"type ({type_name(dtype)}) of field ({name}) is not equal to the "
-            f"type({slot}) of default_value"
+            f"type ({type_name(dtype)}) of field ({name}) is not equal to the type({slot}) of default_value"
         )
     raw = getattr(value, slot)
     if dtype in _INT_RANGES:
         low, high = _INT_RANGES[dtype]
         if not low <= raw <= high:
-            raise InvalidArgument(
-                f"default value {raw} of field ({name}) is out of range of {type_name(dtype)}"
-            )
+            raise InvalidArgument(f"default value {raw} of field ({name}) is out of range of {type_name(dtype)}")
         return int(raw)
     if dtype == DataType.VARCHAR:
         size = len(raw.encode())
@@ -313,9 +339,7 @@ def _default_from_proto(
         try:
             json.loads(text)
         except ValueError:
-            raise InvalidArgument(
-                f"default value of JSON field ({name}) is not valid JSON"
-            ) from None
+            raise InvalidArgument(f"default value of JSON field ({name}) is not valid JSON") from None
         return text
     return raw
 
@@ -342,6 +366,8 @@ def field_to_proto(field: FieldSchema) -> schema_pb2.FieldSchema:
         params[DIM_KEY] = str(field.dim)
     if field.max_length:
         params[MAX_LENGTH_KEY] = str(field.max_length)
+    if field.max_capacity:
+        params[MAX_CAPACITY_KEY] = str(field.max_capacity)
     pb = schema_pb2.FieldSchema(
         fieldID=field.field_id,
         name=field.name,
@@ -353,15 +379,14 @@ def field_to_proto(field: FieldSchema) -> schema_pb2.FieldSchema:
         is_dynamic=field.is_dynamic,
         is_partition_key=field.is_partition_key,
         nullable=field.nullable,
+        element_type=int(field.element_type),  # type: ignore[arg-type]
     )
     if field.default_value is not None:
         pb.default_value.CopyFrom(default_to_proto(field.dtype, field.default_value))
     return pb
 
 
-def schema_to_proto(
-    schema: CollectionSchema, *, include_dynamic: bool = False
-) -> schema_pb2.CollectionSchema:
+def schema_to_proto(schema: CollectionSchema, *, include_dynamic: bool = False) -> schema_pb2.CollectionSchema:
     """The schema as Milvus' DescribeCollection returns it.
 
     Like Milvus, the ``$meta`` field is left out (``enable_dynamic_field`` says

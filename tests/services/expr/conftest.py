@@ -31,6 +31,33 @@ def _fields() -> tuple[FieldSchema, ...]:
         FieldSchema(field_id=106, name="active", dtype=DataType.BOOL, nullable=True),
         FieldSchema(field_id=107, name="meta", dtype=DataType.JSON, nullable=True),
         FieldSchema(field_id=108, name="vec", dtype=DataType.FLOAT_VECTOR, dim=2),
+        # ARRAY fields: id 109 stays the dynamic field's.
+        FieldSchema(
+            field_id=110, name="ints", dtype=DataType.ARRAY, element_type=DataType.INT64, max_capacity=4, nullable=True
+        ),
+        FieldSchema(
+            field_id=111, name="bytes8", dtype=DataType.ARRAY, element_type=DataType.INT8, max_capacity=4, nullable=True
+        ),
+        FieldSchema(
+            field_id=112,
+            name="floats",
+            dtype=DataType.ARRAY,
+            element_type=DataType.FLOAT,
+            max_capacity=4,
+            nullable=True,
+        ),
+        FieldSchema(
+            field_id=113,
+            name="words",
+            dtype=DataType.ARRAY,
+            element_type=DataType.VARCHAR,
+            max_capacity=4,
+            max_length=8,
+            nullable=True,
+        ),
+        FieldSchema(
+            field_id=114, name="flags", dtype=DataType.ARRAY, element_type=DataType.BOOL, max_capacity=4, nullable=True
+        ),
     )
 
 

@@ -3,7 +3,8 @@
 The property tests draw ``Node`` trees, render them to filter text for
 ``parse_filter`` and evaluate them here, row by row, with plain Python
 written independently of ``services.expr``: three-valued logic for nulls,
-type-aware comparisons, C-style integer division, SQL ``like``.
+type-aware comparisons, C-style integer division, SQL ``like``, and ARRAY
+fields as Python lists (``a[i]`` past the end makes its predicate false).
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ def render_operand(n: Node) -> str:
             return render_value(n.parts[0])
         case "field":
             return n.parts[0]
+        case "elem":
+            return f"{n.parts[0]}[{n.parts[1]}]"
         case "json":
             field, keys = n.parts
             if field == "$meta" and len(keys) == 1:
@@ -103,12 +106,12 @@ def render_pred(n: Node, draw: Callable[[st.SearchStrategy[Any]], Any]) -> str:
             return f"{render_operand(operand)} is {'not ' if negated else ''}null"
         case "contains":
             fn, path, values = n.parts
-            arg = values[0] if fn == "json_contains" and values else values
+            arg = values[0] if fn.endswith("_contains") and values else values
             return f"{fn}({render_operand(path)}, {render_value(arg)})"
         case "exists":
             return f"exists {render_operand(n.parts[0])}"
-        case "field":
-            return n.parts[0]
+        case "field" | "elem":
+            return render_operand(n)
         case "not":
             inner = n.parts[0]
             text = render_pred(inner, draw)
@@ -220,6 +223,10 @@ class Reference:
                 return n.parts[0]
             case "field":
                 return self.row[n.parts[0]]
+            case "elem":
+                array, index = n.parts
+                cells = self.row[array]
+                return cells[index] if cells is not None and index < len(cells) else ABSENT
             case "json":
                 doc = self.docs[n.parts[0]]
                 for key in n.parts[1]:
@@ -237,11 +244,17 @@ class Reference:
                 return ref_arith(op, self.value(left), self.value(right))
 
     def nullable_columns_null(self, n: Node) -> bool:
-        if n.kind == "field":
+        if n.kind in ("field", "elem"):
             return self.row[n.parts[0]] is None
         if n.kind == "json":
             return n.parts[0] == "meta" and self.row["meta"] is None
         return any(self.nullable_columns_null(p) for p in n.parts if isinstance(p, Node))
+
+    def reads_absent_element(self, n: Node) -> bool:
+        """Whether ``n`` reads some ``a[i]`` past the end of a (non-null) array."""
+        if n.kind == "elem":
+            return self.value(n) is ABSENT
+        return any(self.reads_absent_element(p) for p in n.parts if isinstance(p, Node))
 
     def leaf(self, n: Node) -> bool:
         match n.kind:
@@ -261,6 +274,7 @@ class Reference:
                 if not isinstance(v, list):
                     return False
                 has = [any(deep_eq(e, w) for e in v) for w in values]
+                fn = fn.replace("array_", "json_", 1)
                 if fn == "json_contains":
                     return has[0] if values else any(deep_eq(e, []) for e in v)
                 return all(has) if fn == "json_contains_all" else any(has)
@@ -299,4 +313,6 @@ class Reference:
             case _:
                 if self.nullable_columns_null(n):
                     return None
+                if self.reads_absent_element(n):
+                    return False
                 return self.leaf(n)

@@ -304,7 +304,7 @@ def test_keyword_prefixed_names_are_names(schema: CollectionSchema) -> None:
         ("foo(meta)", "unknown function 'foo'"),
         ("json_contains(meta)", "function json_contains takes 2 arguments, got 1"),
         ("array_length(meta, 1) > 1", "function array_length takes 1 argument, got 2"),
-        ("json_contains(age, 1)", 'json_contains needs a JSON value such as meta["key"]'),
+        ("json_contains(age, 1)", 'json_contains needs an ARRAY field or a JSON value such as meta["key"]'),
         (
             'json_contains_all(meta["a"], 1)',
             "json_contains_all needs a list as its second argument, got number 1",

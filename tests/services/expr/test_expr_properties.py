@@ -1,7 +1,8 @@
 """Property tests: evaluate() against a row-by-row reference evaluator.
 
 Hypothesis draws a table (nullable ints, floats, strings, bools, JSON
-documents, dynamic keys) and a random filter as a small test-side tree. The
+documents, dynamic keys, ARRAY fields of ints, int8s, float32s, strings and
+bools) and a random filter as a small test-side tree. The
 tree is rendered to filter text (with random keyword spellings and only the
 parentheses precedence requires), parsed, evaluated, and compared with the
 plain-Python reference evaluation of the same tree in ``expr_model.py``.
@@ -56,6 +57,20 @@ def sometimes_null(values: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     return st.one_of(values, values, values, st.none())
 
 
+# Array elements come from small domains, so that `a == [..]`, `a[i] == v` and
+# `array_contains*` find matches; arrays hold at most 4 (the capacity).
+ARRAY_INTS = st.integers(-2, 3)
+ARRAY_FLOATS = st.sampled_from([-1.5, 0.0, 0.5, 1.0, 2.0, 0.1])
+ARRAY_WORDS = st.text(alphabet="ab%", max_size=2)
+ARRAY_ELEMENTS: dict[str, st.SearchStrategy[Any]] = {
+    "ints": ARRAY_INTS,
+    "bytes8": ARRAY_INTS,
+    "floats": ARRAY_FLOATS,
+    "words": ARRAY_WORDS,
+    "flags": st.booleans(),
+}
+
+
 ROW = st.fixed_dictionaries(
     {
         "age": sometimes_null(INTS),
@@ -65,6 +80,7 @@ ROW = st.fixed_dictionaries(
         "name": sometimes_null(TEXT),
         "active": sometimes_null(st.booleans()),
         "meta": META,
+        **{name: sometimes_null(st.lists(element, max_size=4)) for name, element in ARRAY_ELEMENTS.items()},
     },
     # Rows without dynamic keys store a null $meta.
     optional={"x": JSON_VALUE, "tags": TAGS},
@@ -95,12 +111,20 @@ def arithmetic(inner: st.SearchStrategy[Node]) -> st.SearchStrategy[Node]:
     )
 
 
+# ARRAY fields: whole arrays, elements (index 4 is always past the end) and lengths.
+NUM_ARRAYS = ("ints", "bytes8", "floats")
+INDEXES = st.integers(0, 4)
+NUM_ELEMS = st.tuples(st.sampled_from(NUM_ARRAYS), INDEXES).map(lambda t: node("elem", *t))
+WORD_ELEMS = INDEXES.map(lambda i: node("elem", "words", i))
+ARRAY_LENS = st.sampled_from(list(ARRAY_ELEMENTS)).map(lambda a: node("alen", node("field", a)))
+
 # Scalar-only operands take the vectorised Arrow path, JSON ones the row-wise
 # path; mixed ones exercise both rules meeting.
 SCALAR_NUMS = st.recursive(st.one_of(NUM_FIELDS, NUM_FIELDS, NUM_LITS), arithmetic, max_leaves=3)
 JSON_NUMS = st.recursive(st.one_of(JSON_PATHS, JSON_PATHS, ALENS, NUM_LITS), arithmetic, max_leaves=3)
 MIXED_NUMS = st.recursive(st.one_of(NUM_FIELDS, NUM_LITS, JSON_PATHS, ALENS), arithmetic, max_leaves=3)
-NUM_OPERANDS = st.one_of(SCALAR_NUMS, JSON_NUMS, MIXED_NUMS)
+ARRAY_NUMS = st.recursive(st.one_of(NUM_ELEMS, NUM_ELEMS, ARRAY_LENS, NUM_FIELDS, NUM_LITS), arithmetic, max_leaves=3)
+NUM_OPERANDS = st.one_of(SCALAR_NUMS, JSON_NUMS, MIXED_NUMS, ARRAY_NUMS)
 CMP_OPS = st.sampled_from(["==", "!=", "<", "<=", ">", ">="])
 STR_LITS = st.text(alphabet="ab%_", max_size=3).map(lambda v: node("lit", v))
 ANY_LIT = st.one_of(INTS, FLOATS, st.booleans(), st.text(alphabet="ab", max_size=2))
@@ -109,6 +133,51 @@ ANY_LIT = st.one_of(INTS, FLOATS, st.booleans(), st.text(alphabet="ab", max_size
 def _range_leaf(t: tuple[Any, ...]) -> Node:
     low, ops, operand, high = t
     return node("range", low, ops[0], operand, ops[1], high)
+
+
+def _array_contains(prefix: str, array: str, suffix: str, values: list[Any]) -> Node:
+    """``array_contains*`` (or its ``json_contains*`` alias); the one-value form takes the first value."""
+    return node("contains", f"{prefix}_contains{suffix}", node("field", array), values if suffix else values[:1])
+
+
+ARRAY_WANTED = st.sampled_from(list(ARRAY_ELEMENTS)).flatmap(
+    lambda a: st.tuples(st.just(a), st.lists(ARRAY_ELEMENTS[a], min_size=1, max_size=3))
+)
+# Every array operator Milvus has: a[i] in comparisons, ranges, arithmetic,
+# `in` and `like`; array_length; array_contains(_all/_any); a == [..]; is null.
+ARRAY_LEAVES = st.one_of(
+    st.tuples(CMP_OPS, ARRAY_NUMS, NUM_LITS).map(lambda t: node("cmp", *t)),
+    st.tuples(CMP_OPS, ARRAY_NUMS, NUM_OPERANDS).map(lambda t: node("cmp", *t)),
+    st.tuples(CMP_OPS, WORD_ELEMS, st.one_of(STR_LITS, WORD_ELEMS, st.just(node("field", "name")))).map(
+        lambda t: node("cmp", *t)
+    ),
+    st.tuples(
+        st.sampled_from(["==", "!="]),
+        INDEXES.map(lambda i: node("elem", "flags", i)),
+        st.booleans().map(lambda b: node("lit", b)),
+    ).map(lambda t: node("cmp", *t)),
+    st.sampled_from(list(ARRAY_ELEMENTS))
+    .flatmap(
+        lambda a: st.tuples(
+            st.sampled_from(["==", "!="]),
+            st.just(node("field", a)),
+            st.lists(ARRAY_ELEMENTS[a], max_size=3).map(lambda v: node("lit", v)),
+        )
+    )
+    .map(lambda t: node("cmp", *t)),
+    st.tuples(NUM_ELEMS, st.lists(ARRAY_INTS | ARRAY_FLOATS, max_size=4), st.booleans()).map(lambda t: node("in", *t)),
+    st.tuples(WORD_ELEMS, st.lists(ARRAY_WORDS, max_size=3), st.booleans()).map(lambda t: node("in", *t)),
+    st.tuples(WORD_ELEMS, TEXT, st.booleans()).map(lambda t: node("like", *t)),
+    st.tuples(
+        st.sampled_from(["array", "json"]),
+        ARRAY_WANTED,
+        st.sampled_from(["", "_all", "_any"]),
+    ).map(lambda t: _array_contains(t[0], t[1][0], t[2], t[1][1])),
+    st.tuples(st.sampled_from(list(ARRAY_ELEMENTS)).map(lambda a: node("field", a)), st.booleans()).map(
+        lambda t: node("isnull", *t)
+    ),
+    INDEXES.map(lambda i: node("elem", "flags", i)),
+)
 
 
 LEAVES = st.one_of(
@@ -149,6 +218,7 @@ LEAVES = st.one_of(
     ).map(lambda t: node("contains", *t)),
     st.one_of(JSON_PATHS, LIST_PATHS).map(lambda p: node("exists", p)),
     st.just(node("field", "active")),
+    ARRAY_LEAVES,
 )
 PREDICATES = st.recursive(
     LEAVES,
@@ -191,6 +261,31 @@ def check_against_reference(
 @SETTINGS
 @given(rows=ROWS, tree=PREDICATES, data=st.data())
 def test_evaluate_matches_reference(
+    rows: list[dict[str, Any]],
+    tree: Node,
+    data: st.DataObject,
+    schema: CollectionSchema,
+    table_of: TableBuilder,
+) -> None:
+    check_against_reference(tree, rows, data.draw, schema, table_of)
+
+
+ARRAY_PREDICATES = st.recursive(
+    st.one_of(
+        ARRAY_LEAVES,
+        st.tuples(NUM_LITS, st.sampled_from([("<", "<="), (">=", ">")]), ARRAY_NUMS, NUM_LITS).map(_range_leaf),
+    ),
+    lambda inner: st.one_of(
+        st.tuples(st.sampled_from(["and", "or"]), inner, inner).map(lambda t: node(*t)),
+        inner.map(lambda x: node("not", x)),
+    ),
+    max_leaves=3,
+)
+
+
+@SETTINGS
+@given(rows=ROWS, tree=ARRAY_PREDICATES, data=st.data())
+def test_arrays_match_reference(
     rows: list[dict[str, Any]],
     tree: Node,
     data: st.DataObject,

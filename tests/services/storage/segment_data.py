@@ -13,7 +13,7 @@ DIM = 4
 
 
 def full_schema(*, pk_type: DataType = DataType.INT64) -> CollectionSchema:
-    """Every supported data type, nullable scalars, two vector fields and ``$meta``."""
+    """Every supported data type, nullable scalars, two ARRAY and two vector fields, and ``$meta``."""
     pk = FieldSchema(field_id=100, name="pk", dtype=pk_type, is_primary=True, max_length=64)
     fields = (
         FieldSchema(field_id=101, name="flag", dtype=DataType.BOOL, nullable=True),
@@ -27,6 +27,16 @@ def full_schema(*, pk_type: DataType = DataType.INT64) -> CollectionSchema:
         FieldSchema(field_id=109, name="name", dtype=DataType.VARCHAR, max_length=32, nullable=True),
         FieldSchema(field_id=110, name="doc", dtype=DataType.JSON, nullable=True),
         FieldSchema(field_id=111, name="vec2", dtype=DataType.FLOAT_VECTOR, dim=2),
+        FieldSchema(
+            field_id=113,
+            name="tags",
+            dtype=DataType.ARRAY,
+            element_type=DataType.VARCHAR,
+            max_capacity=4,
+            max_length=16,
+            nullable=True,
+        ),
+        FieldSchema(field_id=114, name="nums", dtype=DataType.ARRAY, element_type=DataType.INT64, max_capacity=4),
         FieldSchema(field_id=112, name=DYNAMIC_FIELD_NAME, dtype=DataType.JSON, is_dynamic=True),
     )
     return CollectionSchema(name="all_types", fields=(fields[0], pk, *fields[1:]), enable_dynamic_field=True)
@@ -62,6 +72,12 @@ def rows_table(schema: CollectionSchema, *, start: int, rows: int, ts0: int = 10
             columns[f.name] = pa.array(rng.standard_normal(rows), mask=null_every_3 if f.nullable else None, type=t)
         elif f.dtype == DataType.VARCHAR:
             columns[f.name] = pa.array([f"név {i} ✓" for i in idx], mask=null_every_3, type=t)
+        elif f.dtype == DataType.ARRAY and f.element_type == DataType.VARCHAR:
+            cells = [[f"t{j}-ü" for j in range(i % 5)] for i in idx]  # 0..4 elements
+            columns[f.name] = pa.array(cells, mask=null_every_3 if f.nullable else None, type=t)
+        elif f.dtype == DataType.ARRAY:
+            cells = [[int(i) * 10 + j for j in range(i % 5)] for i in idx]
+            columns[f.name] = pa.array(cells, mask=null_every_3 if f.nullable else None, type=t)
         elif f.is_dynamic:
             columns[f.name] = pa.array([json.dumps({"extra": int(i)}) if i % 2 else None for i in idx], t)
         elif f.dtype == DataType.JSON:

@@ -23,7 +23,22 @@ def test_group_zero_is_pk_ts_then_scalars_and_each_vector_has_its_own_group() ->
     assert groups == [
         ColumnGroup(
             group_id=0,
-            fields=("pk", TIMESTAMP_COLUMN, "flag", "i8", "i16", "i32", "i64", "f32", "f64", "name", "doc", "$meta"),
+            fields=(
+                "pk",
+                TIMESTAMP_COLUMN,
+                "flag",
+                "i8",
+                "i16",
+                "i32",
+                "i64",
+                "f32",
+                "f64",
+                "name",
+                "doc",
+                "tags",
+                "nums",
+                "$meta",
+            ),
         ),
         ColumnGroup(group_id=103, fields=("vec",)),
         ColumnGroup(group_id=111, fields=("vec2",)),

@@ -105,6 +105,8 @@ def test_parquet_files_carry_field_ids(store: ObjectStore) -> None:
         "f64": 108,
         "name": 109,
         "doc": 110,
+        "tags": 113,
+        "nums": 114,
         "$meta": 112,
     }
     vec = pq.read_schema(pa.BufferReader(store.read_bytes(files[103])))

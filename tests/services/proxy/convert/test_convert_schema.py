@@ -247,9 +247,113 @@ BAD_SCHEMAS: list[tuple[str, schema_pb2.CollectionSchema, str]] = [
     ("long name", _schema(_pk(), _vec(name="v" * 256)), "must be less than 255"),
     ("system name", _schema(_pk(), _vec(name="_ts")), "reserved by the system"),
     (
-        "array",
-        _schema(_pk(), _vec(), _field("tags", schema_pb2.Array)),
-        r"data type Array is not supported yet \(field `tags`\)",
+        "array without element type",
+        _schema(_pk(), _vec(), _field("tags", schema_pb2.Array, params={"max_capacity": 4})),
+        "element data type None is not valid: set element_type for array field `tags`",
+    ),
+    (
+        "array of JSON",
+        _schema(
+            _pk(),
+            _vec(),
+            _field("tags", schema_pb2.Array, element_type=schema_pb2.JSON, params={"max_capacity": 4}),
+        ),
+        "element type JSON is not supported for array field `tags`",
+    ),
+    (
+        "array of arrays",
+        _schema(
+            _pk(),
+            _vec(),
+            _field("tags", schema_pb2.Array, element_type=schema_pb2.Array, params={"max_capacity": 4}),
+        ),
+        "element type Array is not supported for array field `tags`",
+    ),
+    (
+        "array of vectors",
+        _schema(
+            _pk(),
+            _vec(),
+            _field("tags", schema_pb2.Array, element_type=schema_pb2.FloatVector, params={"max_capacity": 4}),
+        ),
+        "element type FloatVector is not supported for array field `tags`",
+    ),
+    (
+        "array without max_capacity",
+        _schema(_pk(), _vec(), _field("tags", schema_pb2.Array, element_type=schema_pb2.Int64)),
+        r"type param\(max_capacity\) should be specified for array field tags of collection c",
+    ),
+    (
+        "array capacity 0",
+        _schema(
+            _pk(), _vec(), _field("tags", schema_pb2.Array, element_type=schema_pb2.Int64, params={"max_capacity": 0})
+        ),
+        r"the maximum capacity specified for a Array should be in \(0, 4096\], but got 0",
+    ),
+    (
+        "array capacity 4097",
+        _schema(
+            _pk(),
+            _vec(),
+            _field("tags", schema_pb2.Array, element_type=schema_pb2.Int64, params={"max_capacity": 4097}),
+        ),
+        r"should be in \(0, 4096\], but got 4097 for field tags",
+    ),
+    (
+        "array capacity not a number",
+        _schema(
+            _pk(),
+            _vec(),
+            _field("tags", schema_pb2.Array, element_type=schema_pb2.Int64, params={"max_capacity": "many"}),
+        ),
+        "the value for max_capacity of field tags must be an integer",
+    ),
+    (
+        "varchar array without max_length",
+        _schema(
+            _pk(), _vec(), _field("tags", schema_pb2.Array, element_type=schema_pb2.VarChar, params={"max_capacity": 4})
+        ),
+        r"type param\(max_length\) should be specified for the field\(tags\)",
+    ),
+    (
+        "array primary key",
+        _schema(
+            _field(
+                "id", schema_pb2.Array, element_type=schema_pb2.Int64, is_primary_key=True, params={"max_capacity": 4}
+            ),
+            _vec(),
+        ),
+        "the data type of primary key should be Int64 or VarChar, but field `id` is Array",
+    ),
+    (
+        "array partition key",
+        _schema(
+            _pk(),
+            _vec(),
+            _field(
+                "tags",
+                schema_pb2.Array,
+                element_type=schema_pb2.Int64,
+                is_partition_key=True,
+                params={"max_capacity": 4},
+            ),
+        ),
+        "the data type of partition key should be Int64 or VarChar, but field `tags` is Array",
+    ),
+    (
+        "array default value",
+        _schema(
+            _pk(),
+            _vec(),
+            _field(
+                "tags",
+                schema_pb2.Array,
+                element_type=schema_pb2.Int64,
+                default_value=schema_pb2.ValueField(long_data=1),
+                params={"max_capacity": 4},
+            ),
+        ),
+        "ARRAY type not support default value, field `tags`",
     ),
     (
         "binary vector",
@@ -363,9 +467,7 @@ BAD_SCHEMAS: list[tuple[str, schema_pb2.CollectionSchema, str]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("pb", "message"), [c[1:] for c in BAD_SCHEMAS], ids=[c[0] for c in BAD_SCHEMAS]
-)
+@pytest.mark.parametrize(("pb", "message"), [c[1:] for c in BAD_SCHEMAS], ids=[c[0] for c in BAD_SCHEMAS])
 def test_invalid_schemas_are_refused(pb: schema_pb2.CollectionSchema, message: str) -> None:
     with pytest.raises(InvalidArgument, match=message):
         schema_from_proto(pb, collection_name="c")
