@@ -60,7 +60,7 @@ from querynode.segments.reduce import merge_topk
 from querynode.segments.sealed import load_deletes
 from querynode.worker.client import WorkerClient
 from querynode.worker.segment import search_rows
-from services.errors import NotReady, PositionTruncated, StrataError
+from services.errors import ErrorCode, NotReady, PositionTruncated, StrataError
 from services.expr import evaluate, parse_filter
 from services.position import Position
 from services.schema import TIMESTAMP_COLUMN, CollectionSchema
@@ -71,6 +71,9 @@ from services.storage.stats import SegmentStats
 from streamingnode.client.assignment import AssignmentSource
 from streamingnode.client.consumer import consume
 from streamingnode.message import body_table, header
+
+# Worker answers that mean the segments there may be gone or stale: reload before reading them.
+WORKER_LOST = {ErrorCode.SEGMENT_NOT_FOUND, ErrorCode.NOT_READY, ErrorCode.UNAVAILABLE, ErrorCode.NODE_NOT_FOUND}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -267,6 +270,15 @@ class Delegator:
         self.offline.update(segment_ids)
         self._log.warning("segments offline", segments=segment_ids, reason=reason)
 
+    def _read_failed(self, placement: Placement, sids: list[int], err: Exception) -> StrataError:
+        """The error a failed worker read becomes. A worker that cannot be reached or no longer holds
+        the segments takes them offline (they may miss cuts); an error the read itself caused (a
+        filter that cannot be evaluated, say) is the caller's and leaves the distribution alone."""
+        if isinstance(err, StrataError) and err.code not in WORKER_LOST:
+            return err
+        self._take_offline(sids, f"read on node {placement.node_id} failed: {err}")
+        return NotReady(f"{self.vchannel}: worker {placement.node_id} failed: {err}")
+
     # -- distribution ---------------------------------------------------------------------------
 
     async def sync(
@@ -396,8 +408,7 @@ class Delegator:
         try:
             return await call
         except (grpc.aio.AioRpcError, StrataError) as err:
-            self._take_offline(sids, f"read on node {placement.node_id} failed: {err}")
-            raise NotReady(f"{self.vchannel}: worker {placement.node_id} failed: {err}") from err
+            raise self._read_failed(placement, sids, err) from err
 
     def _growing_in(self, spec: ReadSpec) -> list[GrowingStore]:
         """The growing segments a read covers (call under the data lock)."""
@@ -503,8 +514,7 @@ class Delegator:
                     timeout=spec.timeout,
                 )
             except (grpc.aio.AioRpcError, StrataError) as err:
-                self._take_offline(sids, f"read on node {placement.node_id} failed: {err}")
-                raise NotReady(f"{self.vchannel}: worker {placement.node_id} failed: {err}") from err
+                raise self._read_failed(placement, sids, err) from err
 
         async def growing() -> tuple[pa.Table | None, int]:
             async with self._lock:

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+
 from querynode.index.base import SearchParams, VectorIndex
 from querynode.index.factory import IndexSpec, build_index
-
 from querynode.segments.growing import GrowingStore
 from querynode.segments.metric import parse_metric
 from services.segment import SegmentMeta

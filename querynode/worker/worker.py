@@ -22,8 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import structlog
-from querynode.index.base import SearchParams
 
+from querynode.index.base import SearchParams
 from querynode.segments.growing import GrowingStore
 from querynode.segments.reduce import merge_topk
 from querynode.worker.indexes import FieldIndexSpec
@@ -60,14 +60,22 @@ class Worker:
         indexes: Sequence[FieldIndexSpec],
         cuts: dict[int, tuple[pa.Array, np.ndarray]],
     ) -> None:
-        """Load each segment not loaded yet; apply its cuts before it is readable. Idempotent."""
+        """Load each segment not loaded yet; apply its cuts before it is readable. Idempotent.
+
+        A segment already held here still gets the cuts: a delegator loads a segment again
+        after taking it offline, and the deletes it stopped forwarding meanwhile come with
+        that load (cuts are idempotent).
+        """
         self._schemas[collection_id] = schema
         for meta in metas:
             key = (collection_id, meta.segment_id)
+            pks_ts = cuts.get(meta.segment_id)
             if key in self.segments:
+                if pks_ts is not None and len(pks_ts[0]):
+                    async with self._locks[collection_id]:
+                        await asyncio.to_thread(self.segments[key].cut, *pks_ts)
                 continue
             seg = await asyncio.to_thread(load_segment, self._storage, schema, meta, indexes)
-            pks_ts = cuts.get(meta.segment_id)
             async with self._locks[collection_id]:
                 if pks_ts is not None and len(pks_ts[0]):
                     await asyncio.to_thread(seg.cut, *pks_ts)

@@ -254,7 +254,7 @@ def _compare(ctx: _Context, expr: Compare) -> pa.Array:
         assert isinstance(array, ArrayRef) and isinstance(other, ListLiteral)
         equal = _array_equal(ctx, array, other.values)
         return pc.invert(equal) if expr.op is CompareOp.NE else equal
-    left_value, right_value = _arrow(ctx, expr.left), _arrow(ctx, expr.right)
+    left_value, right_value = _mixed(_arrow(ctx, expr.left), _arrow(ctx, expr.right))
     if expr.op is CompareOp.NE:
         return pc.invert(pc.fill_null(pc.equal(left_value, right_value), False))
     return _ARROW_COMPARE[expr.op](left_value, right_value)
@@ -288,7 +288,7 @@ def _hashable(values: ArrowValue, kind: ValueKind, wanted: Iterable[Any]) -> tup
                 # is_in hashes bits, so -0.0 would miss 0.0; adding 0.0 folds
                 # -0.0 into 0.0 and leaves every other value as it is.
                 value_type = pa.float64()
-                values = pc.add(values.cast(value_type), 0.0)
+                values = pc.add(_to_float(values), 0.0)
                 constants = [float(v) + 0.0 for v in constants]
     return values, pa.array(constants, type=value_type)
 
@@ -420,7 +420,23 @@ def _zero_to_null(value: ArrowValue) -> ArrowValue:
     return pc.if_else(pc.equal(value, 0), pa.scalar(None, value.type), value)
 
 
+def _to_float(value: ArrowValue) -> ArrowValue:
+    """As float64; integers beyond 2**53 round to the nearest double, as in Milvus (Arrow's safe
+    cast refuses them)."""
+    return value.cast(pa.float64(), safe=False) if pa.types.is_integer(value.type) else value.cast(pa.float64())
+
+
+def _mixed(left: ArrowValue, right: ArrowValue) -> tuple[ArrowValue, ArrowValue]:
+    """An integer operand next to a floating one becomes float64 first."""
+    if pa.types.is_integer(left.type) and pa.types.is_floating(right.type):
+        return _to_float(left), right
+    if pa.types.is_floating(left.type) and pa.types.is_integer(right.type):
+        return left, _to_float(right)
+    return left, right
+
+
 def _arrow_arith(op: ArithOp, left: ArrowValue, right: ArrowValue, num_rows: int) -> ArrowValue:
+    left, right = _mixed(left, right)
     both_int = pa.types.is_integer(left.type) and pa.types.is_integer(right.type)
     match op:
         case ArithOp.ADD:
@@ -437,7 +453,7 @@ def _arrow_arith(op: ArithOp, left: ArrowValue, right: ArrowValue, num_rows: int
         case ArithOp.MOD:
             return _float_fmod(left, _zero_to_null(right), num_rows)
         case ArithOp.POW:
-            return pc.power(left.cast(pa.float64()), right.cast(pa.float64()))
+            return pc.power(_to_float(left), _to_float(right))
         case _:
             assert_never(op)
 
