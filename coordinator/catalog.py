@@ -165,6 +165,27 @@ class Catalog:
     async def remove_alias(self, alias: str) -> None:
         await self._store.delete(f"{_ALIAS}{alias}")
 
+    async def replace_collection(
+        self,
+        old: CollectionMeta,
+        new: CollectionMeta,
+        indexes: list[IndexMeta],
+        aliases: list[str],
+        load: LoadMeta | None,
+    ) -> None:
+        """Truncate's one transaction: ``new`` takes ``old``'s name, indexes, aliases and load
+        config, and ``old`` (now DROPPING) is left for the drop to finish."""
+        ops = [
+            Op(key=f"{_COLL}{new.collection_id}", value=new.to_json()),
+            Op(key=f"{_NAME}{new.name}", value=str(new.collection_id).encode()),
+            Op(key=f"{_COLL}{old.collection_id}", value=old.to_json()),
+        ]
+        ops += [Op(key=f"{_INDEX}{i.collection_id}/{i.index_name}", value=i.to_json()) for i in indexes]
+        ops += [Op(key=f"{_ALIAS}{a}", value=str(new.collection_id).encode()) for a in aliases]
+        if load is not None:
+            ops.append(Op(key=f"{_LOAD}{load.collection_id}", value=load.to_json()))
+        await self._store.multi(ops)
+
     async def save_collection(self, meta: CollectionMeta) -> None:
         await self._store.put(f"{_COLL}{meta.collection_id}", meta.to_json())
 
@@ -177,9 +198,10 @@ class Catalog:
         """Drop a collection's catalog entries (collection, name, indexes, load config) at once."""
         ops = [
             Op(key=f"{_COLL}{meta.collection_id}", value=None),
-            Op(key=f"{_NAME}{meta.name}", value=None),
             Op(key=f"{_LOAD}{meta.collection_id}", value=None),
         ]
+        if await self.collection_id_by_name(meta.name) == meta.collection_id:  # truncate gave it to a successor
+            ops.append(Op(key=f"{_NAME}{meta.name}", value=None))
         ops += [Op(key=kv.key, value=None) for kv in await self._store.scan(f"{_INDEX}{meta.collection_id}/")]
         await self._store.multi(ops)
 

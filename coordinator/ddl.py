@@ -55,9 +55,9 @@ class DDL:
     async def recover(self) -> None:
         for meta in await self._catalog.list_collections():
             if meta.state == CollectionState.CREATING:
-                await self._finish_create(meta)
+                await self.finish_create(meta)
             elif meta.state == CollectionState.DROPPING:
-                await self._finish_drop(meta)
+                await self.finish_drop(meta)
 
     async def vchannel_counts(self) -> Counter[str]:
         counts: Counter[str] = Counter({p: 0 for p in self._pchannels})
@@ -106,7 +106,7 @@ class DDL:
             )
             if not await self._catalog.reserve_name(meta):
                 raise StrataError(f"collection {schema.name} already exists", ErrorCode.COLLECTION_ALREADY_EXISTS)
-            return await self._finish_create(meta)
+            return await self.finish_create(meta)
 
     async def _resume_create(
         self,
@@ -128,7 +128,7 @@ class DDL:
         if meta is None or meta.state != CollectionState.CREATING:
             raise taken
         self._log.info("finishing an earlier create", name=meta.name, collection_id=meta.collection_id)
-        meta = await self._finish_create(meta)
+        meta = await self.finish_create(meta)
         same = (
             meta.schema.to_json() == schema.to_json()
             and len(meta.vchannels) == shards_num
@@ -139,7 +139,7 @@ class DDL:
             raise taken
         return meta
 
-    async def _finish_create(self, meta: CollectionMeta) -> CollectionMeta:
+    async def finish_create(self, meta: CollectionMeta) -> CollectionMeta:
         schema_json = meta.schema.to_json()
         appended = await asyncio.gather(
             *(
@@ -158,9 +158,9 @@ class DDL:
     async def drop_collection(self, meta: CollectionMeta) -> None:
         async with self._lock:
             meta = await self._catalog.mark_state(meta, CollectionState.DROPPING)
-            await self._finish_drop(meta)
+            await self.finish_drop(meta)
 
-    async def _finish_drop(self, meta: CollectionMeta) -> None:
+    async def finish_drop(self, meta: CollectionMeta) -> None:
         await self._release(meta.collection_id)
         await asyncio.gather(
             *(

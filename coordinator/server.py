@@ -46,6 +46,7 @@ from coordinator.query.coord import QueryCoordinator
 from coordinator.service import CoordinatorService
 from coordinator.streaming.balancer import StreamingBalancer
 from coordinator.streaming.local_source import BalancerAssignmentSource
+from coordinator.truncate import Truncator
 from coordinator.tso import TimestampOracle
 from protos import coordinator_pb2_grpc
 from services.config import CoordinatorConfig
@@ -127,6 +128,7 @@ class Coordinator:
             query=self.query,
             data=self.data,
             aliases=AliasDDL(self.catalog, self.ddl.lock),
+            truncator=Truncator(self.ddl, self.catalog, self.ids, self.tso, self.query),
             partitions=PartitionDDL(
                 self.catalog,
                 self.ids,

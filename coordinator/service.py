@@ -14,6 +14,7 @@ from coordinator.idalloc import IDAllocator
 from coordinator.partitions import PartitionDDL
 from coordinator.query.coord import QueryCoordinator
 from coordinator.streaming.balancer import AssignmentView, StreamingBalancer
+from coordinator.truncate import Truncator
 from coordinator.tso import TimestampOracle
 from protos import coordinator_pb2 as pb
 from protos import coordinator_pb2_grpc
@@ -76,7 +77,9 @@ class CoordinatorService(coordinator_pb2_grpc.CoordinatorServicer):
         data: DataCoordinator,
         partitions: PartitionDDL,
         aliases: AliasDDL,
+        truncator: Truncator,
     ) -> None:
+        self._truncator = truncator
         self._aliases = aliases
         self._partitions = partitions
         self._data = data
@@ -125,6 +128,13 @@ class CoordinatorService(coordinator_pb2_grpc.CoordinatorServicer):
         meta = await self._meta(request)
         await self._aliases.check_drop(request.name, meta)
         await self._ddl.drop_collection(meta)
+        return pb.StatusResponse(status=ok_status())
+
+    @rpc_method(pb.StatusResponse)
+    async def TruncateCollection(
+        self, request: pb.CollectionRef, context: grpc.aio.ServicerContext
+    ) -> pb.StatusResponse:
+        await self._truncator.truncate(await self._meta(request))
         return pb.StatusResponse(status=ok_status())
 
     @rpc_method(pb.StatusResponse)

@@ -129,6 +129,11 @@ class CoordinatorStub:
                 request_serializer=protos_dot_coordinator__pb2.AlterCollectionRequest.SerializeToString,
                 response_deserializer=protos_dot_coordinator__pb2.StatusResponse.FromString,
                 _registered_method=True)
+        self.TruncateCollection = channel.unary_unary(
+                '/strata.coordinator.Coordinator/TruncateCollection',
+                request_serializer=protos_dot_coordinator__pb2.CollectionRef.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.StatusResponse.FromString,
+                _registered_method=True)
         self.DropPartition = channel.unary_unary(
                 '/strata.coordinator.Coordinator/DropPartition',
                 request_serializer=protos_dot_coordinator__pb2.PartitionRequest.SerializeToString,
@@ -303,6 +308,12 @@ class CoordinatorServicer:
         raise NotImplementedError('Method not implemented!')
 
     def AlterCollection(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TruncateCollection(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -486,6 +497,11 @@ def add_CoordinatorServicer_to_server(servicer, server):
             'AlterCollection': grpc.unary_unary_rpc_method_handler(
                     servicer.AlterCollection,
                     request_deserializer=protos_dot_coordinator__pb2.AlterCollectionRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.StatusResponse.SerializeToString,
+            ),
+            'TruncateCollection': grpc.unary_unary_rpc_method_handler(
+                    servicer.TruncateCollection,
+                    request_deserializer=protos_dot_coordinator__pb2.CollectionRef.FromString,
                     response_serializer=protos_dot_coordinator__pb2.StatusResponse.SerializeToString,
             ),
             'DropPartition': grpc.unary_unary_rpc_method_handler(
@@ -1061,6 +1077,33 @@ class Coordinator:
             target,
             '/strata.coordinator.Coordinator/AlterCollection',
             protos_dot_coordinator__pb2.AlterCollectionRequest.SerializeToString,
+            protos_dot_coordinator__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TruncateCollection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/TruncateCollection',
+            protos_dot_coordinator__pb2.CollectionRef.SerializeToString,
             protos_dot_coordinator__pb2.StatusResponse.FromString,
             options,
             channel_credentials,

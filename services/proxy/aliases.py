@@ -1,4 +1,4 @@
-"""Alias, rename and property RPCs of the proxy (mixed into ``MilvusProxy``).
+"""Alias, rename, truncate and property RPCs of the proxy (mixed into ``MilvusProxy``).
 
 The coordinator owns the names (``coordinator/aliases.py``); the proxy
 forwards, then forgets every cached entry, since an alias or a rename
@@ -91,6 +91,11 @@ class AliasRPCs:
             cpb.RenameCollectionRequest(collection=cpb.CollectionRef(name=request.oldName), new_name=request.newName),
         )
         return success()
+
+    @milvus_rpc(milvus_pb2.TruncateCollectionResponse)
+    async def TruncateCollection(self, request: milvus_pb2.TruncateCollectionRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.TruncateCollectionResponse:
+        await self._call("TruncateCollection", cpb.CollectionRef(name=request.collection_name))
+        return milvus_pb2.TruncateCollectionResponse(status=success())
 
     @milvus_rpc(common_pb2.Status)
     async def AlterCollection(
