@@ -1,0 +1,532 @@
+"""A seeded random workload of pymilvus ``MilvusClient`` calls, each with the answer the model expects.
+
+``Workload(seed, prefix=...).steps()`` yields ``Step`` values: a collection is
+created and filled, then each round is one write-like operation followed by a
+few reads, and the collection is read in full and dropped at the end. The
+model (``model.py``) is updated as each write is generated, and each read
+carries the model's answer, so a runner may execute consecutive reads
+concurrently. Steps are only data; ``test_against_milvus_lite.py`` runs them
+and ``compare.py`` judges the answers.
+
+Adding an operation is one function ``(Workload) -> list[Step]`` and one line
+in ``WRITES`` or ``READS``. Features not yet in Strata (partitions, aliases,
+ARRAY fields, hybrid search) are left out on purpose.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from pymilvus import CollectionSchema, DataType, MilvusClient
+
+from tests.differential.data import DIM, FIELDS, MAX_LENGTH, NULLABLE_CANDIDATES, CollectionSpec, RowMaker
+from tests.differential.differences import Feature, model_only, skipped
+from tests.differential.filters import INVALID_FILTERS, Filter, FilterMaker
+from tests.differential.model import Model, query_projection, search_projection
+from tests.differential.steps import STRONG, Expect, NamesExpectation, PageExpectation, SearchExpectation, Shape, Step
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    name: str
+    weight: float
+    make: Callable[[Workload], list[Step]]
+
+
+class Workload:
+    """The generator's state: the random source, the collection, the model of its rows, the names that exist."""
+
+    def __init__(self, seed: int, *, prefix: str, rounds: int = 16) -> None:
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.prefix = prefix  # every collection this workload makes is named with it
+        self.spec = CollectionSpec(
+            name=f"{prefix}main",
+            metric=self.rng.choice(("L2", "IP")),
+            nullable=frozenset(f for f in NULLABLE_CANDIDATES if self.rng.random() < 0.6),
+        )
+        self.spec.validate()
+        self.model = Model()
+        self.rows = RowMaker(self.rng, self.spec)
+        self.filters = FilterMaker(self.rng, self.spec, self.model.rows, lambda: self.model.wide_ints)
+        self.rounds = rounds
+        self.collections: set[str] = set()  # the workload's collections that exist now
+        self.created: set[str] = set()  # every name it created: what to drop if a run stops early
+        self._next_pk = 0
+        self._temps = 0
+        self._index = 0
+
+    def steps(self) -> Iterator[Step]:
+        yield from setup(self)
+        for _ in range(self.rounds):
+            yield from self._pick(WRITES).make(self)
+            for _ in range(self.rng.randint(3, 8)):
+                yield from self._pick(READS).make(self)
+        yield from teardown(self)
+
+    def _pick(self, ops: Sequence[Operation]) -> Operation:
+        return self.rng.choices(ops, weights=[op.weight for op in ops])[0]
+
+    def step(self, op: str, method: str, *, shape: Shape, read: bool, expect: object,
+             features: frozenset[Feature] = frozenset(), **kwargs: Any) -> Step:  # fmt: skip
+        self._index += 1
+        # A write milvus-lite does not run would leave the two servers with different rows.
+        assert read or expect is Expect.RAISES or not model_only(features), f"write {op} with {features}"
+        return Step(index=self._index, op=op, method=method, kwargs=kwargs, shape=shape, read=read, expect=expect,
+                    features=features)  # fmt: skip
+
+    def filter(self, *, peer: bool = False) -> Filter:
+        """A random filter the workload may send; with ``peer``, one milvus-lite answers like Milvus."""
+        while True:
+            f = self.filters.filter(self.rng.randint(0, 3))
+            if not skipped(f.features) and not (peer and model_only(f.features)):
+                return f
+
+    def maybe_filter(self, chance: float = 0.7) -> Filter | None:
+        return self.filter() if self.rng.random() < chance else None
+
+    def fresh_pks(self, n: int) -> list[int]:
+        first = self._next_pk
+        self._next_pk += n
+        return list(range(first, first + n))
+
+    def absent_pks(self, n: int) -> list[int]:
+        """Keys no row has ever had (beyond every key handed out so far)."""
+        return [self._next_pk + 10_000 + k for k in range(n)]
+
+    def last_temp_name(self) -> str:
+        """The latest temporary collection's name (dropped by now, or never made)."""
+        return f"{self.prefix}tmp{self._temps}"
+
+    def live_pks(self, n: int) -> list[int]:
+        pool = list(self.model.rows)
+        return self.rng.sample(pool, min(n, len(pool)))
+
+    def output_fields(self) -> list[str] | None:
+        r = self.rng.random()
+        if r < 0.2:
+            return None
+        if r < 0.45:
+            return ["*"]
+        return self.rng.sample(FIELDS, self.rng.randint(1, 3))
+
+    def new_rows(self, pks: Sequence[int]) -> list[dict[str, Any]]:
+        live = list(self.model.rows.values())
+        return [self.rows.row(pk, self.rng.choice(live) if live and self.rng.random() < 0.1 else None) for pk in pks]
+
+    def temp_name(self) -> str:
+        self._temps += 1
+        return f"{self.prefix}tmp{self._temps}"
+
+
+def _strong(**kwargs: Any) -> dict[str, Any]:
+    return {**kwargs, "consistency_level": STRONG}
+
+
+def _with(features: frozenset[Feature], flag: Feature, on: bool) -> frozenset[Feature]:
+    return features | {flag} if on else features
+
+
+# ---- the collection's life ---------------------------------------------------------------------------------------
+
+
+def setup(w: Workload) -> list[Step]:
+    name = w.spec.name
+    w.collections.add(name)
+    w.created.add(name)
+    return [
+        w.step("create", "create_collection", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
+               collection_name=name, schema=w.spec.schema(), index_params=w.spec.index_params(),
+               consistency_level=STRONG),
+        w.step("has", "has_collection", shape=Shape.VALUE, read=True, expect=True, collection_name=name),
+        w.step("describe", "describe_collection", shape=Shape.DESCRIBE, read=True, expect=Expect.ANSWERS,
+               collection_name=name),
+        *_insert(w, w.rng.randint(40, 80)),
+    ]  # fmt: skip
+
+
+def teardown(w: Workload) -> list[Step]:
+    name = w.spec.name
+    everything = [query_projection(row, None) for row in w.model.matching(None)]
+    steps = [
+        w.step("final rows", "query", shape=Shape.ROWS, read=True, expect=everything,
+               **_strong(collection_name=name, filter="id >= 0", output_fields=["*"])),
+        w.step("final count", "query", shape=Shape.COUNT, read=True, expect=len(everything),
+               **_strong(collection_name=name, filter="", output_fields=["count(*)"])),
+        w.step("drop", "drop_collection", shape=Shape.ACK, read=False, expect=Expect.ANSWERS, collection_name=name),
+    ]  # fmt: skip
+    w.collections.discard(name)
+    steps.append(
+        w.step("has dropped", "has_collection", shape=Shape.VALUE, read=True, expect=False, collection_name=name)
+    )
+    steps.append(_list(w))
+    return steps
+
+
+# ---- writes ------------------------------------------------------------------------------------------------------
+
+
+def _insert(w: Workload, n: int) -> list[Step]:
+    pks = w.fresh_pks(n)
+    rows = w.new_rows(pks)
+    features: frozenset[Feature] = frozenset()
+    if w.rng.random() < 0.1 and not skipped(frozenset({Feature.JSON_SCALAR_DOCUMENT})):
+        w.rng.choice(rows)["meta"] = w.rng.choice((3, "x", 1.5, True))
+        features = frozenset({Feature.JSON_SCALAR_DOCUMENT})
+    w.model.write(rows)
+    return [w.step("insert", "insert", shape=Shape.VALUE, read=False,
+                   expect={"insert_count": n, "ids": pks, "cost": 0}, features=features,
+                   collection_name=w.spec.name, data=[w.rows.payload(r) for r in rows])]  # fmt: skip
+
+
+def insert(w: Workload) -> list[Step]:
+    return _insert(w, w.rng.randint(1, 25))
+
+
+def upsert(w: Workload) -> list[Step]:
+    rng = w.rng
+    existing = w.live_pks(rng.randint(0, 12))
+    pks = existing + w.fresh_pks(rng.randint(0 if existing else 1, 4))
+    rng.shuffle(pks)
+    rows = w.new_rows(pks)
+    w.model.write(rows)
+    return [w.step("upsert", "upsert", shape=Shape.VALUE, read=False,
+                   expect={"upsert_count": len(pks), "ids": pks, "cost": 0},
+                   collection_name=w.spec.name, data=[w.rows.payload(r) for r in rows])]  # fmt: skip
+
+
+def delete_ids(w: Workload) -> list[Step]:
+    ids = w.live_pks(w.rng.randint(1, 8)) + w.absent_pks(w.rng.randint(0, 2))
+    w.model.delete_ids(ids)
+    return [w.step("delete ids", "delete", shape=Shape.PKS, read=False, expect=sorted(ids),
+                   collection_name=w.spec.name, ids=ids)]  # fmt: skip
+
+
+def delete_filter(w: Workload) -> list[Step]:
+    f = w.filter(peer=True)
+    for _ in range(10):  # prefer a filter that leaves most rows
+        if len(w.model.matching(f)) <= 0.4 * len(w.model.rows):
+            break
+        f = w.filter(peer=True)
+    pks = w.model.delete_where(f)
+    return [w.step("delete filter", "delete", shape=Shape.PKS, read=False, expect=pks, features=f.features,
+                   collection_name=w.spec.name, filter=f.text)]  # fmt: skip
+
+
+def flush(w: Workload) -> list[Step]:
+    return [w.step("flush", "flush", shape=Shape.ACK, read=False, expect=Expect.ANSWERS, collection_name=w.spec.name)]
+
+
+def release_and_load(w: Workload) -> list[Step]:
+    name = w.spec.name
+    return [
+        w.step("release", "release_collection", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
+               collection_name=name),
+        w.step("query released", "query", shape=Shape.ROWS, read=False, expect=Expect.RAISES,
+               **_strong(collection_name=name, filter="id >= 0")),
+        w.step("load", "load_collection", shape=Shape.ACK, read=False, expect=Expect.ANSWERS, collection_name=name),
+    ]  # fmt: skip
+
+
+def temporary_collection(w: Workload) -> list[Step]:
+    """Create, look at and drop a second collection, in the quick form or with the workload's schema."""
+    name = w.temp_name()
+    if w.rng.random() < 0.5:
+        create = w.step("create temp", "create_collection", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
+                        collection_name=name, dimension=DIM, metric_type=w.rng.choice(("L2", "IP", "COSINE")),
+                        consistency_level=STRONG)  # fmt: skip
+    else:
+        spec = CollectionSpec(name=name, metric=w.spec.metric, nullable=w.spec.nullable)
+        create = w.step("create temp", "create_collection", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
+                        collection_name=name, schema=spec.schema(), index_params=spec.index_params(),
+                        consistency_level=STRONG)  # fmt: skip
+    w.collections.add(name)
+    w.created.add(name)
+    steps = [
+        create,
+        w.step("has temp", "has_collection", shape=Shape.VALUE, read=True, expect=True, collection_name=name),
+        w.step("describe temp", "describe_collection", shape=Shape.DESCRIBE, read=True, expect=Expect.ANSWERS,
+               collection_name=name),
+        _list(w),
+        w.step("drop temp", "drop_collection", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
+               collection_name=name),
+    ]  # fmt: skip
+    w.collections.discard(name)
+    steps.append(w.step("has dropped temp", "has_collection", shape=Shape.VALUE, read=True, expect=False,
+                        collection_name=name))  # fmt: skip
+    return steps
+
+
+def invalid_write(w: Workload) -> list[Step]:
+    """A write both servers must refuse; the model is unchanged (a refused batch writes nothing)."""
+    rng = w.rng
+    name = w.spec.name
+    good = w.new_rows(w.fresh_pks(rng.randint(0, 2)))
+    bad = w.new_rows(w.fresh_pks(1))[0]
+    kind = rng.choice(("dim", "varchar", "null", "type", "unknown field", "missing collection", "upsert dim",
+                       "delete filter", "recreate", "nan"))  # fmt: skip
+    features: frozenset[Feature] = frozenset()
+    match kind:
+        case "dim":
+            bad["v"] = bad["v"][: rng.choice((DIM - 1, DIM // 2))]
+        case "upsert dim":
+            bad["v"] = bad["v"] + [0.5]
+            return [w.step("invalid upsert", "upsert", shape=Shape.VALUE, read=False, expect=Expect.RAISES,
+                           collection_name=name, data=[*good, bad])]  # fmt: skip
+        case "varchar":
+            bad["s"] = "x" * (MAX_LENGTH + rng.randint(1, 10))
+        case "null":
+            bad[rng.choice(("i", "b"))] = None
+        case "type":
+            bad["i"] = rng.choice(("seven", 1.5))
+        case "unknown field":
+            bad["extra"] = 1
+        case "missing collection":
+            name = f"{w.prefix}never"
+        case "delete filter":
+            return [w.step("invalid delete", "delete", shape=Shape.PKS, read=False, expect=Expect.RAISES,
+                           collection_name=name, filter=rng.choice(INVALID_FILTERS))]  # fmt: skip
+        case "recreate":
+            return [w.step("recreate", "create_collection", shape=Shape.ACK, read=False, expect=Expect.RAISES,
+                           collection_name=name, dimension=DIM // 2)]  # fmt: skip
+        case "nan":
+            bad["v"][rng.randrange(DIM)] = rng.choice((math.nan, math.inf, -math.inf))
+            features = frozenset({Feature.LITE_ACCEPTS_INVALID})
+    rows = [*good, bad]
+    rng.shuffle(rows)
+    return [w.step(f"invalid insert ({kind})", "insert", shape=Shape.VALUE, read=False, expect=Expect.RAISES,
+                   features=features, collection_name=name, data=rows)]  # fmt: skip
+
+
+def _schema(*fields: tuple[str, DataType, dict[str, Any]]) -> CollectionSchema:
+    schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+    for name, dtype, params in fields:
+        schema.add_field(name, dtype, **params)
+    return schema
+
+
+def invalid_create(w: Workload) -> list[Step]:
+    """A create_collection both servers must refuse (Strata alone where milvus-lite accepts it)."""
+    name = w.temp_name()
+    pk = ("id", DataType.INT64, {"is_primary": True})
+    vector = ("v", DataType.FLOAT_VECTOR, {"dim": DIM})
+    lenient = frozenset({Feature.LITE_ACCEPTS_INVALID})
+    cases: list[tuple[str, dict[str, Any], frozenset[Feature]]] = [
+        ("name starting with a digit", {"collection_name": "1" + name, "dimension": DIM},
+         frozenset({Feature.COLLECTION_NAME_CHARACTERS})),
+        ("name with a dash", {"collection_name": name + "-x", "dimension": DIM},
+         frozenset({Feature.COLLECTION_NAME_CHARACTERS})),
+        ("empty name", {"collection_name": "", "dimension": DIM}, frozenset()),
+        ("name of 256 characters", {"collection_name": name + "x" * (256 - len(name)), "dimension": DIM},
+         frozenset({Feature.LONG_COLLECTION_NAME})),
+        ("dimension 0", {"collection_name": name, "dimension": 0}, frozenset()),
+        ("unknown metric", {"collection_name": name, "dimension": DIM, "metric_type": "BOGUS"}, frozenset()),
+        ("no primary key", {"collection_name": name, "schema": _schema(("a", DataType.INT64, {}), vector)},
+         frozenset()),
+        ("no vector", {"collection_name": name, "schema": _schema(pk, ("a", DataType.INT64, {}))}, frozenset()),
+        ("duplicate field", {"collection_name": name, "schema": _schema(pk, ("a", DataType.INT64, {}),
+                                                                         ("a", DataType.DOUBLE, {}), vector)},
+         frozenset()),
+        ("nullable primary key", {"collection_name": name, "schema": _schema(
+            ("id", DataType.INT64, {"is_primary": True, "nullable": True}), vector)}, frozenset()),
+        ("DOUBLE primary key", {"collection_name": name, "schema": _schema(
+            ("id", DataType.DOUBLE, {"is_primary": True}), vector)}, frozenset()),
+        ("field named $meta", {"collection_name": name, "schema": _schema(pk, ("$meta", DataType.INT64, {}), vector)},
+         frozenset()),
+        ("dimension 100000", {"collection_name": name, "dimension": 100_000}, lenient),
+        ("VARCHAR without max_length", {"collection_name": name, "schema": _schema(
+            pk, ("s", DataType.VARCHAR, {}), vector)}, lenient),
+        ("VARCHAR max_length 70000", {"collection_name": name, "schema": _schema(
+            pk, ("s", DataType.VARCHAR, {"max_length": 70_000}), vector)}, lenient),
+        ("field name with a space", {"collection_name": name, "schema": _schema(pk, ("a b", DataType.INT64, {}),
+                                                                                 vector)}, lenient),
+        ("100 shards", {"collection_name": name, "dimension": DIM, "num_shards": 100}, lenient),
+        ("nullable vector", {"collection_name": name, "schema": _schema(
+            pk, ("v", DataType.FLOAT_VECTOR, {"dim": DIM, "nullable": True}))}, lenient),
+    ]  # fmt: skip
+    label, kwargs, features = w.rng.choice([c for c in cases if not skipped(c[2])])
+    steps = [w.step(f"invalid create ({label})", "create_collection", shape=Shape.ACK, read=False,
+                    expect=Expect.RAISES, features=features, **kwargs)]  # fmt: skip
+    if kwargs["collection_name"]:
+        # The quick form creates the collection before its index is refused (pymilvus makes two calls), so the
+        # collection may exist: drop it (dropping a missing collection succeeds).
+        w.created.add(kwargs["collection_name"])
+        steps.append(w.step("drop refused", "drop_collection", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
+                            collection_name=kwargs["collection_name"]))  # fmt: skip
+    return steps
+
+
+# ---- reads -------------------------------------------------------------------------------------------------------
+
+
+def query(w: Workload) -> list[Step]:
+    f = w.filter()
+    fields = w.output_fields()
+    expect = [query_projection(row, fields) for row in w.model.matching(f)]
+    kwargs = _strong(collection_name=w.spec.name, filter=f.text)
+    if fields is not None:
+        kwargs["output_fields"] = fields
+    return [w.step("query", "query", shape=Shape.ROWS, read=True, expect=expect, features=f.features, **kwargs)]
+
+
+def query_page(w: Workload) -> list[Step]:
+    rng = w.rng
+    f = w.maybe_filter()
+    fields = w.output_fields()
+    limit = rng.randint(1, 20)
+    offset = 0 if rng.random() < 0.5 else rng.randint(1, 10)
+    rows = tuple(query_projection(row, fields) for row in w.model.matching(f))
+    kwargs = _strong(collection_name=w.spec.name, filter=f.text if f else "", limit=limit)
+    if offset:
+        kwargs["offset"] = offset
+    if fields is not None:
+        kwargs["output_fields"] = fields
+    features = f.features if f else frozenset()
+    return [w.step("query page", "query", shape=Shape.PAGE, read=True,
+                   expect=PageExpectation(rows=rows, limit=limit, offset=offset),
+                   features=_with(features, Feature.PK_LOOKUP, f is not None and f.pk_lookup), **kwargs)]  # fmt: skip
+
+
+def get(w: Workload) -> list[Step]:
+    ids = w.live_pks(w.rng.randint(1, 6)) + w.absent_pks(w.rng.randint(0, 2))
+    fields = w.output_fields()
+    expect = [query_projection(w.model.rows[pk], fields) for pk in sorted(ids) if pk in w.model.rows]
+    kwargs = _strong(collection_name=w.spec.name, ids=ids)
+    if fields is not None:
+        kwargs["output_fields"] = fields
+    return [w.step("get", "get", shape=Shape.ROWS, read=True, expect=expect, **kwargs)]
+
+
+def count(w: Workload) -> list[Step]:
+    f = w.maybe_filter()
+    return [w.step("count", "query", shape=Shape.COUNT, read=True, expect=len(w.model.matching(f)),
+                   features=f.features if f else frozenset(),
+                   **_strong(collection_name=w.spec.name, filter=f.text if f else "", output_fields=["count(*)"]))]  # fmt: skip
+
+
+def search(w: Workload) -> list[Step]:
+    rng = w.rng
+    live = list(w.model.rows.values())
+    vectors = [list(rng.choice(live)["v"]) if live and rng.random() < 0.4 else w.rows.vector()
+               for _ in range(rng.randint(1, 3))]  # fmt: skip
+    limit = rng.randint(1, 10)
+    offset = 0 if rng.random() < 0.7 else rng.randint(1, 5)
+    f = w.maybe_filter(0.6)
+    fields = w.output_fields()
+    features = _with(f.features if f else frozenset(), Feature.SEARCH_DEFAULT_OUTPUT, fields is None)
+    if skipped(features):
+        fields = ["id"]
+        features = f.features if f else frozenset()
+    expect = SearchExpectation(
+        ranked=tuple(tuple(w.model.ranked(q, f, w.spec.metric)) for q in vectors),
+        entities={row["id"]: search_projection(row, fields) for row in w.model.matching(f)},
+        limit=limit,
+        offset=offset,
+        metric=w.spec.metric,
+    )
+    kwargs = _strong(collection_name=w.spec.name, data=vectors, limit=limit, filter=f.text if f else "")
+    if offset:
+        kwargs["offset"] = offset
+    if fields is not None:
+        kwargs["output_fields"] = fields
+    return [w.step("search", "search", shape=Shape.SEARCH, read=True, expect=expect, features=features, **kwargs)]
+
+
+def describe(w: Workload) -> list[Step]:
+    return [w.step("describe", "describe_collection", shape=Shape.DESCRIBE, read=True, expect=Expect.ANSWERS,
+                   collection_name=w.spec.name)]  # fmt: skip
+
+
+def has_collection(w: Workload) -> list[Step]:
+    name = w.rng.choice((w.spec.name, w.last_temp_name(), f"{w.prefix}never"))
+    return [w.step("has", "has_collection", shape=Shape.VALUE, read=True, expect=name in w.collections,
+                   collection_name=name)]  # fmt: skip
+
+
+def _list(w: Workload) -> Step:
+    return w.step("list", "list_collections", shape=Shape.NAMES, read=True,
+                  expect=NamesExpectation(prefix=w.prefix, names=tuple(sorted(w.collections))))  # fmt: skip
+
+
+def list_collections(w: Workload) -> list[Step]:
+    return [_list(w)]
+
+
+def stats(w: Workload) -> list[Step]:
+    return [w.step("stats", "get_collection_stats", shape=Shape.STATS, read=True, expect=w.model.written,
+                   features=frozenset({Feature.ROW_COUNT}), collection_name=w.spec.name)]  # fmt: skip
+
+
+def invalid_read(w: Workload) -> list[Step]:
+    """A read both servers must refuse (or, for a known difference, Strata must refuse)."""
+    rng = w.rng
+    name = w.spec.name
+    bad = rng.choice(INVALID_FILTERS)
+    vector = w.rows.vector()
+    choices: list[tuple[str, str, dict[str, Any], frozenset[Feature]]] = [
+        ("invalid query filter", "query", _strong(collection_name=name, filter=bad), frozenset()),
+        ("invalid search filter", "search", _strong(collection_name=name, data=[vector], limit=3, filter=bad),
+         frozenset()),
+        ("invalid count filter", "query", _strong(collection_name=name, filter=bad, output_fields=["count(*)"]),
+         frozenset()),
+        ("query missing collection", "query", _strong(collection_name=f"{w.prefix}never", filter="id >= 0"),
+         frozenset()),
+        ("search missing collection", "search", _strong(collection_name=f"{w.prefix}never", data=[vector], limit=3),
+         frozenset()),
+        ("search wrong dim", "search", _strong(collection_name=name, data=[vector[: DIM // 2]], limit=3),
+         frozenset()),
+        ("unknown output field", "query",
+         _strong(collection_name=name, filter="id >= 0", output_fields=["i", "nope"]),
+         frozenset({Feature.UNKNOWN_OUTPUT_FIELD})),
+        ("search unknown output field", "search",
+         _strong(collection_name=name, data=[vector], limit=3, output_fields=["i", "nope"]),
+         frozenset({Feature.UNKNOWN_OUTPUT_FIELD})),
+        ("empty filter without limit", "query", _strong(collection_name=name, filter=""),
+         frozenset({Feature.EMPTY_FILTER_NO_LIMIT})),
+        ("count with fields", "query", _strong(collection_name=name, filter="id >= 0", output_fields=["count(*)", "i"]),
+         frozenset({Feature.COUNT_WITH_FIELDS})),
+        ("search with another metric", "search",
+         _strong(collection_name=name, data=[vector], limit=3,
+                 search_params={"metric_type": "IP" if w.spec.metric == "L2" else "L2"}),
+         frozenset({Feature.LITE_ACCEPTS_INVALID})),
+        ("search limit 16385", "search", _strong(collection_name=name, data=[vector], limit=16385),
+         frozenset({Feature.LITE_ACCEPTS_INVALID})),
+        ("search limit + offset 17000", "search",
+         _strong(collection_name=name, data=[vector], limit=16000, offset=1000),
+         frozenset({Feature.LITE_ACCEPTS_INVALID})),
+        ("query negative offset", "query", _strong(collection_name=name, filter="id >= 0", limit=5, offset=-1),
+         frozenset({Feature.LITE_ACCEPTS_INVALID})),
+    ]  # fmt: skip
+    allowed = [c for c in choices if not skipped(c[3])]
+    op, method, kwargs, features = rng.choice(allowed)
+    return [w.step(op, method, shape=Shape.ACK, read=True, expect=Expect.RAISES, features=features, **kwargs)]
+
+
+WRITES: Final[Sequence[Operation]] = (
+    Operation("insert", 5, insert),
+    Operation("upsert", 4, upsert),
+    Operation("delete ids", 2, delete_ids),
+    Operation("delete filter", 2, delete_filter),
+    Operation("flush", 1, flush),
+    Operation("release and load", 0.5, release_and_load),
+    Operation("temporary collection", 0.7, temporary_collection),
+    Operation("invalid write", 2, invalid_write),
+    Operation("invalid create", 1, invalid_create),
+)
+
+READS: Final[Sequence[Operation]] = (
+    Operation("query", 7, query),
+    Operation("query page", 2, query_page),
+    Operation("get", 2, get),
+    Operation("count", 3, count),
+    Operation("search", 6, search),
+    Operation("describe", 0.3, describe),
+    Operation("has collection", 0.5, has_collection),
+    Operation("list collections", 0.5, list_collections),
+    Operation("stats", 0.5, stats),
+    Operation("invalid read", 1.5, invalid_read),
+)
