@@ -187,6 +187,10 @@ class CoordinatorService(coordinator_pb2_grpc.CoordinatorServicer):
         meta = await self._meta(request)
         info = collection_info(meta)
         info.aliases.extend(await self._aliases.aliases_of(meta.collection_id))
+        info.indexes.extend(
+            pb.IndexInfo(field_name=i.field_name, index_name=i.index_name, index_id=i.index_id, params=i.params)
+            for i in await self._catalog.list_indexes(meta.collection_id)
+        )
         return pb.CollectionResponse(status=ok_status(), collection=info)
 
     @rpc_method(pb.ListCollectionsResponse)

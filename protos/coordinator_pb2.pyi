@@ -158,7 +158,7 @@ class AlterCollectionRequest(_message.Message):
     def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., properties: _Optional[_Mapping[str, str]] = ..., delete_keys: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class CollectionInfo(_message.Message):
-    __slots__ = ("collection_id", "name", "schema_json", "vchannels", "pchannels", "consistency_level", "properties", "created_timestamp", "default_partition_id", "partitions", "aliases")
+    __slots__ = ("collection_id", "name", "schema_json", "vchannels", "pchannels", "consistency_level", "properties", "created_timestamp", "default_partition_id", "partitions", "aliases", "indexes")
     class PropertiesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -177,6 +177,7 @@ class CollectionInfo(_message.Message):
     DEFAULT_PARTITION_ID_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     ALIASES_FIELD_NUMBER: _ClassVar[int]
+    INDEXES_FIELD_NUMBER: _ClassVar[int]
     collection_id: int
     name: str
     schema_json: str
@@ -188,7 +189,8 @@ class CollectionInfo(_message.Message):
     default_partition_id: int
     partitions: _containers.RepeatedCompositeFieldContainer[PartitionInfo]
     aliases: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, collection_id: _Optional[int] = ..., name: _Optional[str] = ..., schema_json: _Optional[str] = ..., vchannels: _Optional[_Iterable[str]] = ..., pchannels: _Optional[_Iterable[str]] = ..., consistency_level: _Optional[int] = ..., properties: _Optional[_Mapping[str, str]] = ..., created_timestamp: _Optional[int] = ..., default_partition_id: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[PartitionInfo, _Mapping]]] = ..., aliases: _Optional[_Iterable[str]] = ...) -> None: ...
+    indexes: _containers.RepeatedCompositeFieldContainer[IndexInfo]
+    def __init__(self, collection_id: _Optional[int] = ..., name: _Optional[str] = ..., schema_json: _Optional[str] = ..., vchannels: _Optional[_Iterable[str]] = ..., pchannels: _Optional[_Iterable[str]] = ..., consistency_level: _Optional[int] = ..., properties: _Optional[_Mapping[str, str]] = ..., created_timestamp: _Optional[int] = ..., default_partition_id: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[PartitionInfo, _Mapping]]] = ..., aliases: _Optional[_Iterable[str]] = ..., indexes: _Optional[_Iterable[_Union[IndexInfo, _Mapping]]] = ...) -> None: ...
 
 class CollectionResponse(_message.Message):
     __slots__ = ("status", "collection")

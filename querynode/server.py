@@ -41,6 +41,7 @@ class QueryNode:
 
         self._server, port = await start_server(add, host=c.common.host, port=c.common.port)
         self.address = f"{c.common.host}:{port}"
+        service.serve_at(self.address)
         # A lost session releases every delegator, and the node comes back under a new id:
         # the coordinator has placed its channels elsewhere meanwhile.
         def registered(info: SessionInfo) -> None:

@@ -54,7 +54,7 @@ from querynode.delegator.cutlog import CutLog
 from querynode.delegator.distribution import Distribution, Placement, Snapshot
 from querynode.delegator.shard_data import ShardData
 from querynode.delegator.tsafe import TSafe
-from querynode.index.base import SearchParams
+from querynode.index.base import search_params
 from querynode.segments.growing import GrowingStore
 from querynode.segments.reduce import merge_topk
 from querynode.segments.sealed import load_deletes
@@ -456,6 +456,7 @@ class Delegator:
                             anns_field=field,
                             metric=metric,
                             vectors=raw_vectors,
+                            matrix=vectors,
                             topk=topk,
                             params=params,
                             timeout=spec.timeout,
@@ -553,14 +554,3 @@ def _group(held: dict[int, Placement]) -> dict[Placement, list[int]]:
     return out
 
 
-def search_params(params: dict[str, object]) -> SearchParams:
-    def num(key: str) -> float | None:
-        v = params.get(key)
-        return None if v is None else float(v)  # type: ignore[arg-type]
-
-    ef = params.get("ef")
-    return SearchParams(ef=None if ef is None else int(ef), radius=num("radius"), range_filter=num("range_filter"))  # type: ignore[call-overload]
-
-
-def parse_params(raw: str) -> dict:
-    return json.loads(raw) if raw else {}

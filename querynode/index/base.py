@@ -9,6 +9,7 @@ conventions: ``L2`` is the squared distance, smallest first; ``IP`` and
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Protocol
@@ -179,3 +180,16 @@ class VectorIndex(Protocol):
     def serialize(self) -> bytes | None:
         """The bytes to persist, or ``None`` when the index is rebuilt from the vectors alone."""
         ...
+
+
+def search_params(params: dict[str, object]) -> SearchParams:
+    def num(key: str) -> float | None:
+        v = params.get(key)
+        return None if v is None else float(v)  # type: ignore[arg-type]
+
+    ef = params.get("ef")
+    return SearchParams(ef=None if ef is None else int(ef), radius=num("radius"), range_filter=num("range_filter"))  # type: ignore[call-overload]
+
+
+def parse_params(raw: str) -> dict[str, object]:
+    return json.loads(raw) if raw else {}

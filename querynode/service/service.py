@@ -12,8 +12,9 @@ import numpy as np
 
 from protos import querynode_pb2 as pb
 from protos import querynode_pb2_grpc
-from querynode.delegator.delegator import Delegator, PlacedSegment, ReadSpec, parse_params, search_params
+from querynode.delegator.delegator import Delegator, PlacedSegment, ReadSpec
 from querynode.delegator.distribution import Placement
+from querynode.index.base import parse_params, search_params
 from querynode.worker.client import WorkerClient
 from querynode.worker.cuts import decode_cuts
 from querynode.worker.indexes import field_index_spec
@@ -70,8 +71,12 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
         self._source = source
         self._storage = storage
         self.worker = Worker(storage)
-        self._workers = WorkerClient()
+        self._workers = WorkerClient(self.worker)
         self.delegators: dict[str, Delegator] = {}
+
+    def serve_at(self, address: str) -> None:
+        """This node's address: its delegators call its own worker in-process, not over gRPC."""
+        self._workers.local_address = address
 
     def _delegator(self, vchannel: str) -> Delegator:
         d = self.delegators.get(vchannel)

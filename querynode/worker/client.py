@@ -1,7 +1,10 @@
-"""How a delegator reaches the workers holding its sealed segments (gRPC, also to its own node).
+"""How a delegator reaches the workers holding its sealed segments.
 
-Errors come back typed (``raise_for_status``); a worker that cannot be reached
-raises ``grpc.aio.AioRpcError``. Protobuf stops here.
+The worker of the delegator's own node is called in-process (no gRPC, no
+Arrow IPC round trip, the query vectors passed as they are); other workers
+over gRPC. Errors come back typed (``raise_for_status``; the local worker
+raises the same ``StrataError``s); a worker that cannot be reached raises
+``grpc.aio.AioRpcError``. Protobuf stops here.
 """
 
 from __future__ import annotations
@@ -14,7 +17,10 @@ import pyarrow as pa
 
 from protos import querynode_pb2 as pb
 from protos import querynode_pb2_grpc
+from querynode.index.base import search_params
 from querynode.worker.cuts import encode_cuts
+from querynode.worker.indexes import field_index_spec
+from querynode.worker.worker import SegmentRead, Worker
 from services.arrowio import ipc_to_table, table_to_ipc
 from services.grpcutil import StubCache, raise_for_status
 from services.schema import CollectionSchema
@@ -29,9 +35,23 @@ def _cuts(cuts: dict[int, tuple[pa.Array, np.ndarray]]) -> list[pb.SegmentCuts]:
     return [pb.SegmentCuts(segment_id=sid, cuts=encode_cuts(p, t)) for sid, (p, t) in cuts.items() if len(p)]
 
 
+def _segment_read(read_ts: int, read: pb.ReadOptions) -> SegmentRead:
+    return SegmentRead(
+        read_ts=read_ts,
+        filter=read.filter,
+        filter_params=json.loads(read.filter_params) if read.filter_params else {},
+        output_fields=tuple(read.output_fields),
+    )
+
+
 class WorkerClient:
-    def __init__(self) -> None:
+    def __init__(self, local: Worker | None = None, local_address: str = "") -> None:
         self._stubs = StubCache(querynode_pb2_grpc.QueryNodeStub)
+        self._local = local
+        self.local_address = local_address
+
+    def _here(self, address: str) -> Worker | None:
+        return self._local if self._local is not None and address == self.local_address else None
 
     async def load(
         self,
@@ -43,6 +63,10 @@ class WorkerClient:
         indexes: Sequence[pb.IndexSpec],
         cuts: dict[int, tuple[pa.Array, np.ndarray]],
     ) -> None:
+        if (worker := self._here(address)) is not None:
+            specs = [field_index_spec(i.field_name, i.index_id, dict(i.params)) for i in indexes]
+            await worker.load(collection_id, schema, list(segments), specs, cuts)
+            return
         resp = await self._stubs.get(address).LoadSegments(
             pb.LoadSegmentsRequest(
                 collection_id=collection_id,
@@ -56,12 +80,18 @@ class WorkerClient:
         raise_for_status(resp.status)
 
     async def release(self, address: str, collection_id: int, segment_ids: Sequence[int]) -> None:
+        if (worker := self._here(address)) is not None:
+            await worker.release(collection_id, list(segment_ids))
+            return
         resp = await self._stubs.get(address).ReleaseSegments(
             pb.ReleaseSegmentsRequest(collection_id=collection_id, segment_ids=list(segment_ids)), timeout=CALL_TIMEOUT
         )
         raise_for_status(resp.status)
 
     async def cut(self, address: str, collection_id: int, cuts: dict[int, tuple[pa.Array, np.ndarray]]) -> None:
+        if (worker := self._here(address)) is not None:
+            await worker.cut(collection_id, cuts)
+            return
         resp = await self._stubs.get(address).Delete(
             pb.DeleteRequest(collection_id=collection_id, cuts=_cuts(cuts)), timeout=CALL_TIMEOUT
         )
@@ -78,10 +108,23 @@ class WorkerClient:
         anns_field: str,
         metric: str,
         vectors: bytes,
+        matrix: np.ndarray,
         topk: int,
         params: dict[str, object],
         timeout: float,
     ) -> pa.Table:
+        """``vectors``: the query vectors as Arrow IPC (sent to remote workers); ``matrix``: the same, as floats."""
+        if (worker := self._here(address)) is not None:
+            return await worker.search(
+                collection_id,
+                list(segment_ids),
+                _segment_read(read_ts, read),
+                field_name=anns_field,
+                queries=matrix,
+                metric=metric,
+                topk=topk,
+                params=search_params(params),
+            )
         resp = await self._stubs.get(address).SearchSegments(
             pb.SearchSegmentsRequest(
                 collection_id=collection_id,
@@ -111,6 +154,14 @@ class WorkerClient:
         count_only: bool,
         timeout: float,
     ) -> tuple[pa.Table | None, int]:
+        if (worker := self._here(address)) is not None:
+            return await worker.query(
+                collection_id,
+                list(segment_ids),
+                _segment_read(read_ts, read),
+                limit=limit or None,
+                count_only=count_only,
+            )
         resp = await self._stubs.get(address).QuerySegments(
             pb.QuerySegmentsRequest(
                 collection_id=collection_id,

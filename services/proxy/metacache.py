@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from protos import coordinator_pb2
 from services.coordclient import CoordinatorClient
@@ -28,6 +28,7 @@ class CollectionEntry:
     partitions: dict[str, int]  # name -> id, in creation order
     partition_key: str | None = None  # the partition key field, if any
     aliases: tuple[str, ...] = ()
+    index_metrics: dict[str, str] = field(default_factory=dict)  # vector field -> its index's metric
 
     @property
     def key_partitions(self) -> list[tuple[str, int]]:
@@ -51,6 +52,7 @@ class CollectionEntry:
             or {DEFAULT_PARTITION: info.default_partition_id},
             partition_key=next((f.name for f in schema.fields if f.is_partition_key), None),
             aliases=tuple(info.aliases),
+            index_metrics={i.field_name: i.params.get("metric_type", "").upper() for i in info.indexes},
         )
 
 

@@ -77,6 +77,7 @@ class PartitionRPCs:
         resp = await getattr(await self._stub(), method)(req, timeout=60)
         raise_for_status(resp.status)
         self._cache.invalidate(coll.name)
+        self._reads.forget_view(coll.collection_id)
 
     @milvus_rpc(common_pb2.Status)
     async def CreatePartition(
@@ -139,6 +140,7 @@ class PartitionRPCs:
             timeout=30,
         )
         raise_for_status(resp.status)
+        self._reads.forget_view(coll.collection_id)
         return success()
 
     @milvus_rpc(common_pb2.Status)

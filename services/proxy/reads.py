@@ -5,6 +5,11 @@ uses the replicas that are ready (every vchannel's delegator serviceable and
 caught up), starting at a different one each time (round robin); a vchannel
 whose delegator fails with a retryable error (not ready, unavailable, or the
 node unreachable) is read from the next ready replica instead.
+
+The coordinator's view of a collection (placements, loaded partitions) is
+kept for a second once a replica in it is ready, so steady reads cost no
+coordinator call each; a read that fails on it runs once more on a fresh
+view, and loads and releases through this proxy drop it at once.
 """
 
 from __future__ import annotations
@@ -64,6 +69,7 @@ class ReadOptions:
 
 
 LOADING_POLL_SECONDS = 0.1
+VIEW_TTL_SECONDS = 1.0  # a query view with a ready replica is reused this long (one coordinator call per second)
 _RETRY_ON_ANOTHER_REPLICA = {ErrorCode.NOT_READY, ErrorCode.UNAVAILABLE, ErrorCode.TIMEOUT}
 T = TypeVar("T")
 Replica = dict[str, coordinator_pb2.ChannelPlacement]  # vchannel -> its delegator in one replica
@@ -75,6 +81,25 @@ class ReadRouter:
         self._stubs = StubCache(querynode_pb2_grpc.QueryNodeStub)
         self._stub = self._stubs.get
         self._turn = itertools.count()
+        self._views: dict[int, tuple[float, coordinator_pb2.QueryViewResponse]] = {}  # collection -> (when, view)
+
+    async def _twice(
+        self, coll: CollectionEntry, read: ReadOptions, run: Callable[[list[Replica], ReadOptions], Awaitable[T]]
+    ) -> T:
+        """``run`` on the replicas of the kept view; if that fails, once more on a fresh view
+        (the placements may have moved since it was fetched)."""
+        replicas, scoped = await self._replicas(coll, read, cached=True)
+        try:
+            return await run(replicas, scoped)
+        except StrataError as err:
+            if err.code not in _RETRY_ON_ANOTHER_REPLICA or self._views.pop(coll.collection_id, None) is None:
+                raise
+        replicas, scoped = await self._replicas(coll, read, cached=False)
+        return await run(replicas, scoped)
+
+    def forget_view(self, collection_id: int) -> None:
+        """Load or release through this proxy: the next read fetches the view again."""
+        self._views.pop(collection_id, None)
 
     async def load_view(self, coll: CollectionEntry) -> coordinator_pb2.QueryViewResponse:
         stub = await self._coord.stub()
@@ -82,16 +107,23 @@ class ReadRouter:
         raise_for_status(resp.status)
         return resp
 
-    async def _replicas(self, coll: CollectionEntry, read: ReadOptions) -> tuple[list[Replica], ReadOptions]:
+    async def _replicas(
+        self, coll: CollectionEntry, read: ReadOptions, *, cached: bool
+    ) -> tuple[list[Replica], ReadOptions]:
         """The ready replicas, each as its vchannels' delegators, waiting (up to ``timeout``) for one.
 
         A loaded collection is still *loading* right after a restart or a node loss, while its
-        delegators catch up with the WAL; reads wait for that instead of failing.
+        delegators catch up with the WAL; reads wait for that instead of failing. A view in which
+        a replica was ready is kept for ``VIEW_TTL_SECONDS`` (``cached``: it may be used).
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + read.timeout
         while True:
-            view = await self.load_view(coll)
+            kept = self._views.get(coll.collection_id) if cached else None
+            if kept is not None and loop.time() - kept[0] < VIEW_TTL_SECONDS:
+                view = kept[1]
+            else:
+                view = await self.load_view(coll)
             if view.state == coordinator_pb2.LOAD_STATE_NOT_LOAD:
                 raise StrataError(f"collection not loaded[collection={coll.name}]", ErrorCode.COLLECTION_NOT_LOADED)
             read = read.within(view.loaded_partitions)
@@ -104,8 +136,11 @@ class ReadRouter:
                 if len(r) == len(set(coll.vchannels)) and all(c.ready and c.address for c in r.values())
             ]
             if ready:
+                if kept is None or kept[1] is not view:
+                    self._views[coll.collection_id] = (loop.time(), view)
                 start = next(self._turn) % len(ready)
                 return ready[start:] + ready[:start], read
+            self._views.pop(coll.collection_id, None)
             if loop.time() >= deadline:
                 waiting = sorted({c.vchannel for c in view.channels if not c.ready})
                 raise StrataError(
@@ -146,11 +181,13 @@ class ReadRouter:
         topk: int,
         params: dict[str, Any],
     ) -> list[pa.Table]:
-        replicas, read = await self._replicas(coll, read)
         vec = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), type=pa.float32()), vectors.shape[1])
         payload = table_to_ipc(pa.table({"vector": vec}))
 
-        async def one(vchannel: str) -> pa.Table:
+        async def run(replicas: list[Replica], read: ReadOptions) -> list[pa.Table]:
+            return list(await asyncio.gather(*(one(v, replicas, read) for v in sorted(set(coll.vchannels)))))
+
+        async def one(vchannel: str, replicas: list[Replica], read: ReadOptions) -> pa.Table:
             async def call(p: coordinator_pb2.ChannelPlacement) -> pa.Table:
                 resp = await self._stub(p.address).Search(
                     querynode_pb2.SearchRequest(
@@ -170,14 +207,16 @@ class ReadRouter:
 
             return await self._on_some_replica(vchannel, replicas, call)
 
-        return list(await asyncio.gather(*(one(v) for v in sorted(set(coll.vchannels)))))
+        return await self._twice(coll, read, run)
 
     async def query(
         self, coll: CollectionEntry, *, read: ReadOptions, limit: int, count_only: bool
     ) -> tuple[list[pa.Table], int]:
-        replicas, read = await self._replicas(coll, read)
 
-        async def one(vchannel: str) -> tuple[pa.Table | None, int]:
+        async def run(replicas: list[Replica], read: ReadOptions) -> list[tuple[pa.Table | None, int]]:
+            return list(await asyncio.gather(*(one(v, replicas, read) for v in sorted(set(coll.vchannels)))))
+
+        async def one(vchannel: str, replicas: list[Replica], read: ReadOptions) -> tuple[pa.Table | None, int]:
             async def call(p: coordinator_pb2.ChannelPlacement) -> tuple[pa.Table | None, int]:
                 resp = await self._stub(p.address).Query(
                     querynode_pb2.QueryRequest(
@@ -194,7 +233,7 @@ class ReadRouter:
 
             return await self._on_some_replica(vchannel, replicas, call)
 
-        results = await asyncio.gather(*(one(v) for v in sorted(set(coll.vchannels))))
+        results = await self._twice(coll, read, run)
         tables = [t for t, _ in results if t is not None]
         return tables, sum(n for _, n in results)
 

@@ -199,6 +199,7 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, milvus_pb2_grpc.MilvusServiceService
             timeout=30,
         )
         raise_for_status(resp.status)
+        self._reads.forget_view(coll.collection_id)
         return success()
 
     @milvus_rpc(common_pb2.Status)
@@ -206,6 +207,7 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, milvus_pb2_grpc.MilvusServiceService
         coll = await self._coll(request.collection_name)
         resp = await (await self._stub()).ReleaseCollection(coordinator_pb2.CollectionRef(collection_id=coll.collection_id), timeout=30)
         raise_for_status(resp.status)
+        self._reads.forget_view(coll.collection_id)
         return success()
 
     @milvus_rpc(milvus_pb2.GetLoadStateResponse)
@@ -253,6 +255,7 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, milvus_pb2_grpc.MilvusServiceService
             timeout=30,
         )
         raise_for_status(resp.status)
+        self._cache.invalidate(coll.name)
         return success()
 
     async def _indexes(self, coll: CollectionEntry) -> list[coordinator_pb2.IndexInfo]:
@@ -299,6 +302,7 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, milvus_pb2_grpc.MilvusServiceService
             timeout=30,
         )
         raise_for_status(resp.status)
+        self._cache.invalidate(coll.name)
         return success()
 
     # ---- writes --------------------------------------------------------------------------------
@@ -419,9 +423,7 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, milvus_pb2_grpc.MilvusServiceService
         )
 
     async def _metric_for(self, coll: CollectionEntry, field: str, requested: str | None) -> str:
-        index_metric = next(
-            (i.params.get("metric_type", "").upper() for i in await self._indexes(coll) if i.field_name == field), ""
-        )
+        index_metric = coll.index_metrics.get(field, "")
         if requested and index_metric and requested.upper() != index_metric:
             raise InvalidArgument(
                 f"metric type not match: invalid parameter[expected={index_metric}][actual={requested.upper()}]"
