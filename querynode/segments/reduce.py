@@ -55,8 +55,13 @@ def merge_topk(
     range_filter: float | None = None,
     group_by: str | None = None,
     group_size: int = 1,
+    distinct_keys: bool = False,
 ) -> pa.Table:
     """Per query: dedupe by primary key, filter by range, rank, skip ``offset``, keep ``topk``.
+
+    ``distinct_keys``: the caller knows no key occurs twice for a query (each
+    input holds other keys: the proxy merging vchannels, which partition the
+    keys, each already deduped by its delegator), so the dedupe is skipped.
 
     Dedupe: a key found more than once for a query keeps one row. When the
     inputs carry a ``_ts`` column (uint64 write timestamp) that is the row
@@ -111,7 +116,10 @@ def merge_topk(
 
     all_queries = merged.column(QUERY_COLUMN).to_numpy()
     all_distances = merged.column(DISTANCE_COLUMN).to_numpy()
-    kept = _one_row_per_key(merged, all_queries, pk_field, descending)
+    if distinct_keys:
+        kept = np.arange(merged.num_rows)
+    else:
+        kept = _one_row_per_key(merged, all_queries, pk_field, descending)
     kept = kept[in_range(all_distances[kept], metric, radius=radius, range_filter=range_filter)]
     # Ranked: by query, then best distance, then input order (lexsort's last key leads).
     scores = -all_distances[kept] if descending else all_distances[kept]

@@ -19,7 +19,7 @@ from querynode.worker.client import WorkerClient
 from querynode.worker.cuts import decode_cuts
 from querynode.worker.indexes import field_index_spec
 from querynode.worker.worker import SegmentRead, Worker
-from services.arrowio import ipc_to_table, table_to_ipc
+from services.arrowio import table_to_ipc
 from services.errors import ErrorCode, InvalidArgument, StrataError
 from services.grpcutil import ok_status, rpc_method
 from services.schema import CollectionSchema
@@ -47,8 +47,10 @@ def _read_spec(read: pb.ReadOptions) -> ReadSpec:
 
 
 def _matrix(raw: bytes, dim: int) -> np.ndarray:
-    vectors = ipc_to_table(raw).column("vector").combine_chunks()
-    return np.asarray(vectors.flatten().to_numpy(zero_copy_only=False), dtype=np.float32).reshape(-1, dim)
+    """The query vectors of a request: float32 little-endian, row after row."""
+    if dim <= 0 or len(raw) % (4 * dim):
+        raise InvalidArgument(f"search vectors of {len(raw)} bytes are not a whole number of {dim}-dim float32 rows")
+    return np.frombuffer(raw, dtype="<f4").reshape(-1, dim).astype(np.float32)  # a writable copy
 
 
 def _placed(items: list[pb.SegmentPlacement]) -> list[PlacedSegment]:

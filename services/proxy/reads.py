@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from protos import coordinator_pb2, querynode_pb2, querynode_pb2_grpc
-from services.arrowio import ipc_to_table, table_to_ipc
+from services.arrowio import ipc_to_table
 from services.coordclient import CoordinatorClient
 from services.errors import ErrorCode, PartitionNotLoaded, StrataError
 from services.grpcutil import StubCache, raise_for_status
@@ -181,8 +181,7 @@ class ReadRouter:
         topk: int,
         params: dict[str, Any],
     ) -> list[pa.Table]:
-        vec = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), type=pa.float32()), vectors.shape[1])
-        payload = table_to_ipc(pa.table({"vector": vec}))
+        payload = np.ascontiguousarray(vectors, dtype="<f4").tobytes()
 
         async def run(replicas: list[Replica], read: ReadOptions) -> list[pa.Table]:
             return list(await asyncio.gather(*(one(v, replicas, read) for v in sorted(set(coll.vchannels)))))

@@ -465,6 +465,7 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, milvus_pb2_grpc.MilvusServiceService
         merged = merge_topk(
             parts, topk=spec.topk, metric=metric, pk_field=pk, offset=spec.offset, radius=spec.radius,
             range_filter=spec.range_filter, group_by=group, group_size=spec.group_size,
+            distinct_keys=True,  # vchannels partition the keys; each delegator deduped its own
         )
         results = convert.build_search_results(
             merged, nq=spec.nq, topk=spec.topk * (spec.group_size if group else 1), schema=coll.schema,
