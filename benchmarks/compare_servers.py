@@ -1,0 +1,256 @@
+"""The two servers on loopback, their memory, and the one pymilvus load phase both go through.
+
+``strata()`` and ``milvus_lite()`` are context managers that yield a running
+``Server`` and stop it however the block ends (SIGTERM, then SIGKILL of the
+whole process group, as ``tests.harness.Standalone`` does for Strata).
+milvus-lite runs as ``python -m milvus_lite server --host 127.0.0.1`` (the
+``milvus-lite server`` command) in its own session, like the differential
+test's peer; its server would otherwise bind every interface. An ``RssSampler``
+thread reads the resident set of every process of a server's tree every 0.5 s
+and keeps the peak per role.
+
+``load()`` is the load phase, the same calls for both servers: create the
+collection (int64 ``id``, int64 ``tag``, float vector ``v``), insert in
+batches, then flush, ``create_index`` (HNSW, L2) and ``load_collection``
+until loaded: *time to searchable*.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+from compare_data import CompareSet
+from compare_targets import COLLECTION, VECTOR
+from ingest import ROLES
+from pymilvus import DataType, MilvusClient
+from pymilvus.client.types import LoadState
+from search_data import batches
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests.harness import Standalone, free_port  # noqa: E402
+
+HOST = "127.0.0.1"
+MIB = 1 << 20
+
+
+class RssSampler(threading.Thread):
+    """Peak RSS per role of a process tree (the root and its descendants), every ``interval`` s."""
+
+    def __init__(self, root_pid: int, role_of: Callable[[psutil.Process], str], interval: float = 0.5) -> None:
+        super().__init__(daemon=True, name="rss-sampler")
+        self.root = psutil.Process(root_pid)
+        self.role_of = role_of
+        self.interval = interval
+        self.peak: dict[str, int] = {}
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.is_set():
+            self.sample()
+            self._stop_event.wait(self.interval)
+
+    def sample(self) -> None:
+        try:
+            procs = [self.root, *self.root.children(recursive=True)]
+        except psutil.Error:
+            return
+        now: dict[str, int] = {}
+        for p in procs:
+            try:
+                role, rss = self.role_of(p), p.memory_info().rss
+            except psutil.Error:
+                continue
+            now[role] = now.get(role, 0) + rss
+        for role, rss in now.items():
+            self.peak[role] = max(self.peak.get(role, 0), rss)
+
+    def stop(self) -> dict[str, float]:
+        """Stop sampling (one last sample first); the peaks in MiB."""
+        self.sample()
+        self._stop_event.set()
+        self.join(5)
+        return {role: round(rss / MIB, 1) for role, rss in sorted(self.peak.items())}
+
+
+def _strata_role(proc: psutil.Process) -> str:
+    cmd = " ".join(proc.cmdline())
+    if "services.cli" not in cmd:
+        return "etcd" if "etcd" in cmd else "other"
+    return next((r for r in ROLES if r != "etcd" and f"services.cli {r}" in cmd), "launcher")
+
+
+@dataclass(slots=True, kw_only=True)
+class Server:
+    name: str
+    uri: str
+    sampler: RssSampler
+    log_path: Path
+    peak_rss_mib: dict[str, float] = field(default_factory=dict)
+
+
+@contextlib.contextmanager
+def strata(workdir: Path) -> Iterator[Server]:
+    """``strata standalone`` (etcd and every role as processes) on a free loopback port."""
+    standalone = Standalone(workdir / "strata")
+    try:
+        standalone.start()
+        assert standalone.proc is not None
+        sampler = RssSampler(standalone.proc.pid, _strata_role)
+        sampler.start()
+        server = Server(name="Strata", uri=standalone.uri, sampler=sampler, log_path=standalone.log_path)
+        try:
+            yield server
+        finally:
+            server.peak_rss_mib = sampler.stop()
+    finally:
+        try:
+            if standalone.proc is not None:
+                standalone.stop()
+        except BaseException:
+            standalone.kill()  # a second Ctrl-C or a hung shutdown: no process outlives the run
+            raise
+        finally:
+            standalone.kill()  # the group: nothing is left even after a clean stop
+
+
+@contextlib.contextmanager
+def milvus_lite(workdir: Path, timeout: float = 60.0) -> Iterator[Server]:
+    """``milvus-lite server`` in its own session on a free loopback port."""
+    port = free_port()
+    log_path = workdir / "milvus-lite.log"
+    workdir.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "milvus_lite", "server",
+             "--data-dir", str(workdir / "milvus-lite"), "--host", HOST, "--port", str(port)],
+            stdout=log,
+            stderr=log,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+    try:
+        uri = f"http://{HOST}:{port}"
+        _wait_answering(proc, uri, log_path, timeout)
+        sampler = RssSampler(proc.pid, lambda p: "server")
+        sampler.start()
+        server = Server(name="milvus-lite", uri=uri, sampler=sampler, log_path=log_path)
+        try:
+            yield server
+        finally:
+            server.peak_rss_mib = sampler.stop()
+    finally:
+        _stop_group(proc)
+
+
+def _wait_answering(proc: subprocess.Popen[bytes], uri: str, log_path: Path, timeout: float) -> None:
+    """Until pymilvus connects and lists collections; raises if the server exits or is not ready in time."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"milvus-lite exited with {proc.returncode}:\n{_tail(log_path)}")
+        try:
+            client = MilvusClient(uri, timeout=1.0, dedicated=True)
+        except Exception:  # not listening yet: any connect error means "try again"
+            time.sleep(0.2)
+            continue
+        try:
+            client.list_collections(timeout=1.0)
+            return
+        except Exception:
+            time.sleep(0.2)
+        finally:
+            client.close()
+    raise TimeoutError(f"milvus-lite not ready in {timeout}s:\n{_tail(log_path)}")
+
+
+def _stop_group(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
+    """SIGTERM the process group and wait; then SIGKILL it, so no member outlives the benchmark."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        pass
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def _tail(path: Path) -> str:
+    return path.read_text(errors="replace")[-3000:] if path.exists() else ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IndexOptions:
+    m: int = 16
+    ef_construction: int = 200
+    shards: int = 2
+    batch: int = 1000
+
+    def validate(self) -> None:
+        if min(self.m, self.ef_construction, self.shards, self.batch) < 1:
+            raise ValueError("M, efConstruction, shards and batch must be >= 1")
+
+
+def load(uri: str, data: CompareSet, opts: IndexOptions, log: Callable[[str], None]) -> dict[str, Any]:
+    """Create, insert, flush, index and load the collection; checks ``count(*)``. Timings in seconds."""
+    client = MilvusClient(uri, timeout=3600, dedicated=True)
+    try:
+        if client.has_collection(COLLECTION):
+            client.drop_collection(COLLECTION)
+        schema = MilvusClient.create_schema(auto_id=False)
+        schema.add_field("id", DataType.INT64, is_primary=True)
+        schema.add_field("tag", DataType.INT64)
+        schema.add_field(VECTOR, DataType.FLOAT_VECTOR, dim=data.dim)
+        client.create_collection(COLLECTION, schema=schema, num_shards=opts.shards)  # no index: not loaded
+        t0 = time.perf_counter()
+        for part in batches(data.rows, opts.batch):
+            client.insert(
+                COLLECTION,
+                [{"id": i, "tag": int(data.tags[i]), VECTOR: data.vectors[i]} for i in range(part.start, part.stop)],
+            )
+        t1 = time.perf_counter()
+        log(f"inserted {data.rows:,} rows in {t1 - t0:.1f}s")
+        client.flush(COLLECTION, timeout=3600)
+        t2 = time.perf_counter()
+        index = client.prepare_index_params()
+        index.add_index(
+            VECTOR, index_type="HNSW", metric_type="L2", params={"M": opts.m, "efConstruction": opts.ef_construction}
+        )
+        client.create_index(COLLECTION, index)
+        t3 = time.perf_counter()
+        client.load_collection(COLLECTION, timeout=3600)
+        while client.get_load_state(COLLECTION)["state"] != LoadState.Loaded:
+            if time.perf_counter() - t3 > 3600:
+                raise TimeoutError("collection not loaded in an hour")
+            time.sleep(0.1)
+        t4 = time.perf_counter()
+        count = client.query(COLLECTION, filter="", output_fields=["count(*)"], consistency_level="Strong")[0][
+            "count(*)"
+        ]
+        if count != data.rows:
+            raise RuntimeError(f"count(*) is {count} after flush and load, expected {data.rows}")
+    finally:
+        client.close()
+    return {
+        "insert_s": round(t1 - t0, 2),
+        "insert_rows_per_s": round(data.rows / (t1 - t0)),
+        "flush_s": round(t2 - t1, 2),
+        "create_index_s": round(t3 - t2, 2),
+        "load_s": round(t4 - t3, 2),
+        "searchable_s": round(t4 - t1, 2),
+    }
