@@ -191,7 +191,7 @@ class DataCoordinator:
             )
 
     async def update_checkpoints(self, checkpoints: Sequence[tuple[str, Position]]) -> None:
-        """Move vchannel checkpoints forward (older ones are ignored), in one transaction."""
+        """Move vchannel checkpoints forward (older ones are ignored), at most 100 per etcd transaction."""
         async with self._lock:
             ops, moved = [], {}
             for vchannel, pos in checkpoints:
@@ -201,7 +201,7 @@ class DataCoordinator:
                 ops.append(Op(key=f"{_CHECKPOINT}{vchannel}", value=_dumps(pos.to_dict())))
                 moved[vchannel] = pos
             if ops:
-                await self._store.multi(ops)
+                await self._store.multi_batched(ops)  # each vchannel's checkpoint stands alone
                 self._checkpoints.update(moved)
 
     # -- DDL hooks ----------------------------------------------------------------------------
@@ -224,7 +224,7 @@ class DataCoordinator:
                     ops.append(Op(key=_segment_key(moved), value=moved.to_json()))
                     dropped.append(moved)
             ops.extend(Op(key=f"{_CHECKPOINT}{v}", value=None) for v in meta.vchannels)
-            await self._store.multi(ops)
+            await self._store.multi_batched(ops)  # the drop is repeated until done (DDL recovery)
             for seg in dropped:
                 self._segments[seg.segment_id] = seg
             for v in meta.vchannels:
@@ -243,7 +243,7 @@ class DataCoordinator:
                     if moved is not None:
                         dropped.append(moved)
             if dropped:
-                await self._store.multi([Op(key=_segment_key(m), value=m.to_json()) for m in dropped])
+                await self._store.multi_batched([Op(key=_segment_key(m), value=m.to_json()) for m in dropped])
             for seg in dropped:
                 self._segments[seg.segment_id] = seg
             self._log.info(
@@ -261,7 +261,7 @@ class DataCoordinator:
                 if seg.state != SegmentState.DROPPED:
                     raise InvalidArgument(f"segment {seg.segment_id} is {seg.state.name}, not DROPPED")
             if gone:
-                await self._store.multi([Op(key=_segment_key(s), value=None) for s in gone])
+                await self._store.multi_batched([Op(key=_segment_key(s), value=None) for s in gone])
             for seg in gone:
                 del self._segments[seg.segment_id]
 

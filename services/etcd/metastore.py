@@ -58,6 +58,7 @@ class _Guard:
 
 # Every unary etcd call fails after this long instead of hanging on a frozen etcd.
 CALL_TIMEOUT_SECONDS = 10
+TXN_BATCH_OPS = 100  # below etcd's default --max-txn-ops (128)
 
 
 class MetaStore:
@@ -149,8 +150,17 @@ class MetaStore:
             await self._txn([], [self._client.transactions.delete(full, range_end=prefix_range_end(full))])
 
     async def multi(self, ops: Sequence[Op]) -> None:
-        """Apply every op in one etcd transaction (all or nothing)."""
+        """Apply every op in one etcd transaction (all or nothing). etcd refuses a transaction of
+        more than ``--max-txn-ops`` operations (128 by default): use :meth:`multi_batched` for
+        writes that may be many and need not be atomic together."""
         await self._txn([], self._writes(ops))
+
+    async def multi_batched(self, ops: Sequence[Op], batch: int = TXN_BATCH_OPS) -> None:
+        """Apply ``ops`` in order, ``batch`` per transaction: each batch is atomic, the whole is
+        not. For idempotent writes (marking segments dropped, moving checkpoints) whose caller
+        repeats them after a failure."""
+        for first in range(0, len(ops), batch):
+            await self.multi(ops[first : first + batch])
 
     async def create_if_absent(
         self, key: str, value: bytes, *, lease: aetcd.Lease | None = None, also: Sequence[Op] = ()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 
+import pytest
+
 from coordinator.idalloc import IDAllocator
 from coordinator.tso import TimestampOracle, physical_ms
 from services.etcd.metastore import MetaStore, Op
@@ -72,5 +74,20 @@ async def test_session_disappears_when_revoked(etcd_endpoint: str) -> None:
         await s.stop()
         await asyncio.sleep(0)
         assert await list_sessions(store, "streamingnode") == []
+    finally:
+        await store.close()
+
+
+async def test_many_writes_go_in_batches_below_etcds_transaction_limit(etcd_endpoint: str) -> None:
+    # etcd refuses one transaction of more than 128 operations (its default --max-txn-ops); dropping a
+    # collection of hundreds of segments writes them all.
+    store = await _store(etcd_endpoint)
+    try:
+        ops = [Op(key=f"many/{i:04d}", value=b"v") for i in range(300)]
+        with pytest.raises(Exception, match="too many operations"):
+            await store.multi(ops)
+        assert await store.scan("many/") == []  # all or nothing
+        await store.multi_batched(ops)
+        assert len(await store.scan("many/")) == 300
     finally:
         await store.close()
