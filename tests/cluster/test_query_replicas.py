@@ -6,7 +6,8 @@ A collection with 2 shards holds flushed (sealed, on workers) and growing rows.
 
 * ``replica_number=2`` on two query nodes: each replica gets its own node.
   Clients search and count without pause while one node is killed (SIGKILL):
-  every read succeeds (the proxy moves to the other replica), and once a new
+  every read succeeds (the proxy moves to the other replica), the loading
+  progress falls from 100% to 50% (one of two replicas), and once a new
   query node starts, it joins the emptied replica and the collection is fully
   loaded again.
 * one replica on two query nodes: the delegators and sealed segments of a
@@ -22,7 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-from pymilvus import MilvusClient
+from pymilvus import MilvusClient, connections, utility
 
 from services.etcd.process import EtcdProcess
 from tests.cluster.harness import (
@@ -132,6 +133,17 @@ class Cluster:
         self.etcd.stop()
 
 
+def _progress(uri: str) -> int:
+    """``utility.loading_progress`` of the collection, in percent."""
+    alias = f"progress-{uri}"
+    connections.connect(alias, uri=uri)
+    try:
+        shown = utility.loading_progress("c", using=alias)["loading_progress"]
+    finally:
+        connections.disconnect(alias)
+    return int(str(shown).rstrip("%"))
+
+
 def _loaded(client: MilvusClient) -> bool:
     return str(client.get_load_state("c")["state"]) == "Loaded"
 
@@ -155,8 +167,12 @@ def test_searches_survive_losing_a_replicas_node_and_the_replica_is_rebuilt(tmp_
         for r in readers:
             r.start()
         wait_until("reads before the kill", lambda: all(r.ok >= 5 for r in readers), 60)
+        assert _progress(cluster.uri) == 100
         cluster.role("qn-1").kill()
         killed_at = time.monotonic()
+        # One replica of two is gone: the collection is loading again, half of its delegators ready.
+        wait_until("progress falls to 50%", lambda: _progress(cluster.uri) == 50, 30)
+        assert str(client.get_load_state("c")["state"]) == "Loading"
         marks = [r.ok for r in readers]
         wait_until("reads after the kill", lambda: all(r.ok >= m + 20 for r, m in zip(readers, marks, strict=True)), 60)
         assert time.monotonic() - killed_at < 60
@@ -164,6 +180,7 @@ def test_searches_survive_losing_a_replicas_node_and_the_replica_is_rebuilt(tmp_
         cluster.query_node("qn-2").wait_for_log("role ready", 60)
         wait_until("both replicas loaded again", lambda: _loaded(client), TTL + 60)
         restored_after = time.monotonic() - killed_at
+        assert _progress(cluster.uri) == 100
         restored = _replicas(cluster.etcd.endpoint)
         assert sorted(len(ns) for ns in restored.values()) == [1, 1]
         print(f"replicas: both loaded again {restored_after:.2f}s after the kill (new node started at once)")
