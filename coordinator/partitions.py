@@ -16,7 +16,6 @@ again finishes the job (every step is idempotent).
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -25,6 +24,7 @@ import structlog
 from coordinator.catalog import DEFAULT_PARTITION, Catalog, CollectionMeta, PartitionInfo
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.idalloc import IDAllocator
+from coordinator.names import check_name
 from coordinator.tso import TimestampOracle
 from services.errors import InvalidArgument, StrataError
 from services.schema import CollectionSchema, DataType
@@ -33,20 +33,10 @@ from streamingnode.message import new_drop_partition
 
 MAX_PARTITIONS = 1024
 DEFAULT_KEY_PARTITIONS = 16
-MAX_NAME_LENGTH = 255
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def check_partition_name(name: str) -> None:
-    if not name:
-        raise InvalidArgument("partition name should not be empty")
-    if len(name) > MAX_NAME_LENGTH:
-        raise InvalidArgument(f"the length of a partition name must be less than {MAX_NAME_LENGTH} characters: {name}")
-    if not _NAME.fullmatch(name):
-        raise InvalidArgument(
-            f"Invalid partition name: {name}. Partition name can only contain numbers, letters and underscores, "
-            "and must start with a letter or an underscore"
-        )
+    check_name(name, "partition")
 
 
 def partition_key_field(schema: CollectionSchema) -> str | None:

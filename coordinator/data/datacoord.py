@@ -213,45 +213,38 @@ class DataCoordinator:
     async def collection_dropped(self, meta: CollectionMeta) -> None:
         """Every segment of the collection becomes DROPPED (files removed by GC later); checkpoints go."""
         async with self._lock:
-            now = self._clock()
-            ops = []
-            dropped = []
-            for seg in self._segments.values():
-                if seg.collection_id != meta.collection_id:
-                    continue
-                moved = seg.moved_to(SegmentState.DROPPED, now=now)
-                if moved is not None:
-                    ops.append(Op(key=_segment_key(moved), value=moved.to_json()))
-                    dropped.append(moved)
-            ops.extend(Op(key=f"{_CHECKPOINT}{v}", value=None) for v in meta.vchannels)
-            await self._store.multi_batched(ops)  # the drop is repeated until done (DDL recovery)
-            for seg in dropped:
-                self._segments[seg.segment_id] = seg
+            dropped = await self._drop_where(
+                lambda seg: seg.collection_id == meta.collection_id,
+                also=[Op(key=f"{_CHECKPOINT}{v}", value=None) for v in meta.vchannels],
+            )
             for v in meta.vchannels:
                 self._checkpoints.pop(v, None)
-            self._log.info("collection segments dropped", collection_id=meta.collection_id, segments=len(dropped))
+        self._log.info("collection segments dropped", collection_id=meta.collection_id, segments=dropped)
 
     async def partition_dropped(self, collection_id: int, partition_id: int) -> None:
         """Every segment of the partition becomes DROPPED; later reports for them are refused
         (the flusher then drops its work), so none of them becomes FLUSHED again."""
         async with self._lock:
-            now = self._clock()
-            dropped = []
-            for seg in self._segments.values():
-                if seg.collection_id == collection_id and seg.partition_id == partition_id:
-                    moved = seg.moved_to(SegmentState.DROPPED, now=now)
-                    if moved is not None:
-                        dropped.append(moved)
-            if dropped:
-                await self._store.multi_batched([Op(key=_segment_key(m), value=m.to_json()) for m in dropped])
-            for seg in dropped:
-                self._segments[seg.segment_id] = seg
-            self._log.info(
-                "partition segments dropped",
-                collection_id=collection_id,
-                partition_id=partition_id,
-                segments=len(dropped),
+            dropped = await self._drop_where(
+                lambda seg: seg.collection_id == collection_id and seg.partition_id == partition_id
             )
+        self._log.info(
+            "partition segments dropped", collection_id=collection_id, partition_id=partition_id, segments=dropped
+        )
+
+    async def _drop_where(self, chosen: Callable[[SegmentMeta], bool], also: Sequence[Op] = ()) -> int:
+        """Move the ``chosen`` segments to DROPPED (and write ``also``); call under the lock.
+        Batched writes: the DDL that calls this repeats it until it is done."""
+        now = self._clock()
+        moved = [
+            m for seg in self._segments.values() if chosen(seg) and (m := seg.moved_to(SegmentState.DROPPED, now=now))
+        ]
+        ops = [Op(key=_segment_key(m), value=m.to_json()) for m in moved]
+        if ops or also:
+            await self._store.multi_batched([*ops, *also])
+        for seg in moved:
+            self._segments[seg.segment_id] = seg
+        return len(moved)
 
     async def forget_segments(self, segment_ids: Sequence[int]) -> None:
         """Remove the metadata of DROPPED segments whose files are gone (garbage collection)."""

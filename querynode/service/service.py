@@ -15,10 +15,10 @@ from protos import querynode_pb2_grpc
 from querynode.delegator.delegator import Delegator, PlacedSegment, ReadSpec
 from querynode.delegator.distribution import Placement
 from querynode.index.base import parse_params, search_params
-from querynode.worker.client import WorkerClient
+from querynode.worker.client import WorkerClient, segment_read
 from querynode.worker.cuts import decode_cuts
 from querynode.worker.indexes import field_index_spec
-from querynode.worker.worker import SegmentRead, Worker
+from querynode.worker.worker import Worker
 from services.arrowio import table_to_ipc
 from services.errors import ErrorCode, InvalidArgument, StrataError
 from services.grpcutil import ok_status, rpc_method
@@ -185,13 +185,7 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
 
     @rpc_method(pb.SearchResponse)
     async def SearchSegments(self, request: pb.SearchSegmentsRequest, context: grpc.aio.ServicerContext) -> pb.SearchResponse:
-        spec = _read_spec(request.read)
-        read = SegmentRead(
-            read_ts=request.read_ts,
-            filter=spec.filter,
-            filter_params=spec.filter_params,
-            output_fields=spec.output_fields,
-        )
+        read = segment_read(request.read_ts, request.read)
         schema = self.worker.schema(request.collection_id)
         field = schema.field(request.anns_field)
         result = await self.worker.search(
@@ -208,10 +202,7 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
 
     @rpc_method(pb.QueryResponse)
     async def QuerySegments(self, request: pb.QuerySegmentsRequest, context: grpc.aio.ServicerContext) -> pb.QueryResponse:
-        spec = _read_spec(request.read)
-        read = SegmentRead(
-            read_ts=request.read_ts, filter=spec.filter, filter_params=spec.filter_params, output_fields=spec.output_fields
-        )
+        read = segment_read(request.read_ts, request.read)
         table, count = await self.worker.query(
             request.collection_id,
             list(request.segment_ids),

@@ -17,11 +17,12 @@ import pyarrow as pa
 
 from protos import querynode_pb2 as pb
 from protos import querynode_pb2_grpc
-from querynode.index.base import search_params
+from querynode.index.base import parse_params, search_params
 from querynode.worker.cuts import encode_cuts
 from querynode.worker.indexes import field_index_spec
 from querynode.worker.worker import SegmentRead, Worker
 from services.arrowio import ipc_to_table, table_to_ipc
+from services.errors import InvalidArgument
 from services.grpcutil import StubCache, raise_for_status
 from services.schema import CollectionSchema
 from services.segment import SegmentMeta
@@ -35,12 +36,14 @@ def _cuts(cuts: dict[int, tuple[pa.Array, np.ndarray]]) -> list[pb.SegmentCuts]:
     return [pb.SegmentCuts(segment_id=sid, cuts=encode_cuts(p, t)) for sid, (p, t) in cuts.items() if len(p)]
 
 
-def _segment_read(read_ts: int, read: pb.ReadOptions) -> SegmentRead:
+def segment_read(read_ts: int, read: pb.ReadOptions) -> SegmentRead:
+    """What a worker reads: the delegator's read options at its read timestamp."""
+    try:
+        params = parse_params(read.filter_params)
+    except ValueError as err:
+        raise InvalidArgument(f"malformed filter params: {err}") from err
     return SegmentRead(
-        read_ts=read_ts,
-        filter=read.filter,
-        filter_params=json.loads(read.filter_params) if read.filter_params else {},
-        output_fields=tuple(read.output_fields),
+        read_ts=read_ts, filter=read.filter, filter_params=params, output_fields=tuple(read.output_fields)
     )
 
 
@@ -118,7 +121,7 @@ class WorkerClient:
             return await worker.search(
                 collection_id,
                 list(segment_ids),
-                _segment_read(read_ts, read),
+                segment_read(read_ts, read),
                 field_name=anns_field,
                 queries=matrix,
                 metric=metric,
@@ -158,7 +161,7 @@ class WorkerClient:
             return await worker.query(
                 collection_id,
                 list(segment_ids),
-                _segment_read(read_ts, read),
+                segment_read(read_ts, read),
                 limit=limit or None,
                 count_only=count_only,
             )

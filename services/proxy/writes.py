@@ -48,8 +48,9 @@ def _partitions_of(coll: CollectionEntry, table: pa.Table, partition_id: int | N
 
 def _inserts(coll: CollectionEntry, shard: int, part: pa.Table, partitions: np.ndarray) -> list[Message]:
     out = []
-    for pid in np.unique(partitions):
-        rows = part.take(pa.array(np.nonzero(partitions == pid)[0])) if len(np.unique(partitions)) > 1 else part
+    pids = np.unique(partitions)
+    for pid in pids:
+        rows = part.take(pa.array(np.nonzero(partitions == pid)[0])) if len(pids) > 1 else part
         out += [
             new_insert(coll.vchannels[shard], coll.collection_id, int(pid), rows.slice(i, MAX_MESSAGE_ROWS))
             for i in range(0, rows.num_rows, MAX_MESSAGE_ROWS)
