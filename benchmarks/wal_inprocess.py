@@ -1,21 +1,25 @@
-"""The in-process WAL benchmark: ``WAL`` over the ``local`` backend, no gRPC.
+"""The in-process WAL benchmark: ``WAL`` over a backend, no gRPC.
 
-Every append is fsync'd (``sync=True``); timestamps come from
-:class:`wal_common.MonotonicTSO`.
+``local``: every append is fsync'd (``sync=True``). ``nats``: the WAL is a
+JetStream stream on a ``nats-server`` child on 127.0.0.1 (one replica, see
+``wal.py``). Timestamps come from :class:`wal_common.MonotonicTSO`.
 
 Append: ``P`` producers each loop on ``WAL.append([one message])`` for
 ``seconds``; reported are messages/s, MB/s (payload bytes, 10^6), p50/p99
-ack latency and fsyncs/s of the backend. Consume: a WAL is filled, then one
+ack latency and fsyncs/s of the backend (``local``) or commits/s (``nats``:
+one atomic batch per group commit). Consume: a WAL is filled, then one
 reader reads every message in **tailing** mode (served by the write-ahead
 buffer) and in **catch-up** mode (a WAL whose buffer is too small to help,
-so everything comes from the segment files, mostly from the page cache).
-Each case uses its own WAL under ``root``.
+so everything comes from the backend: the segment files, mostly from the
+page cache, or a JetStream consumer). Each case uses its own WAL (a directory
+under ``root``, or a stream).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +31,22 @@ from streamingnode.wal.wab import BufferOptions
 from streamingnode.wal.wal import WAL
 from streamingnode.walimpls import DeliverPolicy, MessageID, WALOpener, build_opener
 from streamingnode.walimpls.impls.local import LocalWAL
+from streamingnode.walimpls.impls.nats import NatsWAL
+
+# case name -> a new opener holding that case's WAL
+OpenerFactory = Callable[[str], WALOpener]
 
 
-async def _open(root: Path, name: str, buffer: BufferOptions | None = None) -> tuple[WAL, WALOpener]:
-    opener = build_opener("local", root_dir=root / name, sync=True)
+def local_openers(root: Path) -> OpenerFactory:
+    return lambda name: build_opener("local", root_dir=root / name, sync=True)
+
+
+def nats_openers(url: str, prefix: str) -> OpenerFactory:
+    return lambda name: build_opener("nats", servers=url, stream_prefix=prefix)
+
+
+async def _open(openers: OpenerFactory, name: str, buffer: BufferOptions | None = None) -> tuple[WAL, WALOpener]:
+    opener = openers(name)
     impl = await opener.open(name, 1)
     wal = WAL(impl, MonotonicTSO(), buffer=buffer)
     try:
@@ -49,10 +65,18 @@ async def _close(wal: WAL, opener: WALOpener) -> None:
         await opener.close()
 
 
-async def bench_append(root: Path, producers: int, size: int, seconds: float) -> dict[str, Any]:
-    wal, opener = await _open(root, f"append-{producers}-{size}")
+def _fsyncs(impl: object) -> int:
+    return impl.fsync_count if isinstance(impl, LocalWAL) else 0
+
+
+def _commits(impl: object) -> int:
+    assert isinstance(impl, LocalWAL | NatsWAL)
+    return impl.commit_count
+
+
+async def bench_append(openers: OpenerFactory, producers: int, size: int, seconds: float) -> dict[str, Any]:
+    wal, opener = await _open(openers, f"append-{producers}-{size}")
     impl = wal.impl
-    assert isinstance(impl, LocalWAL)
     msg = insert_message(size)
     latencies: list[float] = []
 
@@ -63,13 +87,13 @@ async def bench_append(root: Path, producers: int, size: int, seconds: float) ->
             latencies.append(time.perf_counter() - t0)
 
     try:
-        fsyncs0, commits0 = impl.fsync_count, impl.commit_count
+        fsyncs0, commits0 = _fsyncs(impl), _commits(impl)
         start = time.perf_counter()
         async with asyncio.TaskGroup() as tg:
             for _ in range(producers):
                 tg.create_task(produce(start + seconds))
         elapsed = time.perf_counter() - start
-        fsyncs, commits = impl.fsync_count - fsyncs0, impl.commit_count - commits0
+        fsyncs, commits = _fsyncs(impl) - fsyncs0, _commits(impl) - commits0
     finally:
         await _close(wal, opener)
     n = len(latencies)
@@ -82,6 +106,7 @@ async def bench_append(root: Path, producers: int, size: int, seconds: float) ->
         "ack_p50_ms": percentile_ms(latencies, 50),
         "ack_p99_ms": percentile_ms(latencies, 99),
         "fsyncs_per_s": per_s(fsyncs, elapsed),
+        "commits_per_s": per_s(commits, elapsed),
         "messages_per_commit": round(n / max(commits, 1), 1),
     }
 
@@ -114,12 +139,12 @@ async def _consume(wal: WAL, start: MessageID, total: int) -> tuple[float, Scann
     return time.perf_counter() - t0, scanner.stats
 
 
-async def bench_consume(root: Path, size: int, total: int) -> dict[str, Any]:
+async def bench_consume(openers: OpenerFactory, size: int, total: int) -> dict[str, Any]:
     out: dict[str, Any] = {"message_bytes": size, "messages": total}
     # Tailing: the default 64 MiB buffer holds the whole fill.
     # Catch-up: a 64 KiB buffer, so the reader only reaches it at the very end.
     for mode, options in (("tailing", BufferOptions()), ("catch_up", BufferOptions(max_bytes=64 * 1024))):
-        wal, opener = await _open(root, f"consume-{mode}-{size}", options)
+        wal, opener = await _open(openers, f"consume-{mode}-{size}", options)
         try:
             first = await _fill(wal, size, total)
             elapsed, stats = await _consume(wal, first, total)
@@ -135,16 +160,18 @@ async def bench_consume(root: Path, size: int, total: int) -> dict[str, Any]:
     return out
 
 
-async def run_inprocess(root: Path, seconds: float) -> dict[str, Any]:
-    """Every in-process case, each on its own WAL under ``root``; the ``"inprocess"`` part of the result."""
+async def run_inprocess(
+    openers: OpenerFactory, seconds: float, backend: str = "local, sync=True (one fsync per group commit)"
+) -> dict[str, Any]:
+    """Every in-process case, each on its own WAL from ``openers``; an ``"inprocess*"`` part of the result."""
     started = time.perf_counter()
     append = [
-        await bench_append(root, producers, size, seconds) for size in (1024, 65536) for producers in (1, 8, 64)
+        await bench_append(openers, producers, size, seconds) for size in (1024, 65536) for producers in (1, 8, 64)
     ]
-    consume = [await bench_consume(root, 1024, 50_000), await bench_consume(root, 65536, 900)]
+    consume = [await bench_consume(openers, 1024, 50_000), await bench_consume(openers, 65536, 900)]
     return {
         "transport": "in-process (no gRPC), in-memory monotonic TSO",
-        "backend": "local, sync=True (one fsync per group commit)",
+        "backend": backend,
         "append": append,
         "consume": consume,
         "seconds": round(time.perf_counter() - started, 1),

@@ -8,15 +8,17 @@ WAL manager (its lifetimes call the flusher hooks), gRPC server, then the sessio
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import grpc
 
-from protos import streaming_pb2_grpc
+from protos import streaming_pb2, streaming_pb2_grpc
 from services.config import StreamingNodeConfig
 from services.coordclient import CoordinatorClient
+from services.errors import InvalidArgument
 from services.etcd.metastore import MetaStore
 from services.etcd.session import Session
-from services.grpcutil import start_server
+from services.grpcutil import Health, start_server
 from services.storage.objectstore import ObjectStore
 from streamingnode.flusher.dataclient import CoordinatorDataClient
 from streamingnode.flusher.flusher import FlusherManager
@@ -33,6 +35,22 @@ from streamingnode.walmanager.manager import WALManager
 ROLE = "streamingnode"
 
 
+def wal_options(c: StreamingNodeConfig) -> dict[str, Any]:
+    """The options of the configured WAL backend (``walimpls.registry.build_opener``)."""
+    match c.wal_backend:
+        case "local":
+            return {"root_dir": c.wal_dir, "segment_bytes": c.wal_segment_bytes}
+        case "nats":
+            # One stream per pchannel; pchannel names carry the cluster name.
+            return {"servers": c.wal_nats_servers, "replicas": c.wal_nats_replicas}
+        case other:
+            raise InvalidArgument(f"unknown wal backend {other!r}")
+
+
+# Health-check names (grpc.health.v1): SERVING once the session is registered.
+HEALTH_SERVICES = [s.full_name for s in streaming_pb2.DESCRIPTOR.services_by_name.values()]
+
+
 class StreamingNode:
     def __init__(self, config: StreamingNodeConfig) -> None:
         config.validate()
@@ -43,13 +61,13 @@ class StreamingNode:
         self._server: grpc.aio.Server | None = None
         self._session: Session | None = None
         self.manager: WALManager | None = None
+        self._health = Health(HEALTH_SERVICES)
 
     async def start(self) -> None:
         c = self.config
         self._store = await MetaStore.connect(c.common.etcd, c.common.etcd_root)
         self._coord = CoordinatorClient(self._store)
-        options = {"segment_bytes": c.wal_segment_bytes} if c.wal_backend == "local" else {}
-        opener = build_opener(c.wal_backend, root_dir=c.wal_dir, **options)
+        opener = build_opener(c.wal_backend, **wal_options(c))
         storage = await asyncio.to_thread(ObjectStore.from_uri, c.storage)
         # One flusher per open WAL: registered right after the WAL opens, stopped before it closes.
         sync = SyncOptions(
@@ -74,7 +92,7 @@ class StreamingNode:
             streaming_pb2_grpc.add_StreamingNodeManagerServicer_to_server(ManagerService(manager), server)
             streaming_pb2_grpc.add_StreamingNodeHandlerServicer_to_server(HandlerService(manager), server)
 
-        self._server, port = await start_server(add, host=c.common.host, port=c.common.port)
+        self._server, port = await start_server(add, host=c.common.host, port=c.common.port, health=self._health)
         self.address = f"{c.common.host}:{port}"
         self._opener = opener
         # Register last: the coordinator may call Assign as soon as the session appears.
@@ -84,8 +102,10 @@ class StreamingNode:
             self._store, ROLE, self.address, ttl_seconds=c.common.session_ttl_seconds, on_lost=manager.release_all
         )
         await self._session.start()
+        await self._health.serving()
 
     async def stop(self) -> None:
+        await self._health.stopping()
         if self._session is not None:
             await self._session.stop()
         if self._server is not None:

@@ -1,7 +1,8 @@
 """Named WAL backends: the streaming node picks its backend by name.
 
 A backend registers a factory that takes the backend's options as keyword
-arguments and returns a :class:`WALOpener`. ``local`` is always registered.
+arguments and returns a :class:`WALOpener`. ``local`` and ``nats`` are always
+registered.
 The table is filled at import time and read afterwards; it holds factories
 only, never opened resources.
 """
@@ -14,6 +15,7 @@ from typing import Any
 from services.errors import InvalidArgument
 
 from .impls.local import local_opener
+from .impls.nats import nats_opener
 from .wal import WALOpener
 
 WALOpenerFactory = Callable[..., WALOpener]
@@ -55,3 +57,4 @@ def registered_backends() -> list[str]:
 
 
 register_backend("local", local_opener)
+register_backend("nats", nats_opener)

@@ -26,8 +26,9 @@ class MessageID:
 
     Every backend maps its native position onto an unsigned 64-bit sequence
     number that only grows within a channel: for ``local`` it is the record's
-    sequence number (1, 2, 3, ...), for ``nats`` the JetStream stream
-    sequence. Ids of different channels are not comparable.
+    sequence number (1, 2, 3, ...), for ``nats`` the record's number among the
+    channel's records (1, 2, 3, ...; a JetStream message holds a group commit's
+    records, numbered by a header). Ids of different channels are not comparable.
     """
 
     seq: int

@@ -22,6 +22,7 @@ from pymilvus import DataType, MilvusClient
 
 from coordinator.streaming.pchannel import PChannelMeta
 from services.etcd.metastore import MetaStore
+from streamingnode.walimpls.impls.nats.server import NatsServer
 from tests.harness import REPO
 
 T = TypeVar("T")
@@ -74,6 +75,49 @@ class Role:
         """SIGKILL the whole process group and reap the child."""
         with_suppressed_lookup(lambda: os.killpg(self.proc.pid, signal.SIGKILL))
         self.proc.wait(10)
+
+
+class WALBackend:
+    """Where the streaming nodes of a cluster test keep their WAL.
+
+    ``local``: one directory every node is given (``--wal-dir``), as on a shared
+    disk. ``nats``: a ``nats-server -js`` on 127.0.0.1 that this object starts
+    and stops; the nodes get no WAL directory at all.
+    """
+
+    def __init__(self, name: str, root: Path) -> None:
+        self.name = name
+        self.root = root
+        self.nats: NatsServer | None = NatsServer(root / "nats") if name == "nats" else None
+
+    def start(self) -> None:
+        if self.nats is not None:
+            self.nats.start()
+
+    def stop(self) -> None:
+        if self.nats is not None:
+            self.nats.stop()
+
+    def node_args(self) -> list[str]:
+        """Flags of a streaming node."""
+        return ["--wal-dir", str(self.root / "wal")] if self.nats is None else []
+
+    def node_env(self) -> dict[str, str]:
+        """Environment of a streaming node."""
+        if self.nats is None:
+            return {}
+        return {"STRATA_STREAMINGNODE_WAL_BACKEND": "nats", "STRATA_STREAMINGNODE_WAL_NATS_SERVERS": self.nats.url}
+
+    def check_used(self, node: Role) -> None:
+        """Fail unless ``node`` opened its pchannels on this backend (and the nats run made no WAL directory)."""
+        want = "wal-local" if self.nats is None else "wal-nats"
+        node.wait_for_log("wal opened", 30)
+        backends = ("component='wal-local'", "component='wal-nats'")
+        lines = node.log().splitlines()
+        opened = [ln for ln in lines if "event='wal opened'" in ln and any(b in ln for b in backends)]
+        assert opened and all(f"component='{want}'" in ln for ln in opened), opened[:3]
+        if self.nats is not None:
+            assert not (self.root / "wal").exists()
 
 
 def with_suppressed_lookup(fn: Callable[[], None]) -> None:

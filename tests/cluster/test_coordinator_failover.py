@@ -24,6 +24,7 @@ from services.etcd.process import EtcdProcess
 from services.segment import SegmentMeta, SegmentState
 from tests.cluster.harness import (
     Role,
+    WALBackend,
     create_collection,
     query_ids,
     quiet_pymilvus,
@@ -69,7 +70,7 @@ def _checkpoints(endpoint: str) -> dict[str, int]:
 
 
 @pytest.mark.timeout(180)
-def test_killing_the_active_coordinator_fails_over_to_the_standby(cluster_dir: Path) -> None:
+def test_killing_the_active_coordinator_fails_over_to_the_standby(cluster_dir: Path, wal_backend: WALBackend) -> None:
     logs = cluster_dir / "logs"
     etcd = EtcdProcess(cluster_dir / "etcd")
     roles: list[Role] = []
@@ -84,8 +85,8 @@ def test_killing_the_active_coordinator_fails_over_to_the_standby(cluster_dir: P
         second = Role("coordinator-2", ["coordinator", *common, *storage, "--port", "0"], logs, coord_env)
         roles.append(second)
         second.wait_for_log("coordinator standby", 30)
-        wal_dir = cluster_dir / "wal"
-        roles.append(Role("streamingnode", ["streamingnode", *common, *storage, "--wal-dir", str(wal_dir)], logs))
+        node = ["streamingnode", *common, *storage, *wal_backend.node_args()]
+        roles.append(Role("streamingnode", node, logs, wal_backend.node_env()))
         roles.append(Role("querynode", ["querynode", *common, *storage], logs))
         port = free_port()
         roles.append(Role("proxy", ["proxy", *common, "--port", str(port)], logs))
@@ -95,6 +96,7 @@ def test_killing_the_active_coordinator_fails_over_to_the_standby(cluster_dir: P
         client = MilvusClient(f"http://127.0.0.1:{port}", timeout=30)
         with quiet_pymilvus():  # the first DDL may wait for the streaming node's pchannels
             retry("create before failover", lambda: _create(client, "before"), timeout=60)
+        wal_backend.check_used(roles[2])
         before = _vectors(range(0, 100))
         client.insert("before", before, timeout=10)
         search_finds(client, "before", before[7])

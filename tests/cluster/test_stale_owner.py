@@ -1,8 +1,9 @@
 """A frozen streaming node loses its pchannels and cannot hurt anyone when it wakes up.
 
 Real processes: etcd, a coordinator, two streaming nodes sharing one
-``--wal-dir``, a query node and a proxy, every session with a 5 s TTL; the
-pchannels are spread 2 + 2 before anything is frozen.
+``--wal-dir`` (or one NATS JetStream server, no WAL directory: ``wal_backend``),
+a query node and a proxy, every session with a 5 s TTL; the pchannels are
+spread 2 + 2 before anything is frozen.
 Clients insert without pause; one streaming node is frozen with SIGSTOP until
 the coordinator has moved its pchannels (term + 1) to the other node; the
 clients recover by retrying; then SIGCONT. The woken node finds its session
@@ -24,7 +25,7 @@ import pytest
 from pymilvus import DataType, MilvusClient
 
 from services.etcd.process import EtcdProcess
-from tests.cluster.harness import Role, quiet_pymilvus, read_prefix, retry
+from tests.cluster.harness import Role, WALBackend, quiet_pymilvus, read_prefix, retry
 from tests.harness import free_port
 
 TTL = 5
@@ -73,7 +74,7 @@ class Inserter(threading.Thread):
 
 @pytest.mark.slow
 @pytest.mark.timeout(240)
-def test_a_frozen_streaming_node_is_replaced_and_fenced(tmp_path: Path) -> None:
+def test_a_frozen_streaming_node_is_replaced_and_fenced(tmp_path: Path, wal_backend: WALBackend) -> None:
     logs = tmp_path / "logs"
     logs.mkdir()
     etcd = EtcdProcess(tmp_path / "etcd")
@@ -85,12 +86,12 @@ def test_a_frozen_streaming_node_is_replaced_and_fenced(tmp_path: Path) -> None:
         etcd.start()
         common = ["--etcd", etcd.endpoint, "--etcd-root", ROOT]
         storage = ["--storage", (tmp_path / "storage").as_uri()]  # shared object storage
-        wal = str(tmp_path / "wal")
         roles.append(Role("coordinator", ["coordinator", *common, *storage, "--port", "0"], logs, env))
         ports = {"sn-a": free_port(), "sn-b": free_port()}
         nodes: dict[str, Role] = {}
         for name, port in ports.items():  # one after the other: the second gets its share by rebalancing
-            nodes[name] = Role(name, ["streamingnode", *common, *storage, "--wal-dir", wal, "--port", str(port)], logs, env)
+            args = ["streamingnode", *common, *storage, *wal_backend.node_args(), "--port", str(port)]
+            nodes[name] = Role(name, args, logs, {**env, **wal_backend.node_env()})
             roles.append(nodes[name])
             nodes[name].wait_for_log("role ready", 60)
 
@@ -117,6 +118,8 @@ def test_a_frozen_streaming_node_is_replaced_and_fenced(tmp_path: Path) -> None:
         index.add_index("v", metric_type="L2")
         with quiet_pymilvus():
             retry("create", lambda: client.create_collection("c", schema=schema, index_params=index, num_shards=4), timeout=60)
+        for node in nodes.values():
+            wal_backend.check_used(node)
 
         # The node that owns pchannels is frozen; the other one takes them.
         ids_by_address = _streaming_nodes(etcd.endpoint)

@@ -1,7 +1,8 @@
 """SIGKILL a streaming node under write load: its pchannels move, the clients recover, nothing is lost.
 
 Real processes (own process groups, 127.0.0.1 only): etcd, a coordinator, two
-streaming nodes sharing one ``--wal-dir``, a query node and a proxy, every
+streaming nodes sharing one ``--wal-dir`` (or one NATS JetStream server:
+``wal_backend``), a query node and a proxy, every
 session with a 5 s TTL (``STRATA_COMMON_SESSION_TTL_SECONDS``). Both streaming
 nodes register before the coordinator starts, so its first balance round
 spreads the 4 pchannels over both. A collection with 4 shards puts one vchannel
@@ -33,6 +34,7 @@ from services.etcd.process import EtcdProcess
 from tests.cluster.harness import (
     Inserter,
     Role,
+    WALBackend,
     create_collection,
     query_ids,
     quiet_pymilvus,
@@ -58,7 +60,9 @@ BATCHES_AFTER_RECOVERY = 5  # per client, before the inserters stop
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_killing_a_streaming_node_moves_its_pchannels_and_loses_no_acknowledged_insert(tmp_path: Path) -> None:
+def test_killing_a_streaming_node_moves_its_pchannels_and_loses_no_acknowledged_insert(
+    tmp_path: Path, wal_backend: WALBackend
+) -> None:
     logs = tmp_path / "logs"
     logs.mkdir()
     etcd = EtcdProcess(tmp_path / "etcd")
@@ -69,13 +73,13 @@ def test_killing_a_streaming_node_moves_its_pchannels_and_loses_no_acknowledged_
         etcd.start()
         common = ["--etcd", etcd.endpoint, "--etcd-root", ROOT]
         storage = ["--storage", (tmp_path / "storage").as_uri()]  # shared object storage
-        wal = str(tmp_path / "wal")
         nodes: dict[str, Role] = {}
         addresses: dict[str, str] = {}
         for name in ("sn-a", "sn-b"):
             port = free_port()
             addresses[name] = f"127.0.0.1:{port}"
-            nodes[name] = Role(name, ["streamingnode", *common, *storage, "--wal-dir", wal, "--port", str(port)], logs, env)
+            args = ["streamingnode", *common, *storage, *wal_backend.node_args(), "--port", str(port)]
+            nodes[name] = Role(name, args, logs, {**env, **wal_backend.node_env()})
             roles.append(nodes[name])
         for node in nodes.values():
             node.wait_for_log("role ready", 60)
@@ -101,6 +105,8 @@ def test_killing_a_streaming_node_moves_its_pchannels_and_loses_no_acknowledged_
         client = MilvusClient(uri, timeout=30)
         with quiet_pymilvus():
             retry("create", lambda: create_collection(client, COLLECTION, dim=DIM, num_shards=PCHANNELS), timeout=60)
+        for node in nodes.values():
+            wal_backend.check_used(node)
 
         before = read_pchannels(etcd.endpoint, ROOT)
         owners = {m.node_id for m in before.values()}
