@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 import grpc
 import structlog
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1.health import aio as health_aio
 
 from protos import common_pb2
 from services.errors import ErrorCode, StrataError, error_from_code
@@ -74,12 +76,100 @@ def rpc_method(
     return wrap
 
 
+OVERALL = ""  # the health-check name of the whole server (grpc.health.v1)
+
+
+class Health:
+    """The ``grpc.health.v1.Health`` service of one role's gRPC server.
+
+    It reports the whole server (``""``, what probes ask by default) and each
+    name in ``services`` (fully qualified gRPC service names). Every status
+    starts NOT_SERVING when the server starts; the role marks them SERVING
+    with ``serving()`` once it can do its work, and ``stopping()`` turns all
+    of them NOT_SERVING for good when it begins to stop, so a load balancer
+    or probe stops sending it work before its server goes away.
+
+    Legal transitions, per name: NOT_SERVING -> SERVING -> NOT_SERVING (stopping,
+    final); a name may also go back from SERVING to NOT_SERVING before stopping.
+    """
+
+    def __init__(self, services: Sequence[str] = ()) -> None:
+        self._servicer = health_aio.HealthServicer()
+        self._names = (OVERALL, *services)
+
+    async def attach(self, server: grpc.aio.Server) -> None:
+        """Mark every name NOT_SERVING and register the service; before ``server.start()``."""
+        for name in self._names:
+            await self._servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+        health_pb2_grpc.add_HealthServicer_to_server(self._servicer, server)
+
+    async def serving(self, *names: str) -> None:
+        """Mark ``names`` (default: every name) SERVING; ignored once ``stopping()`` ran."""
+        for name in names or self._names:
+            if name not in self._names:
+                raise ValueError(f"unknown health-check name {name!r}")
+            await self._servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+
+    async def stopping(self) -> None:
+        """Mark every name NOT_SERVING, permanently (later ``serving()`` calls are ignored)."""
+        await self._servicer.enter_graceful_shutdown()
+
+
+class _HandlerCollector:
+    """Stands in for a server when a generated ``add_*Servicer_to_server`` registers its handlers."""
+
+    def __init__(self) -> None:
+        self.handlers: list[grpc.GenericRpcHandler] = []
+
+    def add_generic_rpc_handlers(self, handlers: Sequence[grpc.GenericRpcHandler]) -> None:
+        self.handlers.extend(handlers)
+
+    def add_registered_method_handlers(self, service_name: str, method_handlers: dict[str, Any]) -> None:
+        # The generic handlers collected above serve the same methods.
+        pass
+
+
+class LateServicers(grpc.GenericRpcHandler):
+    """Servicers that a started server takes on later; until then their methods answer UNIMPLEMENTED.
+
+    grpc.aio accepts handlers only before ``start()``. A standby coordinator
+    must answer health checks while it waits for the election, and serves its
+    own service only once elected: its server registers this handler before
+    starting and ``add()``s the coordinator servicer when it wins.
+    """
+
+    def __init__(self) -> None:
+        self._handlers: tuple[grpc.GenericRpcHandler, ...] = ()
+
+    def add(self, add_servicers: Callable[[Any], None]) -> None:
+        """Serve what ``add_servicers`` (a generated ``add_*Servicer_to_server`` call) registers."""
+        collector = _HandlerCollector()
+        add_servicers(collector)
+        self._handlers = (*self._handlers, *collector.handlers)
+
+    def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+        for handler in self._handlers:
+            found = handler.service(handler_call_details)
+            if found is not None:
+                return found
+        return None
+
+
 async def start_server(
-    add_servicers: Callable[[grpc.aio.Server], None], *, host: str = "127.0.0.1", port: int = 0
+    add_servicers: Callable[[grpc.aio.Server], None],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    health: Health | None = None,
 ) -> tuple[grpc.aio.Server, int]:
-    """Start a grpc.aio server on ``host:port`` (0 = a free port); returns it and its port."""
+    """Start a grpc.aio server on ``host:port`` (0 = a free port); returns it and its port.
+
+    With ``health``, the server also answers ``grpc.health.v1.Health`` (NOT_SERVING until the role says so).
+    """
     server = grpc.aio.server(options=SERVER_OPTIONS)
     add_servicers(server)
+    if health is not None:
+        await health.attach(server)
     bound = server.add_insecure_port(f"{host}:{port}")
     if bound == 0:
         raise OSError(f"cannot bind {host}:{port}")
