@@ -1,0 +1,182 @@
+"""A delegator switches from a compaction's inputs to its outputs in one step, and skips compacted inserts.
+
+A real WAL (local backend) served by the streaming node's gRPC handler; the
+query node's service with its real delegator and in-process worker; segments
+written to a local object store the way the flusher and the compaction job
+write them.
+
+* ``WatchChannel`` from a checkpoint older than segment 77's inserts, with 77
+  compacted into output 500 (``excluded_segments``): the consume loop skips
+  77's inserts, so every row is counted once (without the exclusion the
+  growing copy would be counted beside the sealed output).
+* ``SyncDistribution`` that loads outputs and releases inputs: a load that
+  fails changes nothing; one that succeeds publishes the output and removes
+  the input in one snapshot, with a delete consumed meanwhile applied.
+* A segment's own delta logs (deletes an L0 compaction folded in) apply on load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from protos import querynode_pb2 as qpb
+from protos import streaming_pb2_grpc
+from querynode.delegator.delegator import Delegator, ReadSpec
+from querynode.service.service import QueryNodeService
+from services.grpcutil import start_server
+from services.position import Position
+from services.schema import CollectionSchema, DataType, FieldSchema
+from services.segment import SegmentMeta, SegmentState
+from services.segment_pb import position_to_pb, segment_to_pb
+from services.storage.manifest import SegmentLevel, SegmentManifest
+from services.storage.objectstore import ObjectStore
+from services.storage.segment_io import SegmentWriter
+from services.tsoutil import compose
+from streamingnode.client.assignment import AssignmentCache
+from streamingnode.message import header, new_create_collection, new_delete, new_insert
+from streamingnode.service.handler import HandlerService
+from streamingnode.wal.recovery import MemoryRecoveryStore
+from streamingnode.walimpls.registry import build_opener
+from streamingnode.walmanager.manager import WALManager
+from tests.streamingnode.fakes import CountingAllocator
+
+pytestmark = pytest.mark.timeout(60)
+
+P, V, C, PART = "p0", "p0_1v0", 1, 2
+LOCAL = "local-node"
+SCHEMA = CollectionSchema(
+    name="c",
+    fields=(
+        FieldSchema(field_id=100, name="id", dtype=DataType.INT64, is_primary=True),
+        FieldSchema(field_id=101, name="v", dtype=DataType.FLOAT_VECTOR, dim=2),
+    ),
+)
+
+
+class Source(AssignmentCache):
+    async def report_error(self, pchannel: str, term: int, error: str) -> None:
+        pass
+
+
+@dataclass
+class Node:
+    manager: WALManager
+    source: Source
+
+
+@pytest.fixture()
+async def node(tmp_path: Path) -> AsyncIterator[Node]:
+    opener = build_opener("local", root_dir=tmp_path / "wal", segment_bytes=1 << 20, sync=False)
+    manager = WALManager(opener, CountingAllocator(compose(int(time.time() * 1000))), tick_interval=0.05,
+                         recovery=MemoryRecoveryStore(), snapshot_interval=0.0)
+    await manager.open(P, 1)
+
+    def add(server: grpc.aio.Server) -> None:
+        streaming_pb2_grpc.add_StreamingNodeHandlerServicer_to_server(HandlerService(manager), server)
+
+    server, port = await start_server(add)
+    source = Source()
+    await source.update(1, {P: (f"127.0.0.1:{port}", 1)})
+    try:
+        yield Node(manager, source)
+    finally:
+        await server.stop(grace=None)
+        await manager.close()
+        await opener.close()
+
+
+def _rows(ids: range) -> pa.Table:
+    return pa.table({"id": pa.array(list(ids), pa.int64()),
+                     "v": pa.array([[float(i), 1.0] for i in ids], pa.list_(pa.float32(), 2))})
+
+
+def _segment(store: ObjectStore, sid: int, ids: range, ts: int, deletes: list[int] | None = None) -> SegmentMeta:
+    """A FLUSHED segment of ``ids`` at ``ts``, with its own delta log of ``deletes`` (at ``ts + 1``)."""
+    writer = SegmentWriter(store, SCHEMA)
+    table = _rows(ids).append_column("_ts", pa.array(np.full(len(ids), ts, dtype=np.uint64)))
+    log, stats = writer.write_insert_log(collection_id=C, partition_id=PART, segment_id=sid, log_id=sid, table=table)
+    manifest = SegmentManifest(segment_id=sid, collection_id=C, partition_id=PART, vchannel=V,
+                               level=SegmentLevel.L1).with_insert_log(log, stats)
+    if deletes:
+        delta = writer.write_delta_log(collection_id=C, partition_id=PART, segment_id=sid, log_id=sid + 1,
+                                       pks=pa.array(deletes, pa.int64()), ts=np.full(len(deletes), ts + 1, np.uint64))
+        manifest = manifest.with_delta_log(delta)
+    return SegmentMeta(segment_id=sid, collection_id=C, partition_id=PART, vchannel=V, state=SegmentState.FLUSHED,
+                       rows=len(ids), manifest=writer.write_manifest(manifest))
+
+
+def _placement(meta: SegmentMeta) -> qpb.SegmentPlacement:
+    return qpb.SegmentPlacement(segment=segment_to_pb(meta), node_id=1, address=LOCAL)
+
+
+async def _count(d: Delegator, guarantee: int) -> int:
+    spec = ReadSpec(guarantee_ts=guarantee, filter="", filter_params={}, output_fields=(), timeout=5)
+    _, n = await d.query(spec, limit=None, count_only=True)
+    return n
+
+
+async def test_compacted_inserts_are_skipped_and_a_switch_is_one_step(node: Node, tmp_path: Path) -> None:
+    store = ObjectStore.from_uri((tmp_path / "storage").as_uri())
+    wal = node.manager.get(P, 1)
+    [created] = await wal.append([new_create_collection(V, C, SCHEMA.to_json())])
+    insert = new_insert(V, C, PART, _rows(range(100)))
+    insert.header = json.dumps({**header(insert), "segment_id": 77}).encode()
+    [inserted] = await wal.append([insert])
+    # Segment 77 was flushed and compacted into 500 (which dropped rows 0..9); the checkpoint is
+    # still before 77's inserts (an older segment held it back).
+    output = _segment(store, 500, range(10, 100), inserted.timetick)
+    service = QueryNodeService(1, node.source, store)
+    service.serve_at(LOCAL)
+    try:
+        req = qpb.WatchChannelRequest(collection_id=C, vchannel=V, pchannel=P, schema_json=SCHEMA.to_json(),
+                                      placements=[_placement(output)], excluded_segments=[77])
+        req.checkpoint.CopyFrom(position_to_pb(Position(created.message_id.to_bytes(), created.timetick)))
+        await service.WatchChannel(req, None)  # type: ignore[arg-type]
+        d = service.delegators[V]
+        async with asyncio.timeout(10):
+            while not (d.serviceable and d.tsafe.value >= inserted.timetick):
+                await asyncio.sleep(0.02)
+        assert await _count(d, inserted.timetick) == 90  # once: 77's inserts are not served again
+        assert 77 not in d.data.growing
+
+        # An output that cannot be loaded: the input keeps serving, nothing is released.
+        missing = SegmentMeta(segment_id=600, collection_id=C, partition_id=PART, vchannel=V,
+                              state=SegmentState.FLUSHED, rows=5, manifest="manifests/1/2/600/000000000001.json")
+        sync = qpb.SyncDistributionRequest(collection_id=C, vchannel=V, placements=[_placement(missing)],
+                                           release=[500])
+        await service.SyncDistribution(sync, None)  # type: ignore[arg-type]
+        assert set(d.dist.current.sealed) == {500} and await _count(d, inserted.timetick) == 90
+
+        # Compact 500 again into 600 (rows 10..59, 50..59 deleted by its own delta log); a delete of
+        # key 20 arrives after the job's snapshot.
+        [deleted] = await wal.append([new_delete(V, C, pa.array([20], pa.int64()))])
+        again = _segment(store, 600, range(10, 60), inserted.timetick, deletes=list(range(50, 60)))
+        versions = []
+        original = d.dist.update
+
+        def spy(**kw: object) -> object:
+            snap = original(**kw)  # type: ignore[arg-type]
+            versions.append(set(snap.sealed))
+            return snap
+
+        d.dist.update = spy  # type: ignore[method-assign]
+        sync = qpb.SyncDistributionRequest(collection_id=C, vchannel=V, placements=[_placement(again)], release=[500])
+        await service.SyncDistribution(sync, None)  # type: ignore[arg-type]
+        assert versions == [{600}]  # one snapshot: the output in, the input out
+        async with asyncio.timeout(10):
+            while d.tsafe.value < deleted.timetick:
+                await asyncio.sleep(0.02)
+        assert await _count(d, deleted.timetick) == 39  # 10..49 without 20
+        assert 500 in d.excluded
+    finally:
+        await service.close()
