@@ -53,6 +53,7 @@ class GrowingStore:
         )
         self._chains = VersionChains(make_pk_index(self._pk.dtype))
         self._table: pa.Table | None = None  # cached until the next insert
+        self._int_pks: np.ndarray | None = None  # int64 primary keys in row order, cached likewise
         self._masks: dict[int, np.ndarray] = {}  # read_ts -> visible mask, until any write
 
     @property
@@ -98,6 +99,7 @@ class GrowingStore:
             self._vectors[name].append(rows, valid)
         self._rows.append(batch.select(self._rows.schema.names))
         self._table = None
+        self._int_pks = None
         self._masks.clear()
 
     def apply_delete(self, pks: pa.Array | pa.ChunkedArray, ts: int) -> None:
@@ -310,8 +312,15 @@ class GrowingStore:
         schema = pa.schema([self._arrow_schema.field(n) for n in names])
         return pa.Table.from_arrays(arrays, schema=schema)
 
+    def _pk_column(self, rows: np.ndarray) -> pa.Array | pa.ChunkedArray:
+        """The primary keys at ``rows``: int64 keys from a cached array (the search hot path)."""
+        if self._pk.dtype != DataType.INT64:
+            return self._rows.take(rows, [self._pk.name]).column(0)
+        if self._int_pks is None:
+            self._int_pks = self._rows.table().column(self._pk.name).to_numpy()
+        return pa.array(self._int_pks[rows], pa.int64())
+
     def _hits_table(self, hits: Hits, outputs: Sequence[str]) -> pa.Table:
-        taken = self._take_columns(hits.row, [self._pk.name, *outputs])
         pk_field = self._arrow_schema.field(self._pk.name)
         fields = [
             pa.field(QUERY_COLUMN, pa.int32()),
@@ -320,12 +329,14 @@ class GrowingStore:
         ]
         arrays: list[pa.Array | pa.ChunkedArray] = [
             pa.array(hits.query, pa.int32()),
-            taken.column(0),
+            self._pk_column(hits.row),
             pa.array(hits.distance, pa.float32()),
         ]
-        for name in outputs:
-            fields.append(self._arrow_schema.field(name))
-            arrays.append(taken.column(name))
+        if outputs:
+            taken = self._take_columns(hits.row, outputs)
+            for name in outputs:
+                fields.append(self._arrow_schema.field(name))
+                arrays.append(taken.column(name))
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
     def _conform(self, table: pa.Table) -> pa.Table:

@@ -46,6 +46,11 @@ class WorkerSegment:
     def num_rows(self) -> int:
         return self.store.num_rows
 
+    def index_for(self, field_name: str, metric: str) -> VectorIndex | None:
+        """The field's index when it was built for ``metric``; None: search exactly."""
+        fi = self.indexes.get(field_name)
+        return fi.index if fi is not None and parse_metric(fi.spec.metric) == parse_metric(metric) else None
+
     def cut(self, pks: pa.Array, ts: np.ndarray) -> None:
         self.store.cut(pks, ts)
 
@@ -62,11 +67,9 @@ class WorkerSegment:
         output_fields: Sequence[str],
     ) -> pa.Table:
         """Top ``topk`` rows per query that are visible at ``read_ts`` and in ``mask``, best first."""
-        fi = self.indexes.get(field_name)
-        index = fi.index if fi is not None and parse_metric(fi.spec.metric) == parse_metric(metric) else None
         return search_rows(
             self.store,
-            index,
+            self.index_for(field_name, metric),
             field_name=field_name,
             queries=queries,
             metric=metric,

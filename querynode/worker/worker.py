@@ -5,10 +5,11 @@ indexes off the event loop (building and saving an index the first time) and
 applies the cuts the delegator sends with it before the segment becomes
 readable. ``cut`` applies forwarded deletes and supersedes. Reads compute the
 filter bitset vectorised and search or query each named segment at the
-delegator's read timestamp, in a worker thread, and merge this worker's hits.
+delegator's read timestamp (inline when small, else in a worker thread: ``querynode.offload``),
+and merge this worker's hits.
 
-One lock per collection: a read never overlaps a cut or a load of that
-collection's segments (the stores are not thread-safe).
+One readers-writer lock per collection: reads of its segments run side by side, but never
+overlap a cut, load or release of them (the stores are not safe to change while read).
 """
 
 from __future__ import annotations
@@ -24,10 +25,12 @@ import pyarrow.compute as pc
 import structlog
 
 from querynode.index.base import SearchParams
+from querynode.offload import run_sized, search_cost
 from querynode.segments.growing import GrowingStore
 from querynode.segments.reduce import merge_topk
 from querynode.worker.indexes import FieldIndexSpec
 from querynode.worker.loader import load_segment
+from querynode.worker.rwlock import ReadWriteLock
 from querynode.worker.segment import WorkerSegment
 from services.errors import SegmentNotFound
 from services.expr import evaluate, parse_filter
@@ -49,7 +52,7 @@ class Worker:
         self._storage = storage
         self.segments: dict[tuple[int, int], WorkerSegment] = {}
         self._schemas: dict[int, CollectionSchema] = {}
-        self._locks: defaultdict[int, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._locks: defaultdict[int, ReadWriteLock] = defaultdict(ReadWriteLock)
         self._log = structlog.get_logger().bind(component="worker")
 
     async def load(
@@ -72,11 +75,11 @@ class Worker:
             pks_ts = cuts.get(meta.segment_id)
             if key in self.segments:
                 if pks_ts is not None and len(pks_ts[0]):
-                    async with self._locks[collection_id]:
+                    async with self._locks[collection_id].write():
                         await asyncio.to_thread(self.segments[key].cut, *pks_ts)
                 continue
             seg = await asyncio.to_thread(load_segment, self._storage, schema, meta, indexes)
-            async with self._locks[collection_id]:
+            async with self._locks[collection_id].write():
                 if pks_ts is not None and len(pks_ts[0]):
                     await asyncio.to_thread(seg.cut, *pks_ts)
                 self.segments[key] = seg
@@ -84,7 +87,7 @@ class Worker:
                            indexes=sorted(seg.indexes))
 
     async def release(self, collection_id: int, segment_ids: Sequence[int]) -> None:
-        async with self._locks[collection_id]:
+        async with self._locks[collection_id].write():
             for sid in segment_ids:
                 self.segments.pop((collection_id, sid), None)
         if not any(c == collection_id for c, _ in self.segments):
@@ -92,7 +95,7 @@ class Worker:
 
     async def cut(self, collection_id: int, cuts: dict[int, tuple[pa.Array, np.ndarray]]) -> None:
         """Apply forwarded cuts; a segment not held here raises ``SegmentNotFound`` (the delegator reloads it)."""
-        async with self._locks[collection_id]:
+        async with self._locks[collection_id].write():
             missing = [sid for sid in cuts if (collection_id, sid) not in self.segments]
             if missing:
                 raise SegmentNotFound(f"segments {missing} of collection {collection_id} are not loaded here")
@@ -126,7 +129,7 @@ class Worker:
         params: SearchParams,
     ) -> pa.Table:
         schema = self._schemas[collection_id] if segment_ids else None
-        async with self._locks[collection_id]:
+        async with self._locks[collection_id].read():
             segments = self._held(collection_id, segment_ids)
 
             def run() -> pa.Table | None:
@@ -150,7 +153,13 @@ class Worker:
                 assert schema is not None
                 return merge_topk(parts, topk=topk, metric=metric, pk_field=schema.primary_field.name)
 
-            result = await asyncio.to_thread(run)
+            costs = (
+                search_cost(
+                    seg.num_rows, seg.index_for(field_name, metric), queries, params, filtered=bool(read.filter.strip())
+                )
+                for seg in segments
+            )
+            result = await run_sized(run, costs)
         if result is None:
             raise SegmentNotFound("no segment to search")
         return result
@@ -159,7 +168,7 @@ class Worker:
         self, collection_id: int, segment_ids: Sequence[int], read: SegmentRead, *, limit: int | None, count_only: bool
     ) -> tuple[pa.Table | None, int]:
         schema = self._schemas.get(collection_id)
-        async with self._locks[collection_id]:
+        async with self._locks[collection_id].read():
             segments = self._held(collection_id, segment_ids)
 
             def run() -> tuple[pa.Table | None, int]:
