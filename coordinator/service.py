@@ -8,9 +8,12 @@ import grpc
 
 from coordinator.aliases import AliasDDL
 from coordinator.catalog import Catalog, CollectionMeta
+from coordinator.data.compaction import CompactionManager
 from coordinator.data.datacoord import DataCoordinator
+from coordinator.data.importer import ImportManager
 from coordinator.ddl import DDL
 from coordinator.idalloc import IDAllocator
+from coordinator.jobs_service import JobRPCs
 from coordinator.partitions import PartitionDDL
 from coordinator.query.coord import QueryCoordinator
 from coordinator.streaming.balancer import AssignmentView, StreamingBalancer
@@ -64,7 +67,7 @@ def assignment_snapshot(view: AssignmentView) -> pb.AssignmentSnapshot:
     )
 
 
-class CoordinatorService(coordinator_pb2_grpc.CoordinatorServicer):
+class CoordinatorService(JobRPCs, coordinator_pb2_grpc.CoordinatorServicer):
     def __init__(
         self,
         *,
@@ -78,7 +81,11 @@ class CoordinatorService(coordinator_pb2_grpc.CoordinatorServicer):
         partitions: PartitionDDL,
         aliases: AliasDDL,
         truncator: Truncator,
+        compaction: CompactionManager | None = None,
+        imports: ImportManager | None = None,
     ) -> None:
+        self._compaction = compaction
+        self._imports = imports
         self._truncator = truncator
         self._aliases = aliases
         self._partitions = partitions

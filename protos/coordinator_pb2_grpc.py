@@ -4,6 +4,7 @@ import grpc
 import warnings
 
 from protos import coordinator_pb2 as protos_dot_coordinator__pb2
+from protos import jobs_pb2 as protos_dot_jobs__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -193,6 +194,41 @@ class CoordinatorStub:
                 '/strata.coordinator.Coordinator/GetFlushState',
                 request_serializer=protos_dot_coordinator__pb2.GetFlushStateRequest.SerializeToString,
                 response_deserializer=protos_dot_coordinator__pb2.GetFlushStateResponse.FromString,
+                _registered_method=True)
+        self.ManualCompaction = channel.unary_unary(
+                '/strata.coordinator.Coordinator/ManualCompaction',
+                request_serializer=protos_dot_jobs__pb2.ManualCompactionRequest.SerializeToString,
+                response_deserializer=protos_dot_jobs__pb2.ManualCompactionResponse.FromString,
+                _registered_method=True)
+        self.GetCompactionState = channel.unary_unary(
+                '/strata.coordinator.Coordinator/GetCompactionState',
+                request_serializer=protos_dot_jobs__pb2.CompactionStateRequest.SerializeToString,
+                response_deserializer=protos_dot_jobs__pb2.CompactionStateResponse.FromString,
+                _registered_method=True)
+        self.Import = channel.unary_unary(
+                '/strata.coordinator.Coordinator/Import',
+                request_serializer=protos_dot_jobs__pb2.ImportRequest.SerializeToString,
+                response_deserializer=protos_dot_jobs__pb2.ImportResponse.FromString,
+                _registered_method=True)
+        self.GetImportState = channel.unary_unary(
+                '/strata.coordinator.Coordinator/GetImportState',
+                request_serializer=protos_dot_jobs__pb2.ImportStateRequest.SerializeToString,
+                response_deserializer=protos_dot_jobs__pb2.ImportStateResponse.FromString,
+                _registered_method=True)
+        self.ListImports = channel.unary_unary(
+                '/strata.coordinator.Coordinator/ListImports',
+                request_serializer=protos_dot_jobs__pb2.ListImportsRequest.SerializeToString,
+                response_deserializer=protos_dot_jobs__pb2.ListImportsResponse.FromString,
+                _registered_method=True)
+        self.ListSegments = channel.unary_unary(
+                '/strata.coordinator.Coordinator/ListSegments',
+                request_serializer=protos_dot_jobs__pb2.ListSegmentsRequest.SerializeToString,
+                response_deserializer=protos_dot_jobs__pb2.ListSegmentsResponse.FromString,
+                _registered_method=True)
+        self.GetRowDelta = channel.unary_unary(
+                '/strata.coordinator.Coordinator/GetRowDelta',
+                request_serializer=protos_dot_jobs__pb2.RowDeltaRequest.SerializeToString,
+                response_deserializer=protos_dot_jobs__pb2.RowDeltaResponse.FromString,
                 _registered_method=True)
 
 
@@ -401,6 +437,49 @@ class CoordinatorServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ManualCompaction(self, request, context):
+        """Offline jobs on Spark (services/jobs): compaction requests and bulk imports.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetCompactionState(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Import(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetImportState(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListImports(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListSegments(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetRowDelta(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CoordinatorServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -563,6 +642,41 @@ def add_CoordinatorServicer_to_server(servicer, server):
                     servicer.GetFlushState,
                     request_deserializer=protos_dot_coordinator__pb2.GetFlushStateRequest.FromString,
                     response_serializer=protos_dot_coordinator__pb2.GetFlushStateResponse.SerializeToString,
+            ),
+            'ManualCompaction': grpc.unary_unary_rpc_method_handler(
+                    servicer.ManualCompaction,
+                    request_deserializer=protos_dot_jobs__pb2.ManualCompactionRequest.FromString,
+                    response_serializer=protos_dot_jobs__pb2.ManualCompactionResponse.SerializeToString,
+            ),
+            'GetCompactionState': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetCompactionState,
+                    request_deserializer=protos_dot_jobs__pb2.CompactionStateRequest.FromString,
+                    response_serializer=protos_dot_jobs__pb2.CompactionStateResponse.SerializeToString,
+            ),
+            'Import': grpc.unary_unary_rpc_method_handler(
+                    servicer.Import,
+                    request_deserializer=protos_dot_jobs__pb2.ImportRequest.FromString,
+                    response_serializer=protos_dot_jobs__pb2.ImportResponse.SerializeToString,
+            ),
+            'GetImportState': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetImportState,
+                    request_deserializer=protos_dot_jobs__pb2.ImportStateRequest.FromString,
+                    response_serializer=protos_dot_jobs__pb2.ImportStateResponse.SerializeToString,
+            ),
+            'ListImports': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListImports,
+                    request_deserializer=protos_dot_jobs__pb2.ListImportsRequest.FromString,
+                    response_serializer=protos_dot_jobs__pb2.ListImportsResponse.SerializeToString,
+            ),
+            'ListSegments': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSegments,
+                    request_deserializer=protos_dot_jobs__pb2.ListSegmentsRequest.FromString,
+                    response_serializer=protos_dot_jobs__pb2.ListSegmentsResponse.SerializeToString,
+            ),
+            'GetRowDelta': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetRowDelta,
+                    request_deserializer=protos_dot_jobs__pb2.RowDeltaRequest.FromString,
+                    response_serializer=protos_dot_jobs__pb2.RowDeltaResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1429,6 +1543,195 @@ class Coordinator:
             '/strata.coordinator.Coordinator/GetFlushState',
             protos_dot_coordinator__pb2.GetFlushStateRequest.SerializeToString,
             protos_dot_coordinator__pb2.GetFlushStateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ManualCompaction(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/ManualCompaction',
+            protos_dot_jobs__pb2.ManualCompactionRequest.SerializeToString,
+            protos_dot_jobs__pb2.ManualCompactionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetCompactionState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/GetCompactionState',
+            protos_dot_jobs__pb2.CompactionStateRequest.SerializeToString,
+            protos_dot_jobs__pb2.CompactionStateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Import(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/Import',
+            protos_dot_jobs__pb2.ImportRequest.SerializeToString,
+            protos_dot_jobs__pb2.ImportResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetImportState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/GetImportState',
+            protos_dot_jobs__pb2.ImportStateRequest.SerializeToString,
+            protos_dot_jobs__pb2.ImportStateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListImports(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/ListImports',
+            protos_dot_jobs__pb2.ListImportsRequest.SerializeToString,
+            protos_dot_jobs__pb2.ListImportsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSegments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/ListSegments',
+            protos_dot_jobs__pb2.ListSegmentsRequest.SerializeToString,
+            protos_dot_jobs__pb2.ListSegmentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetRowDelta(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/GetRowDelta',
+            protos_dot_jobs__pb2.RowDeltaRequest.SerializeToString,
+            protos_dot_jobs__pb2.RowDeltaResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -14,7 +14,7 @@ class StatusResponse(_message.Message):
     def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ...) -> None: ...
 
 class WatchChannelRequest(_message.Message):
-    __slots__ = ("collection_id", "vchannel", "pchannel", "schema_json", "checkpoint", "segments", "placements", "indexes", "replica_id")
+    __slots__ = ("collection_id", "vchannel", "pchannel", "schema_json", "checkpoint", "segments", "placements", "indexes", "replica_id", "excluded_segments")
     COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]
     VCHANNEL_FIELD_NUMBER: _ClassVar[int]
     PCHANNEL_FIELD_NUMBER: _ClassVar[int]
@@ -24,6 +24,7 @@ class WatchChannelRequest(_message.Message):
     PLACEMENTS_FIELD_NUMBER: _ClassVar[int]
     INDEXES_FIELD_NUMBER: _ClassVar[int]
     REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
+    EXCLUDED_SEGMENTS_FIELD_NUMBER: _ClassVar[int]
     collection_id: int
     vchannel: str
     pchannel: str
@@ -33,7 +34,8 @@ class WatchChannelRequest(_message.Message):
     placements: _containers.RepeatedCompositeFieldContainer[SegmentPlacement]
     indexes: _containers.RepeatedCompositeFieldContainer[IndexSpec]
     replica_id: int
-    def __init__(self, collection_id: _Optional[int] = ..., vchannel: _Optional[str] = ..., pchannel: _Optional[str] = ..., schema_json: _Optional[str] = ..., checkpoint: _Optional[_Union[_common_pb2.Position, _Mapping]] = ..., segments: _Optional[_Iterable[_Union[_common_pb2.SegmentInfo, _Mapping]]] = ..., placements: _Optional[_Iterable[_Union[SegmentPlacement, _Mapping]]] = ..., indexes: _Optional[_Iterable[_Union[IndexSpec, _Mapping]]] = ..., replica_id: _Optional[int] = ...) -> None: ...
+    excluded_segments: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, collection_id: _Optional[int] = ..., vchannel: _Optional[str] = ..., pchannel: _Optional[str] = ..., schema_json: _Optional[str] = ..., checkpoint: _Optional[_Union[_common_pb2.Position, _Mapping]] = ..., segments: _Optional[_Iterable[_Union[_common_pb2.SegmentInfo, _Mapping]]] = ..., placements: _Optional[_Iterable[_Union[SegmentPlacement, _Mapping]]] = ..., indexes: _Optional[_Iterable[_Union[IndexSpec, _Mapping]]] = ..., replica_id: _Optional[int] = ..., excluded_segments: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class SyncDistributionRequest(_message.Message):
     __slots__ = ("collection_id", "vchannel", "load", "release", "placements", "indexes")
@@ -179,7 +181,7 @@ class ReadOptions(_message.Message):
     def __init__(self, guarantee_timestamp: _Optional[int] = ..., filter: _Optional[str] = ..., filter_params: _Optional[str] = ..., output_fields: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ..., partition_ids: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class SearchRequest(_message.Message):
-    __slots__ = ("collection_id", "vchannel", "read", "anns_field", "metric_type", "vectors", "topk", "params")
+    __slots__ = ("collection_id", "vchannel", "read", "anns_field", "metric_type", "vectors", "topk", "params", "vchannels")
     COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]
     VCHANNEL_FIELD_NUMBER: _ClassVar[int]
     READ_FIELD_NUMBER: _ClassVar[int]
@@ -188,6 +190,7 @@ class SearchRequest(_message.Message):
     VECTORS_FIELD_NUMBER: _ClassVar[int]
     TOPK_FIELD_NUMBER: _ClassVar[int]
     PARAMS_FIELD_NUMBER: _ClassVar[int]
+    VCHANNELS_FIELD_NUMBER: _ClassVar[int]
     collection_id: int
     vchannel: str
     read: ReadOptions
@@ -196,7 +199,8 @@ class SearchRequest(_message.Message):
     vectors: bytes
     topk: int
     params: str
-    def __init__(self, collection_id: _Optional[int] = ..., vchannel: _Optional[str] = ..., read: _Optional[_Union[ReadOptions, _Mapping]] = ..., anns_field: _Optional[str] = ..., metric_type: _Optional[str] = ..., vectors: _Optional[bytes] = ..., topk: _Optional[int] = ..., params: _Optional[str] = ...) -> None: ...
+    vchannels: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, collection_id: _Optional[int] = ..., vchannel: _Optional[str] = ..., read: _Optional[_Union[ReadOptions, _Mapping]] = ..., anns_field: _Optional[str] = ..., metric_type: _Optional[str] = ..., vectors: _Optional[bytes] = ..., topk: _Optional[int] = ..., params: _Optional[str] = ..., vchannels: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
     __slots__ = ("status", "results")

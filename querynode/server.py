@@ -1,22 +1,27 @@
-"""Composition root of the query node."""
+"""Composition root of the query node (and, with ``proxy_port``, of a proxy in the same process)."""
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import grpc
 
-from protos import querynode_pb2_grpc
+from protos import querynode_pb2, querynode_pb2_grpc
 from querynode.service.service import QueryNodeService
-from services.config import QueryNodeConfig
+from services.config import ProxyConfig, QueryNodeConfig
 from services.coordclient import CoordinatorClient
 from services.etcd.metastore import MetaStore
 from services.etcd.session import Session, SessionInfo, allocate_server_id
-from services.grpcutil import start_server
+from services.grpcutil import Health, start_server
+from services.proxy.localnode import LocalQueryNode
+from services.proxy.server import Proxy
 from services.storage.objectstore import ObjectStore
 from streamingnode.client.assignment import DiscoverWatcher
 
 ROLE = "querynode"
+# Health-check names (grpc.health.v1): SERVING once the session is registered.
+HEALTH_SERVICES = [s.full_name for s in querynode_pb2.DESCRIPTOR.services_by_name.values()]
 
 
 class QueryNode:
@@ -24,6 +29,7 @@ class QueryNode:
         config.validate()
         self.config = config
         self.address = ""
+        self._health = Health(HEALTH_SERVICES)
 
     async def start(self) -> None:
         c = self.config
@@ -39,7 +45,7 @@ class QueryNode:
         def add(server: grpc.aio.Server) -> None:
             querynode_pb2_grpc.add_QueryNodeServicer_to_server(service, server)
 
-        self._server, port = await start_server(add, host=c.common.host, port=c.common.port)
+        self._server, port = await start_server(add, host=c.common.host, port=c.common.port, health=self._health)
         self.address = f"{c.common.host}:{port}"
         service.serve_at(self.address)
         # A lost session releases every delegator, and the node comes back under a new id:
@@ -56,8 +62,18 @@ class QueryNode:
             on_registered=registered,
         )
         await self._session.start(server_id=node_id)
+        await self._health.serving()
+        self._proxy: Proxy | None = None
+        if c.proxy_port is not None:
+            self._proxy = Proxy(
+                ProxyConfig(common=replace(c.common, port=c.proxy_port)), LocalQueryNode(self.address, service)
+            )
+            await self._proxy.start()
 
     async def stop(self) -> None:
+        if self._proxy is not None:
+            await self._proxy.stop()
+        await self._health.stopping()
         await self._session.stop()
         await self._server.stop(grace=1)
         await self._service.close()

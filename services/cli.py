@@ -1,9 +1,16 @@
-"""The ``strata`` command: ``standalone`` or one role per process.
+"""The ``strata`` command: ``standalone``, one role per process, or ``health``.
 
 Role settings come from flags, then ``--config FILE`` (or ``$STRATA_CONFIG``),
 then ``STRATA_*`` variables, then defaults (see ``services.configfile``). A
 configuration error prints one line naming the key and its source and exits
 with status 2 before anything starts.
+
+``strata health [HOST:PORT] [--service NAME]`` asks a role's gRPC health
+service (``grpc.health.v1``) and exits 0 when it answers SERVING, 1 otherwise.
+Without an address it checks the role that process ``--pid`` (default 1, the
+entrypoint of a container) runs: the role, its flags, its environment and its
+working directory are read from ``/proc/PID``, and its address is resolved
+exactly as that role resolved it. That is the image's ``HEALTHCHECK``.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import asyncio
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import assert_never
 
 from services.config import CoordinatorConfig, ProxyConfig, QueryNodeConfig, StreamingNodeConfig
@@ -31,6 +39,7 @@ _ROLE_FLAGS: tuple[tuple[str, str, str], ...] = (
     ),
     ("--tick-interval", "streamingnode.tick_interval_seconds", "seconds between TimeTicks (default 0.2)"),
     ("--storage", "{role}.storage", "object storage: file:///PATH or s3://BUCKET/PREFIX"),
+    ("--proxy-port", "querynode.proxy_port", "also run the proxy in this process, on this port (standalone does)"),
     ("--pchannels", "coordinator.pchannels", "number of WAL pchannels (default 4)"),
     ("--cluster-name", "coordinator.cluster_name", "cluster name (default strata)"),
 )
@@ -53,7 +62,7 @@ def _dest(flag: str) -> str:
 def _keys_epilog(role: str) -> str:
     lines = ["config file keys (section.key, env var):"]
     for s in SETTINGS:
-        if s.section in ("common", role):
+        if s.section in ("common", role) or (role == "coordinator" and s.section == "jobs"):
             lines.append(f"  {s.name:<36} {s.env:<40} {s.help}")
     return "\n".join(lines)
 
@@ -70,6 +79,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--pchannels", type=int, default=None, help="number of WAL pchannels (default 4)")
     s.add_argument("--config", default=None, help=f"YAML config file handed to every role (default ${ENV_CONFIG_FILE})")
+
+    h = sub.add_parser(
+        "health",
+        help="check a role's gRPC health service: exit 0 when SERVING, 1 otherwise",
+        description="Ask the grpc.health.v1 service of a Strata role (or of any gRPC server).",
+    )
+    h.add_argument("address", nargs="?", default=None, help="HOST:PORT (default: the role process --pid runs)")
+    h.add_argument("--service", default="", help="service name to check (default: the whole server)")
+    h.add_argument("--timeout", type=float, default=3.0, help="seconds to wait for the answer (default 3)")
+    h.add_argument("--pid", type=int, default=1, help="process whose role is checked when no address is given")
+
+    from services.jobs.cli_import import add_parser as add_import
+
+    add_import(sub)
 
     for role in ROLES:
         r = sub.add_parser(
@@ -119,8 +142,81 @@ def _standalone(args: argparse.Namespace) -> int:
     )
 
 
+def _read_proc(pid: int) -> tuple[list[str], dict[str, str], Path]:
+    """The command line, environment and working directory of process ``pid``."""
+    proc = Path("/proc") / str(pid)
+    argv = [a.decode(errors="replace") for a in (proc / "cmdline").read_bytes().split(b"\0") if a]
+    environ: dict[str, str] = {}
+    for entry in (proc / "environ").read_bytes().split(b"\0"):
+        key, sep, value = entry.decode(errors="replace").partition("=")
+        if sep:
+            environ[key] = value
+    return argv, environ, (proc / "cwd").resolve()
+
+
+def role_address(argv: Sequence[str], environ: Mapping[str, str], cwd: Path) -> str:
+    """The address a ``strata ROLE ...`` (or ``strata standalone ...``) command line serves on.
+
+    The role's flags, ``--config`` file (relative to ``cwd``) and ``environ`` are resolved
+    the way the role resolved them. Raises ``ConfigError`` for anything else, or when the
+    role listens on any free port (port 0), which cannot be found from outside.
+    """
+    commands = ("standalone", *ROLES)
+    index = next((i for i, a in enumerate(argv) if a in commands), None)
+    if index is None:
+        raise ConfigError(f"not a strata role command line: {' '.join(argv)!r}")
+    args, _unknown = _parser().parse_known_args(argv[index:])
+    config_file = _config_file(args, environ)
+    if config_file is not None:
+        config_file = str(cwd / config_file)
+    if args.command == "standalone":
+        values = resolve(flags={}, config_file=config_file, environ=environ)
+        port = args.port if args.port is not None else values.get("proxy.port", 19530)
+        return f"127.0.0.1:{port}"
+    config = load(args.command, flags=_flag_values(args.command, args), config_file=config_file, environ=environ)
+    if config.common.port == 0:
+        raise ConfigError(f"{args.command}.port is 0 (any free port): give the health check an address")
+    host = config.common.host
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"  # a wildcard bind answers on loopback too
+    return f"{host}:{config.common.port}"
+
+
+def _health(args: argparse.Namespace) -> int:
+    address = args.address
+    if address is None:
+        try:
+            address = role_address(*_read_proc(args.pid))
+        except OSError as err:
+            print(f"strata health: cannot read process {args.pid}: {err}", file=sys.stderr)
+            return 1
+        except ConfigError as err:
+            print(f"strata health: {err}", file=sys.stderr)
+            return 1
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    with grpc.insecure_channel(address) as channel:
+        try:
+            answer = health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service=args.service), timeout=args.timeout
+            )
+        except grpc.RpcError as err:
+            print(f"{address}: {err.code().name}: {err.details()}", file=sys.stderr)
+            return 1
+    status = health_pb2.HealthCheckResponse.ServingStatus.Name(answer.status)
+    print(f"{address}: {status}")
+    return 0 if answer.status == health_pb2.HealthCheckResponse.SERVING else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "health":
+        return _health(args)  # no logging setup: it prints one line
+    if args.command == "import":
+        from services.jobs.cli_import import run as run_import
+
+        return run_import(args)
     configure_logging(args.command)
     try:
         if args.command == "standalone":

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 STORAGE_SCHEMES = ("file", "s3")
+WAL_BACKENDS = ("local", "nats")
+NATS_MAX_REPLICAS = 5
 
 
 def check_etcd_endpoint(value: str) -> None:
@@ -52,6 +54,31 @@ def check_storage_uri(value: str) -> None:
     raise ValueError(f"storage must be file:///PATH or s3://BUCKET/PREFIX, got {value!r}")
 
 
+def check_wal_backend(value: str) -> None:
+    if value not in WAL_BACKENDS:
+        raise ValueError(f"wal backend must be one of {', '.join(WAL_BACKENDS)}, got {value!r}")
+
+
+def check_nats_servers(value: str) -> None:
+    """Accept a comma-separated list of ``nats://HOST:PORT`` (or ``tls://``, or bare ``HOST:PORT``)."""
+    items = [item.strip() for item in value.split(",") if item.strip()]
+    if not items:
+        raise ValueError("nats servers must list at least one nats://HOST:PORT")
+    for item in items:
+        parts = urlsplit(item if "://" in item else f"nats://{item}")
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        if parts.scheme not in ("nats", "tls") or not parts.hostname or port is None:
+            raise ValueError(f"nats server must be nats://HOST:PORT, got {item!r}")
+
+
+def check_nats_replicas(value: int) -> None:
+    if not 1 <= value <= NATS_MAX_REPLICAS:
+        raise ValueError(f"nats replicas must be 1 to {NATS_MAX_REPLICAS}, got {value}")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CommonConfig:
     etcd: str
@@ -66,6 +93,53 @@ class CommonConfig:
         check_positive(self.session_ttl_seconds)
 
 
+def check_spark_master(value: str) -> None:
+    """``local``, ``local[N]``, ``local[*]``, or a ``spark://`` / ``k8s://`` / ``yarn`` master."""
+    if value in ("local", "yarn") or value.startswith(("local[", "spark://", "k8s://", "mesos://")):
+        return
+    raise ValueError(f"spark master must be local[*], spark://HOST:PORT or k8s://..., got {value!r}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobsConfig:
+    """Offline jobs on Spark (compaction, bulk import) run by the coordinator (``services/jobs``)."""
+
+    # local[*] in standalone; spark://HOST:PORT or k8s://https://HOST:PORT in a cluster (client mode).
+    spark_master: str = "local[*]"
+    # Extra Spark settings, "key=value;key=value" (spark.executor.instances=4;...).
+    spark_conf: str = ""
+    driver_memory: str = "2g"
+    executor_memory: str = ""
+    shuffle_partitions: int = 8
+    job_timeout_seconds: float = 3600.0
+    # Where job specs, results and Spark's scratch files go ("" = the system temp directory).
+    work_dir: str = ""
+    # Automatic compaction: a round every this many seconds (0 = only manual compact()).
+    compaction_interval_seconds: float = 60.0
+    # Segments younger than this (since they were flushed) are left to settle first.
+    compaction_min_age_seconds: float = 600.0
+    # Size of a compaction output (and of an import's segments).
+    compaction_target_bytes: int = 128 << 20
+    # Merge the small segments of a vchannel and partition once there are this many.
+    compaction_min_segments: int = 4
+    # Rewrite a segment once this share of its rows is deleted.
+    compaction_delete_ratio: float = 0.2
+    # Fold a vchannel's L0 deletes into its segments once this many settled L0 segments piled up.
+    l0_trigger_segments: int = 16
+
+    def validate(self) -> None:
+        check_spark_master(self.spark_master)
+        check_positive(self.shuffle_partitions)
+        check_positive(self.job_timeout_seconds)
+        check_non_negative(self.compaction_interval_seconds)
+        check_non_negative(self.compaction_min_age_seconds)
+        check_positive(self.compaction_target_bytes)
+        check_positive(self.compaction_min_segments)
+        if not 0 < self.compaction_delete_ratio <= 1:
+            raise ValueError(f"compaction_delete_ratio must be in (0, 1], got {self.compaction_delete_ratio}")
+        check_positive(self.l0_trigger_segments)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CoordinatorConfig:
     common: CommonConfig
@@ -78,9 +152,11 @@ class CoordinatorConfig:
     # Files of dropped segments (and files no segment names) are removed this long after.
     gc_retention_seconds: float = 3600.0
     gc_interval_seconds: float = 600.0
+    jobs: JobsConfig = field(default_factory=JobsConfig)
 
     def validate(self) -> None:
         self.common.validate()
+        self.jobs.validate()
         if self.pchannel_count < 1:
             raise ValueError("pchannel_count must be at least 1")
         check_non_negative(self.rebalance_cooldown_seconds)
@@ -93,10 +169,16 @@ class CoordinatorConfig:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StreamingNodeConfig:
     common: CommonConfig
-    wal_dir: str
+    # Directory of the local WAL; required with the local backend, unused with nats.
+    wal_dir: str = ""
     # Object storage the flusher writes segments to; shared with query nodes (and the coordinator's GC).
     storage: str
+    # "local": a directory of segment files (wal_dir); "nats": JetStream streams on wal_nats_servers.
     wal_backend: str = "local"
+    # Comma-separated nats://HOST:PORT of the JetStream cluster (the nats backend).
+    wal_nats_servers: str = ""
+    # Copies JetStream keeps of each pchannel's stream (1, or 3 for a cluster that survives a server).
+    wal_nats_replicas: int = 1
     tick_interval_seconds: float = 0.2
     # Size of one file of the local WAL; truncation removes whole files.
     wal_segment_bytes: int = 64 << 20
@@ -119,6 +201,14 @@ class StreamingNodeConfig:
                      "flush_memory_limit_bytes", "segment_max_bytes", "segment_max_rows"):
             check_positive(getattr(self, name))
         check_storage_uri(self.storage)
+        check_wal_backend(self.wal_backend)
+        if self.wal_backend == "local" and not self.wal_dir:
+            raise ValueError("wal_dir is required with wal_backend local")
+        if self.wal_backend == "nats":
+            if not self.wal_nats_servers:
+                raise ValueError("wal_nats_servers is required with wal_backend nats (nats://HOST:PORT,...)")
+            check_nats_servers(self.wal_nats_servers)
+        check_nats_replicas(self.wal_nats_replicas)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -126,10 +216,15 @@ class QueryNodeConfig:
     common: CommonConfig
     # Object storage the query node loads sealed segments from (the streaming nodes' storage).
     storage: str
+    # Also run the proxy in this process, serving the Milvus API on this port (standalone does):
+    # its reads reach this node's delegators without a gRPC hop. None: no proxy here.
+    proxy_port: int | None = None
 
     def validate(self) -> None:
         self.common.validate()
         check_storage_uri(self.storage)
+        if self.proxy_port is not None:
+            check_port(self.proxy_port)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,8 +9,11 @@ The file has one section per role plus ``common``; every key is listed in
     coordinator: {port: 0, pchannels: 4, cluster_name: strata}
     streamingnode: {port: 0, wal_dir: /var/lib/strata/wal, wal_backend: local,
                     tick_interval_seconds: 0.2, storage: "s3://bucket/strata"}
+    # or the WAL on a NATS JetStream cluster, no wal_dir: {wal_backend: nats,
+    #   wal_nats_servers: "nats://10.0.0.7:4222,nats://10.0.0.8:4222", wal_nats_replicas: 3, ...}
     querynode: {port: 0, storage: "s3://bucket/strata"}
     proxy: {port: 19530}
+    jobs: {spark_master: "local[*]", compaction_interval_seconds: 60}   # read by the coordinator
 
 Each key is also ``STRATA_<SECTION>_<KEY>`` in the environment
 (``STRATA_STREAMINGNODE_WAL_DIR``); ``STRATA_ETCD`` and ``STRATA_ETCD_ROOT``
@@ -36,18 +39,24 @@ import yaml
 from services.config import (
     CommonConfig,
     CoordinatorConfig,
+    JobsConfig,
     ProxyConfig,
     QueryNodeConfig,
     StreamingNodeConfig,
     check_etcd_endpoint,
+    check_nats_replicas,
+    check_nats_servers,
     check_non_negative,
     check_port,
     check_positive,
+    check_spark_master,
     check_storage_uri,
+    check_wal_backend,
 )
 
 ROLES = ("coordinator", "streamingnode", "querynode", "proxy")
-SECTIONS = ("common", *ROLES)
+#: Sections of the file besides the roles': ``jobs`` configures the coordinator's Spark jobs.
+SECTIONS = ("common", *ROLES, "jobs")
 ENV_PREFIX = "STRATA_"
 ENV_CONFIG_FILE = "STRATA_CONFIG"
 ENV_ALIASES = {"STRATA_ETCD": "common.etcd", "STRATA_ETCD_ROOT": "common.etcd_root"}
@@ -71,6 +80,10 @@ class Setting:
     check: Callable[[Any], None] | None = None
     # Overrides the dataclass default: the proxy listens on 19530, other roles on any free port.
     default: int | None = None
+    # A field with a default that is required all the same when this holds for the values of its
+    # role (given or default); ``required_why`` ends the error message.
+    required_if: Callable[[Mapping[str, Any]], bool] | None = None
+    required_why: str = ""
 
     @property
     def name(self) -> str:
@@ -131,9 +144,17 @@ SETTINGS: tuple[Setting, ...] = (
             check=check_positive),
     _port("streamingnode", 0),
     Setting(section="streamingnode", key="wal_dir", target=StreamingNodeConfig, field="wal_dir",
-            help="directory of the local WAL (required)"),
+            help="directory of the local WAL (required with wal_backend local)",
+            required_if=lambda v: v["wal_backend"] == "local", required_why="with wal_backend local"),
     Setting(section="streamingnode", key="wal_backend", target=StreamingNodeConfig, field="wal_backend",
-            help="WAL backend name"),
+            help="WAL backend: local (files under wal_dir) or nats (JetStream on wal_nats_servers)",
+            check=check_wal_backend),
+    Setting(section="streamingnode", key="wal_nats_servers", target=StreamingNodeConfig, field="wal_nats_servers",
+            help="comma-separated nats://HOST:PORT of the JetStream cluster (required with wal_backend nats)",
+            check=check_nats_servers),
+    Setting(section="streamingnode", key="wal_nats_replicas", target=StreamingNodeConfig, field="wal_nats_replicas",
+            help="copies JetStream keeps of each pchannel's stream, 1 to 5 (applied when a stream is created)",
+            check=check_nats_replicas),
     Setting(section="streamingnode", key="tick_interval_seconds", target=StreamingNodeConfig,
             field="tick_interval_seconds", help="seconds between TimeTicks", check=check_positive),
     Setting(section="streamingnode", key="wal_segment_bytes", target=StreamingNodeConfig,
@@ -159,7 +180,42 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(section="querynode", key="storage", target=QueryNodeConfig, field="storage",
             help="object storage sealed segments are loaded from (required): file:///PATH or s3://BUCKET/PREFIX",
             check=check_storage_uri),
+    Setting(section="querynode", key="proxy_port", target=QueryNodeConfig, field="proxy_port",
+            help="also serve the Milvus API (the proxy) from this process on this port; unset: no proxy here",
+            check=check_port),
     _port("proxy", 19530),
+    Setting(section="jobs", key="spark_master", target=JobsConfig, field="spark_master",
+            help="Spark master of compaction and import jobs: local[*], spark://HOST:PORT, k8s://...",
+            check=check_spark_master),
+    Setting(section="jobs", key="spark_conf", target=JobsConfig, field="spark_conf",
+            help='extra Spark settings, "key=value;key=value"'),
+    Setting(section="jobs", key="driver_memory", target=JobsConfig, field="driver_memory",
+            help="spark-submit --driver-memory"),
+    Setting(section="jobs", key="executor_memory", target=JobsConfig, field="executor_memory",
+            help="spark-submit --executor-memory (cluster masters)"),
+    Setting(section="jobs", key="shuffle_partitions", target=JobsConfig, field="shuffle_partitions",
+            help="spark.sql.shuffle.partitions of the jobs", check=check_positive),
+    Setting(section="jobs", key="job_timeout_seconds", target=JobsConfig, field="job_timeout_seconds",
+            help="a job running longer is killed and fails", check=check_positive),
+    Setting(section="jobs", key="work_dir", target=JobsConfig, field="work_dir",
+            help="directory for job specs, results and Spark scratch files (default: system temp)"),
+    Setting(section="jobs", key="compaction_interval_seconds", target=JobsConfig,
+            field="compaction_interval_seconds",
+            help="seconds between automatic compaction rounds (0 = manual compact() only)",
+            check=check_non_negative),
+    Setting(section="jobs", key="compaction_min_age_seconds", target=JobsConfig,
+            field="compaction_min_age_seconds",
+            help="automatic compaction leaves segments flushed more recently than this alone",
+            check=check_non_negative),
+    Setting(section="jobs", key="compaction_target_bytes", target=JobsConfig, field="compaction_target_bytes",
+            help="size of a compaction output or imported segment", check=check_positive),
+    Setting(section="jobs", key="compaction_min_segments", target=JobsConfig, field="compaction_min_segments",
+            help="small segments of a vchannel and partition that start a merge", check=check_positive),
+    Setting(section="jobs", key="compaction_delete_ratio", target=JobsConfig, field="compaction_delete_ratio",
+            help="share of deleted rows that makes a segment be rewritten", check=check_positive),
+    Setting(section="jobs", key="l0_trigger_segments", target=JobsConfig, field="l0_trigger_segments",
+            help="L0 delete segments of a vchannel that start folding them into its segments",
+            check=check_positive),
 )  # fmt: skip
 
 BY_NAME = {s.name: s for s in SETTINGS}
@@ -301,16 +357,23 @@ def _kwargs(cls: type, sections: tuple[str, ...], values: Mapping[str, object]) 
             kwargs[setting.field] = values[setting.name]
         elif setting.default is not None:
             kwargs[setting.field] = setting.default
+    given_or_default = {f.name: kwargs.get(f.name, f.default) for f in fields(cls)}
     for f in fields(cls):
-        if f.name in kwargs or f.name == "common":
+        if f.name in kwargs or f.name in ("common", "jobs"):
             continue
-        if f.default is MISSING and f.default_factory is MISSING:
-            setting = next(s for s in SETTINGS if s.target is cls and s.field == f.name)
+        field_setting = next((s for s in SETTINGS if s.target is cls and s.field == f.name), None)
+        required = f.default is MISSING and f.default_factory is MISSING
+        if field_setting is not None and field_setting.required_if is not None:
+            required = field_setting.required_if(given_or_default)
+        if required:
+            assert field_setting is not None, f"required field {cls.__name__}.{f.name} has no setting"
+            setting = field_setting
             flag = "--" + setting.key.replace("_", "-")
             env = " or ".join([setting.env, *(var for var, name in ENV_ALIASES.items() if name == setting.name)])
+            why = f" ({setting.required_why})" if setting.required_why else ""
             raise ConfigError(
                 f"{setting.name} is required: pass {flag}, set {setting.key} in the {setting.section} "
-                f"section of the config file, or set {env}"
+                f"section of the config file, or set {env}{why}"
             )
     return kwargs
 
@@ -321,7 +384,10 @@ def build(role: str, values: Mapping[str, object]) -> RoleConfig:
         raise ValueError(f"unknown role {role!r}")
     common = CommonConfig(**_kwargs(CommonConfig, ("common", role), values))
     cls = _ROLE_CLASSES[role]
-    config: RoleConfig = cls(common=common, **_kwargs(cls, (role,), values))
+    extra: dict[str, Any] = {}
+    if cls is CoordinatorConfig:
+        extra["jobs"] = JobsConfig(**_kwargs(JobsConfig, ("jobs",), values))
+    config: RoleConfig = cls(common=common, **_kwargs(cls, (role,), values), **extra)
     try:
         config.validate()
     except ValueError as err:

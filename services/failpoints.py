@@ -12,6 +12,10 @@ step. An unarmed point costs one dict lookup. Points in the code:
 | ``flusher.after_checkpoint`` | the checkpoint was saved, before truncation |
 | ``wal.truncate`` | a truncation is about to delete WAL files |
 | ``wal.truncate.between_files`` | between two file deletions of one truncation |
+| ``compaction.after_job`` | a compaction's Spark job returned, nothing recorded yet |
+| ``compaction.after_outputs`` | a plan's outputs are recorded hidden (or an L0 plan's targets updated), not committed |
+| ``compaction.after_commit`` | a plan committed (outputs visible, inputs dropped), outputs' job id not cleared |
+| ``import.after_job`` / ``import.after_outputs`` | the same two steps of an import |
 
 A point named ``name@N`` fires on its N-th pass only (``flusher.after_files@2=kill``).
 """

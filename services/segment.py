@@ -9,6 +9,13 @@ Skips forward are legal (a flusher that crashed may report FLUSHED for a
 segment it never reported SEALED). A step backwards, or anything after
 DROPPED, is not applied: replays after a crash repeat old reports, and they
 must change nothing (``next_state`` returns None).
+
+Segments written by an offline job (compaction outputs, imported segments) are
+recorded FLUSHED with ``job_id`` set before the job commits: they stay hidden
+from readers until the job's record says COMMITTED (``coordinator/data/jobs.py``),
+so one etcd write makes all of them visible at once. ``compacted`` marks an
+input a compaction replaced (DROPPED); ``deleted_rows`` counts rows of the
+segment that its delta logs delete (L0 compaction writes them).
 """
 
 from __future__ import annotations
@@ -76,6 +83,10 @@ class SegmentMeta:
     start_position: Position | None = None
     position: Position | None = None  # everything of the segment up to here is in the manifest's files
     dropped_at: float = 0.0  # wall-clock seconds when it became DROPPED (garbage collection)
+    job_id: int = 0  # written by this offline job: hidden until the job committed (0: by a flusher)
+    compacted: bool = False  # DROPPED because a compaction replaced it
+    deleted_rows: int = 0  # rows its own delta logs delete (set by L0 compaction)
+    flushed_at: float = 0.0  # wall-clock seconds when it became FLUSHED (compaction waits for it to settle)
 
     @property
     def is_live(self) -> bool:
@@ -86,7 +97,12 @@ class SegmentMeta:
         nxt = next_state(self.state, state)
         if nxt is None:
             return None
-        return replace(self, state=nxt, dropped_at=now if nxt == SegmentState.DROPPED else self.dropped_at)
+        return replace(
+            self,
+            state=nxt,
+            dropped_at=now if nxt == SegmentState.DROPPED else self.dropped_at,
+            flushed_at=now if nxt == SegmentState.FLUSHED else self.flushed_at,
+        )
 
     def to_json(self) -> bytes:
         d: dict[str, Any] = asdict(self)

@@ -1,7 +1,10 @@
 """``strata standalone``: etcd plus every role as child processes on 127.0.0.1.
 
-Each role is its own process with its own gRPC server on a free port; they find
-each other through etcd sessions, exactly as in a cluster. The launcher logs
+The coordinator, the streaming node and the query node each run in their own
+process with their own gRPC server on a free port; they find each other
+through etcd sessions, exactly as in a cluster. The proxy runs in the query
+node's process (``querynode.proxy_port``) and reads from its delegators
+in-process. The launcher logs
 one ``standalone ready`` line once the proxy answers and every pchannel is
 assigned, and on SIGINT/SIGTERM stops the roles in reverse order, then etcd.
 Children die with the launcher (``PR_SET_PDEATHSIG``) if it is killed.
@@ -26,7 +29,9 @@ from services.procutil import die_with_parent
 
 log = structlog.get_logger().bind(component="standalone")
 
-ROLE_ORDER = ("coordinator", "streamingnode", "querynode", "proxy")
+# The proxy runs inside the query node's process (``--proxy-port``), as Milvus standalone is one
+# process: reads reach the delegators without a gRPC hop.
+ROLE_ORDER = ("coordinator", "streamingnode", "querynode")
 
 
 def _spawn(role: str, args: list[str], logs: Path) -> subprocess.Popen[bytes]:
@@ -90,8 +95,7 @@ def run_standalone(
         role_args = {
             "coordinator": [*common, "--pchannels", str(pchannels), *storage_args],
             "streamingnode": [*common, "--wal-dir", str(root / "wal"), *storage_args],
-            "querynode": [*common, *storage_args],
-            "proxy": [*common, "--port", str(port)],
+            "querynode": [*common, *storage_args, "--proxy-port", str(port)],
         }
         for role in ROLE_ORDER:
             children[role] = _spawn(role, role_args[role], logs)

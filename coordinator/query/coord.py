@@ -50,6 +50,7 @@ from services.errors import ErrorCode, InvalidArgument
 from services.etcd.metastore import MetaStore
 from services.etcd.session import SessionInfo, follow_sessions
 from services.grpcutil import StubCache
+from services.position import Position
 from services.segment import SegmentLevel, SegmentMeta, SegmentState
 from services.segment_pb import position_to_pb, segment_to_pb
 
@@ -319,7 +320,19 @@ class QueryCoordinator:
                         del placement[vchannel]
 
     def _flushed(self, vchannel: str) -> list[SegmentMeta]:
-        return [s for s in self._data.segments(vchannel=vchannel) if s.state == SegmentState.FLUSHED]
+        """The vchannel's FLUSHED segments readers may load (a job's outputs only once it committed)."""
+        return self._data.flushed_segments(vchannel=vchannel)
+
+    def _excluded(self, vchannel: str, checkpoint: Position | None) -> list[int]:
+        """Segments a compaction replaced whose inserts a delegator starting at ``checkpoint`` would
+        still consume: their rows are in the outputs, so it must skip them."""
+        return [
+            s.segment_id
+            for s in self._data.segments(vchannel=vchannel)
+            if s.compacted
+            and s.state == SegmentState.DROPPED
+            and (checkpoint is None or s.position is None or not checkpoint.covers(s.position.timetick))
+        ]
 
     async def _check_replica(
         self, meta: CollectionMeta, rid: int, nodes: set[int], indexes: list[querynode_pb2.IndexSpec]
@@ -447,6 +460,7 @@ class QueryCoordinator:
             placements=self._placements(flushed, wanted),
             indexes=indexes,
             replica_id=rid,
+            excluded_segments=self._excluded(vchannel, checkpoint),
         )
         if checkpoint is not None:
             req.checkpoint.CopyFrom(position_to_pb(checkpoint))

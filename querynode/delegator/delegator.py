@@ -23,6 +23,17 @@ under the data lock, forward what arrived meanwhile, cut older versions
 elsewhere by its rows, drop its growing copy and publish it in the
 distribution, all in one step.
 
+One ``SyncDistribution`` changes the distribution in one step: every segment
+it loads is loaded and cut first, then all of them are published and the
+segments it releases removed in a single snapshot. A compaction's outputs
+therefore replace its inputs at once (never both, never neither); if a load
+fails while the sync also releases segments, nothing changes and the
+coordinator asks again. A released segment is *excluded*: inserts of it that
+the consume loop meets later (a compacted segment's rows after an old
+checkpoint) are skipped, as ``WatchChannel``'s ``excluded_segments`` are. A
+segment's own delta logs (deletes an L0 compaction folded into it) are applied
+when it loads.
+
 The distribution is versioned (``distribution.py``): reads pin a snapshot and
 a released segment leaves its worker only once no pinned snapshot names it.
 A forward or read that fails on a worker takes that worker's segments out of
@@ -38,6 +49,7 @@ channel again with a fresh checkpoint.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -55,6 +67,7 @@ from querynode.delegator.distribution import Distribution, Placement, Snapshot
 from querynode.delegator.shard_data import ShardData
 from querynode.delegator.tsafe import TSafe
 from querynode.index.base import search_params
+from querynode.offload import run_sized, search_cost
 from querynode.segments.growing import GrowingStore
 from querynode.segments.reduce import merge_topk
 from querynode.segments.sealed import load_deletes
@@ -102,6 +115,20 @@ class PlacedSegment:
     placement: Placement
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Prepared:
+    """A segment loaded on its worker (with the cuts recorded up to ``mark``), not yet published."""
+
+    placed: PlacedSegment
+    oracle: Oracle
+    stats: list[SegmentStats]
+    keys: pa.Array
+    stamps: np.ndarray
+    mark: int
+    moving_from: Placement | None
+    cuts: int
+
+
 class Oracle:
     """PK statistics of each sealed segment: which segments may hold a key."""
 
@@ -134,6 +161,7 @@ class Delegator:
         placements: Sequence[PlacedSegment] = (),
         indexes: Sequence[qpb.IndexSpec] = (),
         replica_id: int = 0,
+        excluded: Sequence[int] = (),
     ) -> None:
         self.collection_id = collection_id
         self.vchannel = vchannel
@@ -153,6 +181,8 @@ class Delegator:
         self.dist = Distribution()
         self.l0_segments: set[int] = set()
         self.offline: set[int] = set()
+        # Segments whose rows come from elsewhere (released, or compacted away): their inserts are skipped.
+        self.excluded: set[int] = set(excluded)
         self._rows: dict[int, int] = {}  # rows per sealed segment served
         self._partition_of: dict[int, int] = {}  # segment -> partition, growing and sealed
         self.tsafe = TSafe()
@@ -221,7 +251,7 @@ class Delegator:
             case MessageType.INSERT:
                 h = header(msg)
                 segment_id = int(h.get("segment_id", 0))
-                if segment_id in self.dist.current.sealed:
+                if segment_id in self.dist.current.sealed or segment_id in self.excluded:
                     return  # its rows come from object storage
                 self._partition_of[segment_id] = int(h.get("partition_id", 0))
                 table = body_table(msg)
@@ -249,11 +279,13 @@ class Delegator:
             case _:
                 pass  # other DDL and flush messages carry nothing for reads
 
-    async def _forward(self, pks: pa.Array, ts: np.ndarray, *, exclude: int | None = None) -> None:
+    async def _forward(
+        self, pks: pa.Array, ts: np.ndarray, *, exclude: int | None = None, skip: set[int] | None = None
+    ) -> None:
         """Send cuts to the sealed segments whose PK stats may hold the keys (call under the data lock)."""
         per_worker: dict[Placement, dict[int, tuple[pa.Array, np.ndarray]]] = {}
         for sid, placement in self.dist.current.sealed.items():
-            if sid == exclude:
+            if sid == exclude or (skip is not None and sid in skip):
                 continue
             hit = self.oracle.may_contain(sid, pks)
             if hit.any():
@@ -289,19 +321,35 @@ class Delegator:
         release: Sequence[int] = (),
         indexes: Sequence[qpb.IndexSpec] | None = None,
     ) -> None:
-        """The coordinator's view: read new L0 deletes, load L1 segments on their workers, release others."""
+        """The coordinator's view: read new L0 deletes, load L1 segments on their workers, release others.
+
+        Loads come first; then every loaded segment is published and every released one
+        removed in one snapshot. If a load fails and the sync releases segments, nothing is
+        published or released (a compaction's outputs never appear beside, nor instead of
+        only some of, its inputs); the coordinator sends the sync again.
+        """
         async with self._sync_lock:
             if indexes is not None:
                 self.indexes = list(indexes)
             for meta in l0:
                 await self._load_l0(meta)
+            prepared: list[_Prepared] = []
+            failed: list[int] = []
             for placed in placements:
                 current = self.dist.current.sealed.get(placed.meta.segment_id)
                 if current is not None and current.node_id == placed.placement.node_id:
                     continue
-                await self._load(placed, moving_from=current)
-            if release:
-                await self._release(list(release))
+                ready = await self._prepare(placed, moving_from=current)
+                if ready is None:
+                    failed.append(placed.meta.segment_id)
+                else:
+                    prepared.append(ready)
+            if failed and release:
+                self._log.warning("sync deferred: a load failed, nothing is swapped", failed=failed,
+                                  release=sorted(release))
+                return
+            if prepared or release:
+                await self._publish(prepared, list(release))
 
     async def _load_l0(self, meta: SegmentMeta) -> None:
         if meta.segment_id in self.l0_segments:
@@ -317,21 +365,37 @@ class Delegator:
             self.cutlog.add_deletes(pks, ts)
         self.l0_segments.add(meta.segment_id)
 
-    def _read_keys(self, meta: SegmentMeta) -> tuple[list[SegmentStats], pa.Array, np.ndarray]:
+    def _read_keys(self, meta: SegmentMeta) -> tuple[list[SegmentStats], pa.Array, np.ndarray, tuple[pa.Array, np.ndarray]]:
+        """The segment's PK stats, its rows' keys and timestamps, and its own deletes (delta logs)."""
         reader = SegmentReader(self._storage, self.schema)
         manifest = reader.read_manifest(meta.manifest)
         rows = reader.read_inserts(manifest, columns=[self._pk, TIMESTAMP_COLUMN])
         ts = np.asarray(rows.column(TIMESTAMP_COLUMN).to_numpy(), dtype=np.uint64)
-        return reader.read_stats(manifest), rows.column(self._pk).combine_chunks(), ts
+        deltas = reader.read_deltas(manifest)
+        own = (deltas.column("pk").combine_chunks(), np.asarray(deltas.column("ts").to_numpy(), dtype=np.uint64))
+        return reader.read_stats(manifest), rows.column(self._pk).combine_chunks(), ts, own
 
-    async def _load(self, placed: PlacedSegment, *, moving_from: Placement | None) -> None:
+    async def _prepare(self, placed: PlacedSegment, *, moving_from: Placement | None) -> _Prepared | None:
+        """Load the segment on its worker with every cut recorded so far (and its own deletes); not published.
+
+        Returns None (logged) when it cannot be loaded; the growing copy, if any, keeps serving.
+        """
         meta, target = placed.meta, placed.placement
         sid = meta.segment_id
-        stats, keys, stamps = await asyncio.to_thread(self._read_keys, meta)
+        try:
+            stats, keys, stamps, (own_pks, own_ts) = await asyncio.to_thread(self._read_keys, meta)
+        except StrataError as err:
+            self._log.warning("segment load failed", segment=sid, node=target.node_id, error=str(err))
+            return None
         oracle = Oracle()
         oracle.stats[sid] = stats
         mark = self.cutlog.mark()
-        cuts = self.cutlog.cuts_for(sid, lambda pks: oracle.may_contain(sid, pks))
+        def may_hold(k: pa.Array) -> np.ndarray:
+            return oracle.may_contain(sid, k)
+
+        pks, ts = self.cutlog.cuts_for(sid, may_hold)
+        if len(own_pks):
+            pks, ts = pa.concat_arrays([pks, own_pks.cast(pks.type)]), np.concatenate([ts, own_ts])
         try:
             await self._workers.load(
                 target.address,
@@ -339,56 +403,73 @@ class Delegator:
                 schema=self.schema,
                 segments=[meta],
                 indexes=self.indexes,
-                cuts={sid: cuts},
+                cuts={sid: (pks, ts)},
             )
         except (grpc.aio.AioRpcError, StrataError) as err:
             self._log.warning("segment load failed", segment=sid, node=target.node_id, error=str(err))
-            return  # the coordinator asks again; the growing copy (if any) keeps serving
+            return None
+        return _Prepared(placed=placed, oracle=oracle, stats=stats, keys=keys, stamps=stamps, mark=mark,
+                         moving_from=moving_from, cuts=len(pks))
+
+    async def _publish(self, prepared: list[_Prepared], release: list[int]) -> None:
+        """Under the data lock: cuts that arrived since each load, then one snapshot with every
+        prepared segment in and every released one out; afterwards the old copies leave their workers."""
+        new = {p.placed.meta.segment_id for p in prepared}
         async with self._lock:
             try:
-                late = self.cutlog.cuts_for(sid, lambda pks: oracle.may_contain(sid, pks), since=mark)
-                if len(late[0]):
-                    await self._workers.cut(target.address, self.collection_id, {sid: late})
-                self.oracle.stats[sid] = stats
+                for p in prepared:
+                    sid = p.placed.meta.segment_id
+                    pks, ts = self.cutlog.cuts_for(sid, functools.partial(p.oracle.may_contain, sid), since=p.mark)
+                    # The other segments of this sync are versions for it too (the cut log has them later).
+                    for q in prepared:
+                        if q is not p and len(q.keys):
+                            hit = p.oracle.may_contain(sid, q.keys)
+                            if hit.any():
+                                mask = pa.array(hit)
+                                pks = pa.concat_arrays([pks, q.keys.filter(mask).cast(pks.type)])
+                                ts = np.concatenate([ts, q.stamps[hit]])
+                    if len(pks):
+                        await self._workers.cut(p.placed.placement.address, self.collection_id, {sid: (pks, ts)})
+            except (grpc.aio.AioRpcError, StrataError) as err:
+                self._log.warning("segment load failed", segments=sorted(new), error=str(err))
+                return
+            for p in prepared:
+                sid = p.placed.meta.segment_id
+                self.oracle.stats[sid] = p.stats
                 # Its rows end older versions of their keys everywhere else.
                 for seg_id, store in self.data.growing.items():
                     if seg_id != sid:
-                        store.cut(keys, stamps)
-                await self._forward(keys, stamps, exclude=sid)
-                self.cutlog.set_versions(sid, keys, stamps)
+                        store.cut(p.keys, p.stamps)
+                await self._forward(p.keys, p.stamps, exclude=sid, skip=new)
+                self.cutlog.set_versions(sid, p.keys, p.stamps)
                 self.data.growing.pop(sid, None)
-                self._partition_of[sid] = meta.partition_id
+                self._partition_of[sid] = p.placed.meta.partition_id
                 self.offline.discard(sid)
-                self._rows[sid] = len(keys)
-                snap = self.dist.update(add={sid: target})
-            except (grpc.aio.AioRpcError, StrataError) as err:
-                self._log.warning("segment load failed", segment=sid, node=target.node_id, error=str(err))
-                return
-        self._log.info("sealed segment loaded", segment=sid, node=target.node_id, rows=len(keys), cuts=len(cuts[0]))
-        if moving_from is not None:
-            await self.dist.drained(snap.version)
-            try:
-                await self._workers.release(moving_from.address, self.collection_id, [sid])
-            except (grpc.aio.AioRpcError, StrataError) as err:
-                self._log.info("release on the old worker failed", segment=sid, error=str(err))
-
-    async def _release(self, segment_ids: list[int]) -> None:
-        held = {sid: self.dist.current.sealed[sid] for sid in segment_ids if sid in self.dist.current.sealed}
-        async with self._lock:
-            snap = self.dist.update(remove=segment_ids)
-            for sid in segment_ids:
+                self._rows[sid] = len(p.keys)
+            held = {sid: self.dist.current.sealed[sid] for sid in release if sid in self.dist.current.sealed}
+            snap = self.dist.update(add={p.placed.meta.segment_id: p.placed.placement for p in prepared},
+                                    remove=release)
+            for sid in release:
                 self.oracle.stats.pop(sid, None)
                 self.cutlog.drop(sid)
                 self.l0_segments.discard(sid)
                 self.offline.discard(sid)
                 self._rows.pop(sid, None)
+                self.excluded.add(sid)
+        for p in prepared:
+            self._log.info("sealed segment loaded", segment=p.placed.meta.segment_id, node=p.placed.placement.node_id,
+                           rows=len(p.keys), cuts=p.cuts)
+        old = {p.placed.meta.segment_id: p.moving_from for p in prepared if p.moving_from is not None}
+        if not old and not held:
+            return
         await self.dist.drained(snap.version)
-        for placement, sids in _group(held).items():
+        for placement, sids in _group({**held, **old}).items():
             try:
                 await self._workers.release(placement.address, self.collection_id, sids)
             except (grpc.aio.AioRpcError, StrataError) as err:
                 self._log.info("release failed", segments=sids, error=str(err))
-        self._log.info("segments released", segments=segment_ids)
+        if release:
+            self._log.info("segments released", segments=release)
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -468,6 +549,7 @@ class Delegator:
 
             async def growing() -> list[pa.Table]:
                 async with self._lock:
+                    stores = self._growing_in(spec)
 
                     def run() -> list[pa.Table]:
                         return [
@@ -483,10 +565,13 @@ class Delegator:
                                 params=parsed,
                                 output_fields=spec.output_fields,
                             )
-                            for store in self._growing_in(spec)
+                            for store in stores
                         ]
 
-                    return await asyncio.to_thread(run)
+                    filtered = bool(spec.filter.strip())
+                    return await run_sized(
+                        run, (search_cost(s.num_rows, None, vectors, parsed, filtered=filtered) for s in stores)
+                    )
 
             local, *others = await asyncio.gather(growing(), *remote)
         parts = [*local, *others]

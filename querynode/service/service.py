@@ -7,8 +7,11 @@ stops here: both roles get domain types.
 
 from __future__ import annotations
 
+import asyncio
+
 import grpc
 import numpy as np
+import pyarrow as pa
 
 from protos import querynode_pb2 as pb
 from protos import querynode_pb2_grpc
@@ -110,6 +113,7 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
                 placements=_placed(list(request.placements)),
                 indexes=list(request.indexes),
                 replica_id=request.replica_id,
+                excluded=list(request.excluded_segments),
             )
             self.delegators[request.vchannel] = d
             d.start()
@@ -135,18 +139,33 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
 
     @rpc_method(pb.SearchResponse)
     async def Search(self, request: pb.SearchRequest, context: grpc.aio.ServicerContext) -> pb.SearchResponse:
-        d = self._delegator(request.vchannel)
-        field = d.schema.field(request.anns_field)
-        result = await d.search(
-            _read_spec(request.read),
-            field=request.anns_field,
-            vectors=_matrix(request.vectors, field.dim),
-            raw_vectors=request.vectors,
-            metric=request.metric_type,
-            topk=request.topk,
-            params=_params(request.params),
+        return pb.SearchResponse(status=ok_status(), results=table_to_ipc(await self.search_table(request)))
+
+    async def search_table(self, request: pb.SearchRequest) -> pa.Table:
+        """The hits of a ``Search`` request (raises ``StrataError``); the proxy of this process calls it."""
+        delegators = [self._delegator(v) for v in (request.vchannels or [request.vchannel])]
+        if len({d.collection_id for d in delegators}) != 1:
+            raise InvalidArgument("one search call covers the vchannels of one collection")
+        field = delegators[0].schema.field(request.anns_field)
+        spec = _read_spec(request.read)
+        vectors = _matrix(request.vectors, field.dim)
+        params = _params(request.params)
+        results = await asyncio.gather(
+            *(
+                d.search(
+                    spec,
+                    field=request.anns_field,
+                    vectors=vectors,
+                    raw_vectors=request.vectors,
+                    metric=request.metric_type,
+                    topk=request.topk,
+                    params=params,
+                )
+                for d in delegators
+            )
         )
-        return pb.SearchResponse(status=ok_status(), results=table_to_ipc(result))
+        # Unmerged: the proxy ranks every node's hits together (vchannels partition the keys).
+        return results[0] if len(results) == 1 else pa.concat_tables(results)
 
     @rpc_method(pb.QueryResponse)
     async def Query(self, request: pb.QueryRequest, context: grpc.aio.ServicerContext) -> pb.QueryResponse:

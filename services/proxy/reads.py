@@ -6,6 +6,12 @@ caught up), starting at a different one each time (round robin); a vchannel
 whose delegator fails with a retryable error (not ready, unavailable, or the
 node unreachable) is read from the next ready replica instead.
 
+A search makes one call per query node, not per vchannel: the vchannels whose
+delegators share a node in the chosen replica go in one request, and the node
+answers their hits together; if that call fails, each vchannel is read on its
+own (and moves to another replica as above). The query node of this process
+(standalone) is called in-process.
+
 The coordinator's view of a collection (placements, loaded partitions) is
 kept for a second once a replica in it is ready, so steady reads cost no
 coordinator call each; a read that fails on it runs once more on a fresh
@@ -30,6 +36,7 @@ from services.arrowio import ipc_to_table
 from services.coordclient import CoordinatorClient
 from services.errors import ErrorCode, PartitionNotLoaded, StrataError
 from services.grpcutil import StubCache, raise_for_status
+from services.proxy.localnode import LocalQueryNode
 from services.proxy.metacache import CollectionEntry
 
 
@@ -75,13 +82,27 @@ T = TypeVar("T")
 Replica = dict[str, coordinator_pb2.ChannelPlacement]  # vchannel -> its delegator in one replica
 
 
+def _by_node(coll: CollectionEntry, replica: Replica) -> list[list[str]]:
+    """The collection's vchannels grouped by the node of their delegator in ``replica``."""
+    groups: dict[str, list[str]] = {}
+    for v in sorted(set(coll.vchannels)):
+        groups.setdefault(replica[v].address, []).append(v)
+    return list(groups.values())
+
+
 class ReadRouter:
-    def __init__(self, coord: CoordinatorClient) -> None:
+    def __init__(self, coord: CoordinatorClient, local: LocalQueryNode | None = None) -> None:
         self._coord = coord
         self._stubs = StubCache(querynode_pb2_grpc.QueryNodeStub)
-        self._stub = self._stubs.get
+        self._local = local
         self._turn = itertools.count()
         self._views: dict[int, tuple[float, coordinator_pb2.QueryViewResponse]] = {}  # collection -> (when, view)
+
+    def _stub(self, address: str) -> Any:
+        """The query node at ``address``: this process's own in-process, others over gRPC."""
+        if self._local is not None and address == self._local.address:
+            return self._local
+        return self._stubs.get(address)
 
     async def _twice(
         self, coll: CollectionEntry, read: ReadOptions, run: Callable[[list[Replica], ReadOptions], Awaitable[T]]
@@ -182,29 +203,44 @@ class ReadRouter:
         params: dict[str, Any],
     ) -> list[pa.Table]:
         payload = np.ascontiguousarray(vectors, dtype="<f4").tobytes()
+        params_json = json.dumps(params)
+
+        async def call(address: str, vchannels: list[str], read: ReadOptions) -> pa.Table:
+            request = querynode_pb2.SearchRequest(
+                collection_id=coll.collection_id,
+                vchannel=vchannels[0],
+                vchannels=vchannels if len(vchannels) > 1 else [],
+                read=read.to_proto(),
+                anns_field=anns_field,
+                metric_type=metric,
+                vectors=payload,
+                topk=topk,
+                params=params_json,
+            )
+            if self._local is not None and address == self._local.address:
+                return await self._local.search_table(request)
+            resp = await self._stubs.get(address).Search(request, timeout=read.timeout + 5)
+            raise_for_status(resp.status)
+            return ipc_to_table(resp.results)
 
         async def run(replicas: list[Replica], read: ReadOptions) -> list[pa.Table]:
-            return list(await asyncio.gather(*(one(v, replicas, read) for v in sorted(set(coll.vchannels)))))
+            return list(await asyncio.gather(*(node(vs, replicas, read) for vs in _by_node(coll, replicas[0]))))
+
+        async def node(vchannels: list[str], replicas: list[Replica], read: ReadOptions) -> pa.Table:
+            """One call for the vchannels whose delegators share a node in the first replica; if it
+            fails, each vchannel on its own, moving to other replicas as needed."""
+            if len(vchannels) > 1:
+                try:
+                    return await call(replicas[0][vchannels[0]].address, vchannels, read)
+                except StrataError as err:
+                    if err.code not in _RETRY_ON_ANOTHER_REPLICA:
+                        raise
+                except grpc.aio.AioRpcError:
+                    pass
+            return pa.concat_tables(await asyncio.gather(*(one(v, replicas, read) for v in vchannels)))
 
         async def one(vchannel: str, replicas: list[Replica], read: ReadOptions) -> pa.Table:
-            async def call(p: coordinator_pb2.ChannelPlacement) -> pa.Table:
-                resp = await self._stub(p.address).Search(
-                    querynode_pb2.SearchRequest(
-                        collection_id=coll.collection_id,
-                        vchannel=vchannel,
-                        read=read.to_proto(),
-                        anns_field=anns_field,
-                        metric_type=metric,
-                        vectors=payload,
-                        topk=topk,
-                        params=json.dumps(params),
-                    ),
-                    timeout=read.timeout + 5,
-                )
-                raise_for_status(resp.status)
-                return ipc_to_table(resp.results)
-
-            return await self._on_some_replica(vchannel, replicas, call)
+            return await self._on_some_replica(vchannel, replicas, lambda p: call(p.address, [vchannel], read))
 
         return await self._twice(coll, read, run)
 

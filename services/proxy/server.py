@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import grpc
-from pymilvus.grpc_gen import milvus_pb2_grpc
+from pymilvus.grpc_gen import milvus_pb2, milvus_pb2_grpc
 
 from services.config import ProxyConfig
 from services.coordclient import CoordinatorClient
 from services.etcd.metastore import MetaStore
 from services.etcd.session import Session
-from services.grpcutil import start_server
+from services.grpcutil import Health, start_server
+from services.proxy.localnode import LocalQueryNode
 from services.proxy.metacache import MetaCache
 from services.proxy.reads import ReadRouter
 from services.proxy.service import MilvusProxy
@@ -18,13 +19,18 @@ from streamingnode.client.assignment import DiscoverWatcher
 from streamingnode.client.producer import Producer
 
 ROLE = "proxy"
+# Health-check name (grpc.health.v1) besides the whole server: SERVING once the session is registered.
+MILVUS_SERVICE = milvus_pb2.DESCRIPTOR.services_by_name["MilvusService"].full_name
 
 
 class Proxy:
-    def __init__(self, config: ProxyConfig) -> None:
+    def __init__(self, config: ProxyConfig, local: LocalQueryNode | None = None) -> None:
+        """``local``: the query node of this process (standalone), read from without gRPC."""
         config.validate()
         self.config = config
+        self._local = local
         self.address = ""
+        self._health = Health([MILVUS_SERVICE])
 
     async def start(self) -> None:
         c = self.config
@@ -33,19 +39,21 @@ class Proxy:
         self._watcher = DiscoverWatcher(self._coord)
         await self._watcher.start()
         self._producer = Producer(self._watcher)
-        self._reads = ReadRouter(self._coord)
+        self._reads = ReadRouter(self._coord, self._local)
         self._stats = WALStats(self._watcher)
         service = MilvusProxy(self._coord, self._producer, MetaCache(self._coord), self._reads, self._stats)
 
         def add(server: grpc.aio.Server) -> None:
             milvus_pb2_grpc.add_MilvusServiceServicer_to_server(service, server)
 
-        self._server, port = await start_server(add, host=c.common.host, port=c.common.port)
+        self._server, port = await start_server(add, host=c.common.host, port=c.common.port, health=self._health)
         self.address = f"{c.common.host}:{port}"
         self._session = Session(self._store, ROLE, self.address, ttl_seconds=c.common.session_ttl_seconds)
         await self._session.start()
+        await self._health.serving()
 
     async def stop(self) -> None:
+        await self._health.stopping()
         await self._session.stop()
         await self._server.stop(grace=2)
         await self._reads.close()

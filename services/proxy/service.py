@@ -30,6 +30,7 @@ from services.proxy.consistency import guarantee_timestamp
 from services.proxy.convert.groups import group_by_values
 from services.proxy.convert.search import check_range
 from services.proxy.hybrid import hybrid_search
+from services.proxy.jobs import JobRPCs
 from services.proxy.metacache import CollectionEntry, MetaCache
 from services.proxy.partitions import PartitionRPCs, read_partitions, write_partition
 from services.proxy.pkfilter import primary_keys_of
@@ -58,7 +59,7 @@ def _kv(pairs: Any) -> dict[str, str]:
 
 
 @answer_unsupported
-class MilvusProxy(PartitionRPCs, AliasRPCs, milvus_pb2_grpc.MilvusServiceServicer):
+class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServiceServicer):
     def __init__(
         self, coord: CoordinatorClient, producer: Producer, cache: MetaCache, reads: ReadRouter, stats: WALStats
     ) -> None:
@@ -182,7 +183,8 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, milvus_pb2_grpc.MilvusServiceService
     @milvus_rpc(milvus_pb2.GetCollectionStatisticsResponse)
     async def GetCollectionStatistics(self, request: milvus_pb2.GetCollectionStatisticsRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.GetCollectionStatisticsResponse:
         coll = await self._coll(request.collection_name)
-        rows = await self._stats.collection_rows(coll)
+        # Inserted through the WAL, plus imported rows, minus rows compaction removed (as Milvus counts).
+        rows = await self._stats.collection_rows(coll) + await self._job_rows(coll)
         return milvus_pb2.GetCollectionStatisticsResponse(
             status=success(), stats=[common_pb2.KeyValuePair(key="row_count", value=str(rows))]
         )

@@ -1,7 +1,8 @@
 """Row counts for ``get_collection_stats``, from the WAL owners.
 
 Milvus semantics: the count of inserted rows; deleted rows are only subtracted
-once compaction has removed them (here: never yet), so use ``count(*)`` for
+once compaction has removed them (the proxy adds the coordinator's row delta:
+imported rows, minus the rows compactions dropped), so use ``count(*)`` for
 the exact number of live entities.
 """
 
