@@ -7,8 +7,6 @@ import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
 import pytest
 
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState
@@ -16,28 +14,10 @@ from coordinator.data.datacoord import DataCoordinator
 from coordinator.data.gc import MIN_ORPHAN_AGE_SECONDS, GarbageCollector
 from coordinator.tso import TimestampOracle
 from services.etcd.metastore import MetaStore
-from services.schema import CollectionSchema, DataType, FieldSchema
 from services.segment import SegmentMeta, SegmentState
 from services.storage.layout import index_prefix, manifest_path
-from services.storage.manifest import SegmentLevel, SegmentManifest
 from services.storage.objectstore import ObjectStore
-from services.storage.segment_io import SegmentWriter
-
-SCHEMA = CollectionSchema(
-    name="c",
-    fields=(
-        FieldSchema(field_id=100, name="id", dtype=DataType.INT64, is_primary=True),
-        FieldSchema(field_id=101, name="v", dtype=DataType.FLOAT_VECTOR, dim=2),
-    ),
-)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.coordinator.gcutil import SCHEMA, Clock, write_segment
 
 
 @pytest.fixture()
@@ -47,23 +27,6 @@ async def store(etcd_endpoint: str) -> AsyncIterator[MetaStore]:
         yield s
     finally:
         await s.close()
-
-
-def _write_segment(storage: ObjectStore, segment_id: int, log_id: int) -> str:
-    """A one-log segment's files and manifest; returns the manifest path."""
-    writer = SegmentWriter(storage, SCHEMA)
-    table = pa.table(
-        {
-            "id": pa.array([1, 2], pa.int64()),
-            "v": pa.array([[0.0, 1.0]] * 2, pa.list_(pa.float32(), 2)),
-            "_ts": pa.array(np.array([5, 6], dtype=np.uint64)),
-        }
-    )
-    log, stats = writer.write_insert_log(collection_id=1, partition_id=2, segment_id=segment_id, log_id=log_id, table=table)
-    manifest = SegmentManifest(
-        segment_id=segment_id, collection_id=1, partition_id=2, vchannel="v", level=SegmentLevel.L1
-    ).with_insert_log(log, stats)
-    return writer.write_manifest(manifest)
 
 
 async def test_dropped_segments_and_old_orphans_go_named_files_stay(store: MetaStore, tmp_path: Path) -> None:
@@ -77,8 +40,8 @@ async def test_dropped_segments_and_old_orphans_go_named_files_stay(store: MetaS
                        state=CollectionState.CREATED)
     )
     storage = ObjectStore.from_uri((tmp_path / "s").as_uri())
-    live_manifest = _write_segment(storage, 10, 100)
-    dropped_manifest = _write_segment(storage, 11, 101)
+    live_manifest = write_segment(storage, 10, 100)
+    dropped_manifest = write_segment(storage, 11, 101)
     for sid, path in ((10, live_manifest), (11, dropped_manifest)):
         await data.alloc_segment(SegmentMeta(segment_id=sid, collection_id=1, partition_id=2, vchannel="v",
                                              state=SegmentState.GROWING))

@@ -7,8 +7,6 @@ import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
 import pytest
 
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState
@@ -18,27 +16,9 @@ from coordinator.data.jobs import JobKind, JobRecord, JobState
 from coordinator.tso import TimestampOracle
 from services.etcd.metastore import MetaStore
 from services.position import Position
-from services.schema import CollectionSchema, DataType, FieldSchema
 from services.segment import SegmentMeta, SegmentState
-from services.storage.manifest import SegmentLevel, SegmentManifest
 from services.storage.objectstore import ObjectStore
-from services.storage.segment_io import SegmentWriter
-
-SCHEMA = CollectionSchema(
-    name="c",
-    fields=(
-        FieldSchema(field_id=100, name="id", dtype=DataType.INT64, is_primary=True),
-        FieldSchema(field_id=101, name="v", dtype=DataType.FLOAT_VECTOR, dim=2),
-    ),
-)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.coordinator.gcutil import SCHEMA, Clock, write_segment
 
 
 @pytest.fixture()
@@ -48,17 +28,6 @@ async def store(etcd_endpoint: str) -> AsyncIterator[MetaStore]:
         yield s
     finally:
         await s.close()
-
-
-def _write(storage: ObjectStore, segment_id: int) -> str:
-    writer = SegmentWriter(storage, SCHEMA)
-    table = pa.table({"id": pa.array([1, 2], pa.int64()), "v": pa.array([[0.0, 1.0]] * 2, pa.list_(pa.float32(), 2)),
-                      "_ts": pa.array(np.array([5, 6], dtype=np.uint64))})
-    log, stats = writer.write_insert_log(collection_id=1, partition_id=2, segment_id=segment_id, log_id=segment_id,
-                                         table=table)
-    manifest = SegmentManifest(segment_id=segment_id, collection_id=1, partition_id=2, vchannel="v",
-                               level=SegmentLevel.L1).with_insert_log(log, stats)
-    return writer.write_manifest(manifest)
 
 
 async def test_files_of_a_running_job_stay_and_a_compacted_segment_waits_for_its_checkpoint(
@@ -72,7 +41,7 @@ async def test_files_of_a_running_job_stay_and_a_compacted_segment_waits_for_its
     await catalog.save_collection(CollectionMeta(collection_id=1, name="c", schema=SCHEMA, vchannels=("v",),
                                                  consistency_level=0, state=CollectionState.CREATED))
     storage = ObjectStore.from_uri((tmp_path / "s").as_uri())
-    manifest = _write(storage, 10)
+    manifest = write_segment(storage, 10, 10)
     await data.save_binlog_paths(
         SegmentMeta(segment_id=10, collection_id=1, partition_id=2, vchannel="v", state=SegmentState.GROWING, rows=2,
                     manifest=manifest, position=Position(b"\x01", 50)),
@@ -82,8 +51,8 @@ async def test_files_of_a_running_job_stay_and_a_compacted_segment_waits_for_its
     job = JobRecord(job_id=30, kind=JobKind.MIX, collection_id=1, state=JobState.RUNNING, inputs=(10,),
                     segment_id_base=20, segment_id_count=1)
     await data.save_job(job)
-    _write(storage, 20)
-    stray = _write(storage, 21)  # not reserved by anyone: an orphan
+    write_segment(storage, 20, 20)
+    stray = write_segment(storage, 21, 21)  # not reserved by anyone: an orphan
     gc = GarbageCollector(data, storage, retention_seconds=0, interval_seconds=1, clock=clock)
     clock.now = time.time() + MIN_ORPHAN_AGE_SECONDS + 1
     await gc.collect()
