@@ -28,8 +28,9 @@ from typing import assert_never
 
 import structlog
 
-from services.errors import ChannelFenced, InvalidArgument, StrataError, WALClosed
+from services.errors import ChannelFenced, StrataError, WALClosed
 from services.failpoints import failpoint
+from streamingnode.walimpls.payloads import checked_payloads
 
 from ...wal import DeliverPolicy, DeliverPolicyKind, MessageID
 from .lock import ChannelLock
@@ -101,13 +102,7 @@ class LocalWAL:
     async def append(self, payloads: Sequence[bytes]) -> list[MessageID]:
         """See :meth:`WALImpl.append`. Waits for the fsync of its batch."""
         self._check_open()
-        batch = []
-        for p in payloads:
-            if not isinstance(p, (bytes, bytearray, memoryview)):
-                raise InvalidArgument(f"payload must be bytes, got {type(p).__name__}")
-            if len(p) > MAX_PAYLOAD:
-                raise InvalidArgument(f"payload of {len(p)} bytes is too large")
-            batch.append(bytes(p))
+        batch = checked_payloads(payloads, MAX_PAYLOAD, lambda size: f"payload of {size} bytes is too large")
         if not batch:
             return []
         future: asyncio.Future[list[MessageID]] = asyncio.get_running_loop().create_future()

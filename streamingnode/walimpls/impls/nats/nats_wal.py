@@ -38,7 +38,8 @@ from nats.js.api import Header
 from nats.js.errors import NotFoundError
 from nats.js.manager import JetStreamManager
 
-from services.errors import ChannelFenced, ErrorCode, InvalidArgument, StrataError, WALClosed
+from services.errors import ChannelFenced, ErrorCode, StrataError, WALClosed
+from streamingnode.walimpls.payloads import checked_payloads
 
 from ...wal import DeliverPolicy, DeliverPolicyKind, MessageID
 from .frames import FrameIndex
@@ -133,16 +134,12 @@ class NatsWAL:
     async def append(self, payloads: Sequence[bytes]) -> list[MessageID]:
         """See :meth:`WALImpl.append`. Waits for JetStream's acks of its frames."""
         self._check_open()
-        batch = []
-        for p in payloads:
-            if not isinstance(p, (bytes, bytearray, memoryview)):
-                raise InvalidArgument(f"payload must be bytes, got {type(p).__name__}")
-            if len(p) > self._max_frame:
-                raise InvalidArgument(
-                    f"payload of {len(p)} bytes is larger than the nats server allows ({self._max_frame} "
-                    "bytes after headers): raise max_payload in the nats-server configuration"
-                )
-            batch.append(bytes(p))
+        batch = checked_payloads(
+            payloads,
+            self._max_frame,
+            lambda size: f"payload of {size} bytes is larger than the nats server allows ({self._max_frame} "
+            "bytes after headers): raise max_payload in the nats-server configuration",
+        )
         if not batch:
             return []
         future: asyncio.Future[list[MessageID]] = asyncio.get_running_loop().create_future()
