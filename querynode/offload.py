@@ -31,7 +31,7 @@ def search_cost(
     num_rows: int, index: VectorIndex | None, queries: np.ndarray, params: SearchParams, *, filtered: bool
 ) -> int:
     """Rough multiply-adds of searching ``num_rows`` rows (exact when ``index`` is None or FLAT)."""
-    nq, dim = (queries.shape[0], queries.shape[1]) if queries.ndim == 2 else (1, queries.shape[0])
+    nq, dim = queries.shape  # (nq, dim), as every search takes them
     if index is not None and index.kind is IndexKind.HNSW:
         walk = nq * (params.ef or _HNSW_DEFAULT_EF) * _HNSW_VISITS_PER_EF * dim
     else:

@@ -30,6 +30,7 @@ class QueryNode:
         self.config = config
         self.address = ""
         self._health = Health(HEALTH_SERVICES)
+        self._proxy: Proxy | None = None  # with proxy_port: the proxy of this process, started last
 
     async def start(self) -> None:
         c = self.config
@@ -63,7 +64,6 @@ class QueryNode:
         )
         await self._session.start(server_id=node_id)
         await self._health.serving()
-        self._proxy: Proxy | None = None
         if c.proxy_port is not None:
             self._proxy = Proxy(
                 ProxyConfig(common=replace(c.common, port=c.proxy_port)), LocalQueryNode(self.address, service)

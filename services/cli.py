@@ -35,7 +35,7 @@ _ROLE_FLAGS: tuple[tuple[str, str, str], ...] = (
     (
         "--wal-dir",
         "streamingnode.wal_dir",
-        "directory of the local WAL (required unless set in the file or environment)",
+        "directory of the local WAL (required with wal_backend local unless set in the file or environment)",
     ),
     ("--tick-interval", "streamingnode.tick_interval_seconds", "seconds between TimeTicks (default 0.2)"),
     ("--storage", "{role}.storage", "object storage: file:///PATH or s3://BUCKET/PREFIX"),
