@@ -21,7 +21,8 @@ class MonotonicTSO:
     """Hybrid timestamps ``(ms << 18) | logical`` from this process's clock, without RPCs.
 
     The benchmarks measure the WAL and its transport, not the coordinator:
-    a real node pays one ``AllocTimestamp`` RPC per group commit on top.
+    a real node pays one ``AllocTimestamp`` RPC per range of timestamps on top
+    (``streamingnode/wal/timestamps.py``).
     Strictly increasing within one process; not persisted.
     """
 
@@ -32,6 +33,9 @@ class MonotonicTSO:
         first = max(int(time.time() * 1000) << LOGICAL_BITS, self._next)
         self._next = first + count
         return first
+
+    async def allocate_fresh(self, count: int) -> int:
+        return await self.allocate(count)
 
 
 def insert_message(size: int) -> Message:

@@ -12,3 +12,10 @@ def compose(physical_ms: int, logical: int = 0) -> int:
 
 def physical_ms(ts: int) -> int:
     return ts >> LOGICAL_BITS
+
+
+#: The longest a streaming node hands out timestamps from one range reserved
+#: from the TSO (``streamingnode/wal/timestamps.py``), counted from its request.
+#: Whoever needs every later write above a timestamp it took from the TSO waits
+#: this long after taking it (``coordinator/data/importer.py``).
+TIMESTAMP_RANGE_MAX_AGE_S = 0.05

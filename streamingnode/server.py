@@ -28,7 +28,7 @@ from streamingnode.service.manager import ManagerService
 from streamingnode.shard import SealPolicy
 from streamingnode.wal.ids import CoordinatorIDs
 from streamingnode.wal.recovery import EtcdRecoveryStore
-from streamingnode.wal.timestamps import CoordinatorTimestamps
+from streamingnode.wal.timestamps import BatchedTimestamps, CoordinatorTimestamps
 from streamingnode.walimpls.registry import build_opener
 from streamingnode.walmanager.manager import WALManager
 
@@ -78,7 +78,7 @@ class StreamingNode:
         self.flushers = FlusherManager(CoordinatorDataClient(self._coord), storage, sync)
         self.manager = WALManager(
             opener,
-            CoordinatorTimestamps(self._coord),
+            BatchedTimestamps(CoordinatorTimestamps(self._coord)),
             tick_interval=c.tick_interval_seconds,
             segment_ids=CoordinatorIDs(self._coord),
             seal_policy=SealPolicy(max_rows=c.segment_max_rows, max_bytes=c.segment_max_bytes),

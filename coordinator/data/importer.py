@@ -41,6 +41,7 @@ from services.errors import InvalidArgument, PartitionNotFound, StrataError
 from services.failpoints import failpoint
 from services.jobs.plans import ImportSpec
 from services.jobs.sources import describe_files, file_format
+from services.tsoutil import TIMESTAMP_RANGE_MAX_AGE_S
 
 MAX_FILES = 1024
 FINISHED_RETENTION_SECONDS = 7 * 24 * 3600.0
@@ -259,6 +260,9 @@ class ImportManager:
         if result.error:
             await self._fail(job, result.error)
             return
+        # The imported rows carry import_ts; a delete sent once they are visible must be stamped above it.
+        # Streaming nodes stamp from TSO ranges at most this old, so from now on every range is younger.
+        await asyncio.sleep(TIMESTAMP_RANGE_MAX_AGE_S)
         try:
             await self._data.add_job_segments(job.job_id, [output_meta(job, o) for o in result.outputs])
             failpoint("import.after_outputs")

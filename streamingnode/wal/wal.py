@@ -1,8 +1,8 @@
 """One open WAL: a backend plus timetick ordering, group commit and readers.
 
 A single writer task takes every queued append, allocates one timestamp per
-message from the TSO, appends the whole batch to the backend (one fsync) and
-answers. Because allocation and writing happen in that one task, log order is
+message (from the node's range of TSO timestamps, ``timestamps.py``), appends
+the whole batch to the backend (one fsync) and answers. Because allocation and writing happen in that one task, log order is
 timetick order, and a TimeTick(T) written after a batch means every message
 with timetick <= T is persisted. Each batch is followed by a persisted
 TimeTick. An idle WAL publishes a *volatile* TimeTick every ``tick_interval``
@@ -52,6 +52,9 @@ from streamingnode.wal.shard_interceptor import Expansion, ShardInterceptor
 from streamingnode.wal.timestamps import TimestampSource
 from streamingnode.wal.wab import BufferOptions, WriteAheadBuffer
 from streamingnode.walimpls.wal import DeliverPolicy, DeliverPolicyKind, MessageID, WALImpl
+
+#: Messages the proxy writes; any other kind comes from the coordinator (DDL, ManualFlush).
+_DATA = frozenset({MessageType.INSERT, MessageType.DELETE})
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +140,7 @@ class WAL:
             after = MessageID.from_bytes(snap.position.message_id)
             self._restore(snap)
         await self._replay(after)
-        ts = await self._ts.allocate(1)
+        ts = await self._ts.allocate_fresh(1)  # above anything an older owner reserved
         tick = new_time_tick(ts)
         tick.wal_term = self.term
         previous = self.impl.last_message_id()
@@ -323,7 +326,7 @@ class WAL:
 
     async def _volatile_tick(self) -> None:
         assert self._wab is not None and self._last_tick_id is not None
-        ts = await self._ts.allocate(1)
+        ts = await self._ts.allocate_fresh(1)  # tsafe passes every timestamp issued before this tick
         tick = new_time_tick(ts)
         tick.wal_term = self.term
         tick.last_confirmed = self._last_tick_id.to_bytes()
@@ -353,8 +356,10 @@ class WAL:
                 units.extend(([m], p) for m in ex.own)
         if not units:
             return
+        # A coordinator's message is stamped above every timestamp the coordinator took before sending it.
+        fresh = any(m.type not in _DATA for p, _ in accepted for m in p.messages)
         try:
-            ids = await self._persist(units)
+            ids = await self._persist(units, fresh=fresh)
         except BaseException:
             if self._shard is not None:
                 for _, ex in accepted:
@@ -374,14 +379,17 @@ class WAL:
             if not p.future.done():
                 p.future.set_result(results[id(p)])
 
-    async def _persist(self, units: list[tuple[list[Message], _Pending | None]]) -> list[MessageID]:
+    async def _persist(
+        self, units: list[tuple[list[Message], _Pending | None]], *, fresh: bool = False
+    ) -> list[MessageID]:
         """Stamp every unit with its timetick (in place), append them and a TimeTick, feed the buffer.
 
+        ``fresh`` takes the timestamps straight from the TSO rather than from the node's range.
         Returns the ids of the units' messages in order (the TimeTick's excluded).
         """
         assert self._wab is not None and self._last_tick_id is not None
         n = len(units)
-        ts = await self._ts.allocate(n + 1)
+        ts = await (self._ts.allocate_fresh(n + 1) if fresh else self._ts.allocate(n + 1))
         # The previous TimeTick: reading from it returns every message of this batch and after.
         last_confirmed = self._last_tick_id.to_bytes()
         stamped: list[Message] = []

@@ -35,6 +35,7 @@ from services.position import Position
 from services.segment import SegmentLevel, SegmentMeta, SegmentState
 from services.storage.objectstore import ObjectStore
 from services.storage.segment_io import SegmentReader
+from services.tsoutil import TIMESTAMP_RANGE_MAX_AGE_S
 from tests.jobs.util import COLLECTION, PARTITION, VCHANNEL, rows, schema, vectors, write_l0, write_l1
 
 pytestmark = pytest.mark.timeout(300)
@@ -278,6 +279,32 @@ async def test_an_import_becomes_visible_at_once_and_a_bad_file_leaves_nothing(w
     assert world.visible_ids() == list(range(1000, 1400))
     segs = world.data.flushed_segments(collection_id=COLLECTION)
     assert len(segs) == 1 and segs[0].position is not None and segs[0].position.timetick == done.import_ts
+
+
+async def test_an_import_commits_only_after_every_streaming_node_range_older_than_its_timestamp_expired(
+    world: World, tmp_path: Path
+) -> None:
+    """A delete sent once imported rows are visible must be stamped above import_ts; streaming nodes stamp
+    from TSO ranges at most TIMESTAMP_RANGE_MAX_AGE_S old, so the commit waits that long after the job."""
+    meta = await world.collection()
+    good = tmp_path / "good.parquet"
+    pq.write_table(pa.table({"id": [1, 2, 3], "v": vectors([1, 2, 3]).tolist()}), good)
+    marks: dict[str, float] = {}
+    world.runner.before_result = lambda: marks.setdefault("job_done", time.monotonic())
+    commit = world.data.commit_job
+
+    async def timed_commit(*args: Any, **kwargs: Any) -> Any:
+        marks["commit"] = time.monotonic()
+        return await commit(*args, **kwargs)
+
+    world.data.commit_job = timed_commit  # type: ignore[method-assign]
+    job = await world.imports.submit(meta, partition_name="", files=[str(good)], options={})
+    deadline = time.monotonic() + 120
+    while not world.imports.job(job.job_id).state.finished:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.05)
+    assert world.imports.job(job.job_id).state == JobState.COMMITTED
+    assert marks["commit"] - marks["job_done"] >= TIMESTAMP_RANGE_MAX_AGE_S
 
 
 async def test_an_import_left_running_by_a_coordinator_runs_again_with_the_same_timestamp_and_ids(

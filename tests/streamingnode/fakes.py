@@ -22,3 +22,6 @@ class CountingAllocator:
         first = self.next
         self.next += count
         return first
+
+    async def allocate_fresh(self, count: int) -> int:
+        return await self.allocate(count)
