@@ -259,5 +259,14 @@ class HnswIndex:
         rows = labels.astype(np.int64)
         dist = to_milvus_distance(self.metric, raw)
         scores = -dist if self.metric.larger_is_better else dist
+        if _ranked(rows, scores):  # hnswlib's usual answer: skip the re-sort
+            return rows, dist
         order = np.lexsort((rows, scores), axis=-1)
         return np.take_along_axis(rows, order, axis=1), np.take_along_axis(dist, order, axis=1)
+
+
+def _ranked(rows: np.ndarray, scores: np.ndarray) -> bool:
+    """Whether every query's hits are already best first, equal scores by the smaller row."""
+    before, after = scores[:, :-1], scores[:, 1:]
+    wrong = (after < before) | ((after == before) & (rows[:, 1:] < rows[:, :-1]))
+    return not wrong.any()

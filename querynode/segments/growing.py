@@ -54,6 +54,13 @@ class GrowingStore:
         self._chains = VersionChains(make_pk_index(self._pk.dtype))
         self._table: pa.Table | None = None  # cached until the next insert
         self._int_pks: np.ndarray | None = None  # int64 primary keys in row order, cached likewise
+        # The columns every search result table starts with.
+        self._hits_fields = (
+            pa.field(QUERY_COLUMN, pa.int32()),
+            self._arrow_schema.field(self._pk.name),
+            pa.field(DISTANCE_COLUMN, pa.float32()),
+        )
+        self._hits_schema = pa.schema(self._hits_fields)
         self._masks: dict[int, np.ndarray] = {}  # read_ts -> visible mask, until any write
 
     @property
@@ -321,12 +328,7 @@ class GrowingStore:
         return pa.array(self._int_pks[rows], pa.int64())
 
     def _hits_table(self, hits: Hits, outputs: Sequence[str]) -> pa.Table:
-        pk_field = self._arrow_schema.field(self._pk.name)
-        fields = [
-            pa.field(QUERY_COLUMN, pa.int32()),
-            pk_field,
-            pa.field(DISTANCE_COLUMN, pa.float32()),
-        ]
+        fields = list(self._hits_fields)
         arrays: list[pa.Array | pa.ChunkedArray] = [
             pa.array(hits.query, pa.int32()),
             self._pk_column(hits.row),
@@ -337,7 +339,7 @@ class GrowingStore:
             for name in outputs:
                 fields.append(self._arrow_schema.field(name))
                 arrays.append(taken.column(name))
-        return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+        return pa.Table.from_arrays(arrays, schema=pa.schema(fields) if outputs else self._hits_schema)
 
     def _conform(self, table: pa.Table) -> pa.Table:
         """``table`` with exactly the store's columns, types and one chunk per column."""

@@ -107,6 +107,8 @@ def search_rows(
         index = build_index(IndexSpec(index_type="FLAT", metric=metric, params={}), store.vector_matrix(field_name))
     found = index.search(queries, topk, allowed=allowed, params=params)
     rows, dists = found.rows, found.distances
+    query_idx = np.repeat(np.arange(len(queries), dtype=np.int32), rows.shape[1])
     hit = rows >= 0
-    query_idx = np.repeat(np.arange(len(queries), dtype=np.int32), rows.shape[1])[hit.ravel()]
-    return store.hits_table(query_idx, rows[hit], dists[hit], output_fields)
+    if hit.all():  # every query found topk rows: no empty slots to drop
+        return store.hits_table(query_idx, rows.ravel(), dists.ravel(), output_fields)
+    return store.hits_table(query_idx[hit.ravel()], rows[hit], dists[hit], output_fields)

@@ -36,12 +36,14 @@ def ids_to_proto(
     else:
         values = list(pks)
         is_int = isinstance(values[0], int | np.integer) if values else None
+        if is_int:
+            values = [int(v) for v in values]  # numpy integers too
     if is_int is None:
         is_int = pk_type != DataType.VARCHAR
     ids = schema_pb2.IDs()
     if is_int:
         ids.int_id.SetInParent()
-        ids.int_id.data.extend(int(v) for v in values)
+        ids.int_id.data.extend(values)  # Python ints already (tolist() gives them)
     else:
         ids.str_id.SetInParent()
         ids.str_id.data.extend(str(v) for v in values)
