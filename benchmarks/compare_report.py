@@ -20,6 +20,10 @@ LATENCY_GROUPS = (
 )
 
 
+#: Recalls at which the two ef sweeps' QPS are compared (each system at its own ef).
+CURVE_RECALLS = (0.95, 0.99)
+
+
 def _ratio(a: Any, b: Any) -> float | None:
     return round(a / b, 3) if isinstance(a, int | float) and isinstance(b, int | float) and b else None
 
@@ -45,6 +49,11 @@ def goals(systems: dict[str, dict[str, Any]]) -> dict[str, Any]:
         at = qps_at_recall(hn["sweep"], s["recall"])
         out["hnswlib_nq100_qps_at_strata_recall"] = None if at is None else round(at, 1)
         out["nq100_qps_vs_hnswlib_equal_recall"] = _ratio(nq100["qps"], at)
+    if "sweep" in s and "sweep" in hn:
+        # Curve against curve (ann-benchmarks style): each system at the ef that gives it this recall.
+        for r in CURVE_RECALLS:
+            mine, theirs = qps_at_recall(s["sweep"], r), qps_at_recall(hn["sweep"], r)
+            out[f"nq100_qps_vs_hnswlib_curve_{r}"] = _ratio(mine, theirs)
     sq, lite_sq = _get(s, "scalar_query"), _get(lite, "scalar_query")
     out["scalar_query_p50_ms"] = sq and sq["p50_ms"]
     out["scalar_query_p50_vs_milvus_lite"] = _ratio(sq and sq["p50_ms"], lite_sq and lite_sq["p50_ms"])
@@ -109,6 +118,10 @@ GOAL_ROWS = (
     ("nq=1 p50, Strata / milvus-lite", "nq1_p50_vs_milvus_lite", "far below 1"),
     ("nq=100 QPS, Strata / hnswlib (same ef)", "nq100_qps_vs_hnswlib_same_ef", ""),
     ("nq=100 QPS, Strata / hnswlib (equal recall)", "nq100_qps_vs_hnswlib_equal_recall", ">= 0.5"),
+    *(
+        (f"nq=100 QPS, Strata / hnswlib, sweep curves at recall {r}", f"nq100_qps_vs_hnswlib_curve_{r}", "report")
+        for r in CURVE_RECALLS
+    ),
     ("filtered scalar query p50 ms, Strata", "scalar_query_p50_ms", "<= 10"),
     ("filtered scalar query p50, Strata / milvus-lite", "scalar_query_p50_vs_milvus_lite", "far below 1"),
     ("recall@10 at 1% selectivity, Strata", "filtered_1pct_recall", ">= 0.95"),
