@@ -40,6 +40,47 @@ def test_the_exact_threshold_grows_with_the_square_root_of_the_rows() -> None:
     assert math.isclose(options.exact_threshold(400_000) / 400_000, 0.0633, abs_tol=1e-3)
 
 
+def test_a_batch_of_queries_raises_the_exact_threshold_up_to_a_bound() -> None:
+    options = IndexOptions()
+    one, ten, hundred, huge = (options.exact_threshold(1_000_000, nq) for nq in (1, 10, 100, 10**9))
+    assert one == 40_000 == options.exact_threshold(1_000_000, 0)
+    assert one < ten < hundred < huge
+    assert math.isclose(ten / one, math.sqrt(10 * 26 / 35), rel_tol=1e-4)
+    assert math.isclose(hundred / one, math.sqrt(100 * 26 / 125), rel_tol=1e-4)
+    assert huge <= math.ceil(one * math.sqrt(26))
+    assert IndexOptions(exact_setup_queries=0.0).exact_threshold(1_000_000, 100) == 40_000  # no batch gain
+    with pytest.raises(ValueError, match="negative"):
+        IndexOptions(exact_setup_queries=-1.0)
+
+
+def test_a_filtered_batch_is_searched_exactly_where_one_query_walks(index_5k: HnswIndex) -> None:
+    # 5000 rows: one query walks from 2829 allowed rows; 100 queries only from 2829 * 4.56 (all of them).
+    assert not index_5k.searches_exactly(3000, 10, nq=1)
+    assert index_5k.searches_exactly(3000, 10, nq=100)
+    vectors, queries = gaussian(5000, 16, seed=21), gaussian(100, 16, seed=27)
+    allowed = np.random.default_rng(28).random(5000) < 0.6
+    got = index_5k.search(queries, 10, allowed=allowed, params=SearchParams(ef=16))
+    # Exact despite a small ef: the true filtered top-k for every query.
+    assert_matches_reference(got, *reference_topk(Metric.L2, queries, vectors, 10, allowed=allowed))
+
+
+def test_an_unfiltered_batch_still_walks_the_graph(index_5k: HnswIndex) -> None:
+    queries = gaussian(100, 16, seed=29)
+    calls = []
+    real = index_5k._flat.search
+
+    def spy(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    index_5k._flat.search = spy  # type: ignore[method-assign]
+    try:
+        index_5k.search(queries, 10, params=SearchParams(ef=64))
+    finally:
+        del index_5k._flat.search
+    assert calls == []
+
+
 def test_few_allowed_rows_are_searched_exactly(index_5k: HnswIndex) -> None:
     # 5000 rows: exact below max(2000, 40 * sqrt(5000) = 2829) allowed rows.
     assert index_5k.searches_exactly(2828, 10)

@@ -1,0 +1,166 @@
+"""Hot-path probe: one client against a standalone Strata, with the CPU each role spends per request.
+
+    .venv/bin/python benchmarks/hotpath.py insert [--batches 55] [--batch 1000] [--dim 128] [--shards 2]
+    .venv/bin/python benchmarks/hotpath.py search [--nq 1] [--seconds 10] [--rows 100000] [--dim 128] [--ef 64]
+
+``insert``: one pymilvus client inserts ``--batches`` batches of ``--batch``
+random rows (built before the clock starts) into an unloaded collection, one
+after another, after 5 untimed ones. ``search``: ``--rows`` clustered rows are
+inserted, flushed, indexed (HNSW M=16, efConstruction=200) and loaded, then
+searches of ``--nq`` vectors at ``ef`` run one after another for ``--seconds``
+(``Eventually``). Both print rows/s or QPS and latency, and the CPU time each
+process used per batch or request (psutil: user + system, all threads), so a
+change on the path is measured side by side, in one process tree, with the
+figures ``make bench`` cannot split. The query node's figure includes the
+proxy: standalone runs it in that process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import psutil
+from pymilvus import DataType, MilvusClient
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests.harness import Standalone  # noqa: E402
+
+ROLES = ("querynode", "streamingnode", "coordinator")
+
+
+def _roles(launcher_pid: int) -> dict[str, psutil.Process]:
+    out: dict[str, psutil.Process] = {}
+    for child in psutil.Process(launcher_pid).children(recursive=True):
+        cmd = child.cmdline()
+        for role in ROLES:
+            if "services.cli" in cmd and role in cmd:
+                out[role] = child
+    return out
+
+
+def _cpu(procs: dict[str, psutil.Process]) -> dict[str, float]:
+    out = {role: sum(p.cpu_times()[:2]) for role, p in procs.items()}
+    out["client"] = sum(psutil.Process().cpu_times()[:2])
+    return out
+
+
+def _collection(client: MilvusClient, dim: int, shards: int) -> None:
+    schema = MilvusClient.create_schema(auto_id=False)
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    schema.add_field("tag", DataType.INT64)
+    schema.add_field("v", DataType.FLOAT_VECTOR, dim=dim)
+    client.create_collection("hot", schema=schema, num_shards=shards)
+
+
+def _timed(procs: dict[str, psutil.Process], run: Callable[[], int]) -> tuple[float, int, dict[str, float]]:
+    """Wall seconds, units done and CPU seconds per role while ``run`` ran."""
+    before, start = _cpu(procs), time.perf_counter()
+    units = run()
+    wall, after = time.perf_counter() - start, _cpu(procs)
+    return wall, units, {k: after[k] - before[k] for k in after}
+
+
+def _print_cpu(cpu: dict[str, float], units: int, what: str) -> None:
+    for role, seconds in cpu.items():
+        print(f"  {role:14s} CPU ms per {what}: {seconds / units * 1e3:.2f}")
+
+
+def insert(server: Standalone, args: argparse.Namespace) -> None:
+    client = MilvusClient(server.uri, dedicated=True)
+    _collection(client, args.dim, args.shards)
+    rng = np.random.default_rng(1)
+    total = (args.batches + 5) * args.batch
+    vectors = rng.standard_normal((total, args.dim)).astype(np.float32)
+    batches = [
+        [{"id": i, "tag": i % 100, "v": vectors[i]} for i in range(b, b + args.batch)]
+        for b in range(0, total, args.batch)
+    ]
+    for rows in batches[:5]:
+        client.insert("hot", rows)
+    procs = _roles(server.proc.pid)
+
+    def run() -> int:
+        for rows in batches[5:]:
+            client.insert("hot", rows)
+        return len(batches) - 5
+
+    wall, n, cpu = _timed(procs, run)
+    print(f"insert: {n * args.batch / wall:,.0f} rows/s, {wall / n * 1e3:.2f} ms per batch of {args.batch:,}")
+    _print_cpu(cpu, n, "batch")
+    client.close()
+
+
+def search(server: Standalone, args: argparse.Namespace) -> None:
+    client = MilvusClient(server.uri, dedicated=True)
+    _collection(client, args.dim, 2)
+    rng = np.random.default_rng(1)
+    centres = rng.standard_normal((100, args.dim)).astype(np.float32) * 3
+    rows = (centres[rng.integers(0, 100, args.rows)] + rng.standard_normal((args.rows, args.dim))).astype(np.float32)
+    for b in range(0, args.rows, 5000):
+        client.insert("hot", [{"id": i, "tag": i % 100, "v": rows[i]} for i in range(b, min(b + 5000, args.rows))])
+    client.flush("hot")
+    index = client.prepare_index_params()
+    index.add_index("v", index_type="HNSW", metric_type="L2", params={"M": 16, "efConstruction": 200})
+    client.create_index("hot", index)
+    client.load_collection("hot")
+    queries = (centres[rng.integers(0, 100, 1000)] + rng.standard_normal((1000, args.dim))).astype(np.float32)
+
+    def one(i: int) -> None:
+        client.search(
+            "hot", data=[queries[(i * args.nq + j) % 1000] for j in range(args.nq)], limit=10,
+            search_params={"params": {"ef": args.ef}}, consistency_level="Eventually",
+        )
+
+    for i in range(30):
+        one(i)
+    procs = _roles(server.proc.pid)
+    latencies: list[float] = []
+
+    def run() -> int:
+        end = time.perf_counter() + args.seconds
+        while time.perf_counter() < end:
+            t = time.perf_counter()
+            one(len(latencies))
+            latencies.append(time.perf_counter() - t)
+        return len(latencies)
+
+    wall, n, cpu = _timed(procs, run)
+    p50, p99 = (float(np.percentile(latencies, q)) * 1e3 for q in (50, 99))
+    print(f"search nq={args.nq}: {n * args.nq / wall:,.0f} QPS, p50 {p50:.2f} ms, p99 {p99:.2f} ms ({n} requests)")
+    _print_cpu(cpu, n, "request")
+    client.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("path", choices=["insert", "search"])
+    ap.add_argument("--batches", type=int, default=55)
+    ap.add_argument("--batch", type=int, default=1000)
+    ap.add_argument("--shards", type=int, default=2)
+    ap.add_argument("--dim", type=int, default=128)
+    ap.add_argument("--nq", type=int, default=1)
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--rows", type=int, default=100_000)
+    ap.add_argument("--ef", type=int, default=64)
+    args = ap.parse_args()
+    if min(args.batches, args.batch, args.shards, args.dim, args.nq, args.rows, args.ef) < 1 or args.seconds <= 0:
+        ap.error("counts, sizes, --ef and --seconds must be positive")
+    with tempfile.TemporaryDirectory(prefix="strata-hotpath-") as tmp:
+        server = Standalone(Path(tmp) / "data")
+        server.start()
+        try:
+            (insert if args.path == "insert" else search)(server, args)
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    main()
