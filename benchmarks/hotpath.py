@@ -5,8 +5,8 @@
 
 ``insert``: one pymilvus client inserts ``--batches`` batches of ``--batch``
 random rows (built before the clock starts) into an unloaded collection, one
-after another, after 5 untimed ones. ``search``: ``--rows`` clustered rows are
-inserted, flushed, indexed (HNSW M=16, efConstruction=200) and loaded, then
+after another, after 5 untimed ones. ``search``: ``--rows`` rows of the
+benchmarks' clustered set (``search_data.make_dataset``) are inserted, flushed, indexed (HNSW M=16, efConstruction=200) and loaded, then
 searches of ``--nq`` vectors at ``ef`` run one after another for ``--seconds``
 (``Eventually``). Both print rows/s or QPS and latency, and the CPU time each
 process used per batch or request (psutil: user + system, all threads), so a
@@ -25,31 +25,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-import psutil
 from pymilvus import DataType, MilvusClient
+from search_data import make_dataset
+from search_strata import role_cpu_seconds
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from tests.harness import Standalone  # noqa: E402
-
-ROLES = ("querynode", "streamingnode", "coordinator")
-
-
-def _roles(launcher_pid: int) -> dict[str, psutil.Process]:
-    out: dict[str, psutil.Process] = {}
-    for child in psutil.Process(launcher_pid).children(recursive=True):
-        cmd = child.cmdline()
-        for role in ROLES:
-            if "services.cli" in cmd and role in cmd:
-                out[role] = child
-    return out
-
-
-def _cpu(procs: dict[str, psutil.Process]) -> dict[str, float]:
-    out = {role: sum(p.cpu_times()[:2]) for role, p in procs.items()}
-    out["client"] = sum(psutil.Process().cpu_times()[:2])
-    return out
 
 
 def _collection(client: MilvusClient, dim: int, shards: int) -> None:
@@ -60,17 +43,18 @@ def _collection(client: MilvusClient, dim: int, shards: int) -> None:
     client.create_collection("hot", schema=schema, num_shards=shards)
 
 
-def _timed(procs: dict[str, psutil.Process], run: Callable[[], int]) -> tuple[float, int, dict[str, float]]:
+def _timed(launcher_pid: int, run: Callable[[], int]) -> tuple[float, int, dict[str, float]]:
     """Wall seconds, units done and CPU seconds per role while ``run`` ran."""
-    before, start = _cpu(procs), time.perf_counter()
+    before, start = role_cpu_seconds(launcher_pid), time.perf_counter()
     units = run()
-    wall, after = time.perf_counter() - start, _cpu(procs)
+    wall, after = time.perf_counter() - start, role_cpu_seconds(launcher_pid)
     return wall, units, {k: after[k] - before[k] for k in after}
 
 
 def _print_cpu(cpu: dict[str, float], units: int, what: str) -> None:
     for role, seconds in cpu.items():
-        print(f"  {role:14s} CPU ms per {what}: {seconds / units * 1e3:.2f}")
+        if seconds:  # the proxy has no process of its own in standalone: it runs in the query node's
+            print(f"  {role:14s} CPU ms per {what}: {seconds / units * 1e3:.2f}")
 
 
 def insert(server: Standalone, args: argparse.Namespace) -> None:
@@ -85,14 +69,13 @@ def insert(server: Standalone, args: argparse.Namespace) -> None:
     ]
     for rows in batches[:5]:
         client.insert("hot", rows)
-    procs = _roles(server.proc.pid)
 
     def run() -> int:
         for rows in batches[5:]:
             client.insert("hot", rows)
         return len(batches) - 5
 
-    wall, n, cpu = _timed(procs, run)
+    wall, n, cpu = _timed(server.proc.pid, run)
     print(f"insert: {n * args.batch / wall:,.0f} rows/s, {wall / n * 1e3:.2f} ms per batch of {args.batch:,}")
     _print_cpu(cpu, n, "batch")
     client.close()
@@ -101,9 +84,8 @@ def insert(server: Standalone, args: argparse.Namespace) -> None:
 def search(server: Standalone, args: argparse.Namespace) -> None:
     client = MilvusClient(server.uri, dedicated=True)
     _collection(client, args.dim, 2)
-    rng = np.random.default_rng(1)
-    centres = rng.standard_normal((100, args.dim)).astype(np.float32) * 3
-    rows = (centres[rng.integers(0, 100, args.rows)] + rng.standard_normal((args.rows, args.dim))).astype(np.float32)
+    data = make_dataset("clustered", args.rows, args.dim, 1000, seed=1)
+    rows, queries = data.vectors, data.queries
     for b in range(0, args.rows, 5000):
         client.insert("hot", [{"id": i, "tag": i % 100, "v": rows[i]} for i in range(b, min(b + 5000, args.rows))])
     client.flush("hot")
@@ -111,7 +93,6 @@ def search(server: Standalone, args: argparse.Namespace) -> None:
     index.add_index("v", index_type="HNSW", metric_type="L2", params={"M": 16, "efConstruction": 200})
     client.create_index("hot", index)
     client.load_collection("hot")
-    queries = (centres[rng.integers(0, 100, 1000)] + rng.standard_normal((1000, args.dim))).astype(np.float32)
 
     def one(i: int) -> None:
         client.search(
@@ -121,7 +102,6 @@ def search(server: Standalone, args: argparse.Namespace) -> None:
 
     for i in range(30):
         one(i)
-    procs = _roles(server.proc.pid)
     latencies: list[float] = []
 
     def run() -> int:
@@ -132,7 +112,7 @@ def search(server: Standalone, args: argparse.Namespace) -> None:
             latencies.append(time.perf_counter() - t)
         return len(latencies)
 
-    wall, n, cpu = _timed(procs, run)
+    wall, n, cpu = _timed(server.proc.pid, run)
     p50, p99 = (float(np.percentile(latencies, q)) * 1e3 for q in (50, 99))
     print(f"search nq={args.nq}: {n * args.nq / wall:,.0f} QPS, p50 {p50:.2f} ms, p99 {p99:.2f} ms ({n} requests)")
     _print_cpu(cpu, n, "request")
