@@ -551,7 +551,7 @@ class Delegator:
                 async with self._lock:
                     stores = self._growing_in(spec)
 
-                    def run() -> list[pa.Table]:
+                    def run(_threads: int) -> list[pa.Table]:  # exact search: numpy picks its threads
                         return [
                             search_rows(
                                 store,

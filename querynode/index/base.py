@@ -158,6 +158,7 @@ class VectorIndex(Protocol):
         *,
         allowed: np.ndarray | None = None,
         params: SearchParams = NO_PARAMS,
+        threads: int = 1,
     ) -> IndexHits:
         """The ``topk`` best rows per query, among the ``allowed`` ones.
 
@@ -168,6 +169,8 @@ class VectorIndex(Protocol):
                 visibility bitset); ``None`` = every row. A row not allowed is
                 never returned.
             params: ``ef`` and the range (see :class:`SearchParams`).
+            threads: threads this call may use; an unfiltered HNSW walk splits
+                the queries among them, other searches use one.
 
         Returns:
             ``(nq, topk)`` hits (see :class:`IndexHits`).

@@ -46,8 +46,9 @@ class FlatIndex:
         *,
         allowed: np.ndarray | None = None,
         params: SearchParams = NO_PARAMS,
+        threads: int = 1,
     ) -> IndexHits:
-        """See ``VectorIndex.search``; exact, so ``ef`` is ignored."""
+        """See ``VectorIndex.search``; exact, so ``ef`` and ``threads`` are ignored."""
         queries = check_queries(queries, self.dim)
         check_topk(topk)
         params.validate(self._metric)

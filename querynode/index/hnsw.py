@@ -180,6 +180,7 @@ class HnswIndex:
         *,
         allowed: np.ndarray | None = None,
         params: SearchParams = NO_PARAMS,
+        threads: int = 1,
     ) -> IndexHits:
         """See ``VectorIndex.search`` and the module docstring for the strategy.
 
@@ -198,7 +199,7 @@ class HnswIndex:
         ef = max(topk, DEFAULT_EF if params.ef is None else params.ef)
         if params.is_range:
             return self._range_search(queries, topk, mask, num_allowed, ef, params)
-        found = self._walk(queries, topk, ef, mask)
+        found = self._walk(queries, topk, ef, mask, threads)
         if found is None:
             return self._flat.search(queries, topk, allowed=mask, params=params)
         hits = IndexHits.empty(len(queries), topk, self.metric)
@@ -244,17 +245,23 @@ class HnswIndex:
         return hits
 
     def _walk(
-        self, queries: np.ndarray, k: int, ef: int, mask: np.ndarray | None
+        self, queries: np.ndarray, k: int, ef: int, mask: np.ndarray | None, threads: int = 1
     ) -> tuple[np.ndarray, np.ndarray] | None:
-        """``(rows, distances)``, ``(nq, k)`` each, best first; ``None`` if hnswlib found fewer than ``k``."""
+        """``(rows, distances)``, ``(nq, k)`` each, best first; ``None`` if hnswlib found fewer than ``k``.
+
+        An unfiltered walk splits the queries among ``threads`` threads (hnswlib releases the
+        GIL for the walk). A filtered one keeps to one: every thread would take the GIL to
+        call the filter for each row it visits.
+        """
         assert self._graph is not None
+        threads = max(1, threads) if mask is None else 1
         # hnswlib calls the filter with a label and wants a truthy value: indexing a
         # memoryview of the bitset is a C call, and keeps the bitset alive meanwhile.
         allow = None if mask is None else mask.view(np.uint8).data.__getitem__
         with self._lock:
             self._graph.set_ef(max(ef, k))
             try:
-                labels, raw = self._graph.knn_query(queries, k=k, num_threads=self._options.threads, filter=allow)
+                labels, raw = self._graph.knn_query(queries, k=k, num_threads=threads, filter=allow)
             except RuntimeError as err:
                 # Raised when some query's walk found fewer than k (allowed) rows.
                 log.debug("hnsw walk came up short, searching exactly", k=k, error=str(err))

@@ -65,8 +65,10 @@ class WorkerSegment:
         mask: np.ndarray | None,
         params: SearchParams,
         output_fields: Sequence[str],
+        threads: int = 1,
     ) -> pa.Table:
-        """Top ``topk`` rows per query that are visible at ``read_ts`` and in ``mask``, best first."""
+        """Top ``topk`` rows per query that are visible at ``read_ts`` and in ``mask``, best first
+        (on up to ``threads`` threads: ``VectorIndex.search``)."""
         return search_rows(
             self.store,
             self.index_for(field_name, metric),
@@ -78,6 +80,7 @@ class WorkerSegment:
             mask=mask,
             params=params,
             output_fields=output_fields,
+            threads=threads,
         )
 
 
@@ -93,6 +96,7 @@ def search_rows(
     mask: np.ndarray | None,
     params: SearchParams,
     output_fields: Sequence[str],
+    threads: int = 1,
 ) -> pa.Table:
     """Search ``store``'s rows with ``index`` (exact when None): one bitset of the rows that may be
     returned (visible at ``read_ts``, in ``mask``, vector not null), applied during the search."""
@@ -105,7 +109,7 @@ def search_rows(
         return store.hits_table(empty, empty, np.empty(0, np.float32), output_fields)
     if index is None:
         index = build_index(IndexSpec(index_type="FLAT", metric=metric, params={}), store.vector_matrix(field_name))
-    found = index.search(queries, topk, allowed=allowed, params=params)
+    found = index.search(queries, topk, allowed=allowed, params=params, threads=threads)
     rows, dists = found.rows, found.distances
     query_idx = np.repeat(np.arange(len(queries), dtype=np.int32), rows.shape[1])
     hit = rows >= 0

@@ -6,7 +6,8 @@ applies the cuts the delegator sends with it before the segment becomes
 readable. ``cut`` applies forwarded deletes and supersedes. Reads compute the
 filter bitset vectorised and search or query each named segment at the
 delegator's read timestamp (inline when small, else in a worker thread: ``querynode.offload``),
-and merge this worker's hits.
+and merge this worker's hits. An unfiltered batch of queries alone on the node walks each
+graph on every core the other reads leave free (``CoreShare``).
 
 One readers-writer lock per collection: reads of its segments run side by side, but never
 overlap a cut, load or release of them (the stores are not safe to change while read).
@@ -25,7 +26,7 @@ import pyarrow.compute as pc
 import structlog
 
 from querynode.index.base import SearchParams
-from querynode.offload import run_sized, search_cost
+from querynode.offload import CoreShare, run_sized, search_cost
 from querynode.segments.growing import GrowingStore
 from querynode.segments.reduce import merge_topk
 from querynode.worker.indexes import FieldIndexSpec
@@ -48,8 +49,9 @@ class SegmentRead:
 
 
 class Worker:
-    def __init__(self, storage: ObjectStore) -> None:
+    def __init__(self, storage: ObjectStore, cores: CoreShare | None = None) -> None:
         self._storage = storage
+        self._cores = CoreShare() if cores is None else cores
         self.segments: dict[tuple[int, int], WorkerSegment] = {}
         self._schemas: dict[int, CollectionSchema] = {}
         self._locks: defaultdict[int, ReadWriteLock] = defaultdict(ReadWriteLock)
@@ -132,7 +134,7 @@ class Worker:
         async with self._locks[collection_id].read():
             segments = self._held(collection_id, segment_ids)
 
-            def run() -> pa.Table | None:
+            def run(threads: int) -> pa.Table | None:
                 parts = [
                     seg.search(
                         field_name=field_name,
@@ -143,6 +145,7 @@ class Worker:
                         mask=self._mask(schema, read, seg.store) if schema is not None else None,
                         params=params,
                         output_fields=read.output_fields,
+                        threads=threads,
                     )
                     for seg in segments
                 ]
@@ -153,13 +156,14 @@ class Worker:
                 assert schema is not None
                 return merge_topk(parts, topk=topk, metric=metric, pk_field=schema.primary_field.name)
 
+            filtered = bool(read.filter.strip())
             costs = (
-                search_cost(
-                    seg.num_rows, seg.index_for(field_name, metric), queries, params, filtered=bool(read.filter.strip())
-                )
+                search_cost(seg.num_rows, seg.index_for(field_name, metric), queries, params, filtered=filtered)
                 for seg in segments
             )
-            result = await run_sized(run, costs)
+            # A filtered walk calls back into Python per row: its threads would only fight over the GIL.
+            parallel = 0 if filtered else len(queries)
+            result = await run_sized(run, costs, parallel_queries=parallel, share=self._cores)
         if result is None:
             raise SegmentNotFound("no segment to search")
         return result

@@ -178,3 +178,45 @@ def test_a_multi_threaded_build_is_searchable() -> None:
     index = HnswIndex.build(vectors, Metric.COSINE, PARAMS, IndexOptions(threads=2))
     truth, _ = reference_topk(Metric.COSINE, queries, vectors, 10)
     assert recall(index.search(queries, 10, params=SearchParams(ef=200)).rows, truth) >= 0.99
+
+
+class _RecordingGraph:
+    """hnswlib's index, recording the ``num_threads`` of each ``knn_query``."""
+
+    def __init__(self, graph: object) -> None:
+        self._graph = graph
+        self.threads: list[int] = []
+
+    def knn_query(self, *args: object, num_threads: int, **kwargs: object) -> object:
+        self.threads.append(num_threads)
+        return self._graph.knn_query(*args, num_threads=num_threads, **kwargs)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._graph, name)
+
+
+def test_an_unfiltered_walk_splits_its_queries_among_the_threads_it_is_given(index_5k: HnswIndex) -> None:
+    queries = gaussian(64, 16, seed=31)
+    one = index_5k.search(queries, 10, params=SearchParams(ef=64))
+    recording = _RecordingGraph(index_5k._graph)
+    index_5k._graph = recording  # type: ignore[assignment]
+    try:
+        two = index_5k.search(queries, 10, params=SearchParams(ef=64), threads=2)
+    finally:
+        index_5k._graph = recording._graph  # type: ignore[assignment]
+    assert recording.threads == [2]
+    # Each query's walk is the same whichever thread runs it.
+    np.testing.assert_array_equal(two.rows, one.rows)
+    np.testing.assert_array_equal(two.distances, one.distances)
+
+
+def test_a_filtered_walk_keeps_to_one_thread() -> None:
+    # Every thread would take the GIL to call the filter for each row it visits.
+    options = IndexOptions(exact_min_rows=0, exact_sqrt_factor=0.0)  # always walk
+    index = HnswIndex.build(gaussian(2000, 16, seed=32), Metric.L2, PARAMS, options)
+    recording = _RecordingGraph(index._graph)
+    index._graph = recording  # type: ignore[assignment]
+    allowed = np.random.default_rng(33).random(2000) < 0.5
+    got = index.search(gaussian(64, 16, seed=34), 10, allowed=allowed, threads=2)
+    assert recording.threads == [1]
+    assert allowed[got.rows[got.rows >= 0]].all()

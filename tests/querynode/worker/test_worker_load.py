@@ -13,38 +13,11 @@ import asyncio
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 
 from querynode.worker.worker import SegmentRead, Worker
-from services.segment import SegmentMeta, SegmentState
-from services.storage.manifest import SegmentLevel as ManifestLevel
-from services.storage.manifest import SegmentManifest
 from services.storage.objectstore import ObjectStore
-from services.storage.segment_io import SegmentWriter
-from tests.services.storage.segment_data import full_schema, rows_table
-
-COLL, PART, SEG = 11, 22, 33
-
-
-def _segment(store: ObjectStore) -> tuple[SegmentMeta, pa.Table]:
-    schema = full_schema()
-    table = rows_table(schema, start=0, rows=20, ts0=100)
-    writer = SegmentWriter(store, schema)
-    manifest = SegmentManifest(
-        segment_id=SEG, collection_id=COLL, partition_id=PART, vchannel="strata-dml_0_11v0", level=ManifestLevel.L1
-    )
-    log, stats = writer.write_insert_log(collection_id=COLL, partition_id=PART, segment_id=SEG, log_id=1, table=table)
-    path = writer.write_manifest(manifest.with_insert_log(log, stats))
-    meta = SegmentMeta(
-        segment_id=SEG,
-        collection_id=COLL,
-        partition_id=PART,
-        vchannel="strata-dml_0_11v0",
-        state=SegmentState.FLUSHED,
-        rows=20,
-        manifest=path,
-    )
-    return meta, table
+from tests.querynode.worker.segments import COLL, SEG, flushed_segment
+from tests.services.storage.segment_data import full_schema
 
 
 def _alive(worker: Worker) -> int:
@@ -55,7 +28,7 @@ def _alive(worker: Worker) -> int:
 
 def test_loading_a_held_segment_again_applies_its_cuts(tmp_path: Path) -> None:
     store = ObjectStore.from_uri(f"file://{tmp_path}/store")
-    meta, table = _segment(store)
+    meta, table = flushed_segment(store)
     schema = full_schema()
     worker = Worker(store)
     asyncio.run(worker.load(COLL, schema, [meta], [], {}))

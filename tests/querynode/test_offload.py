@@ -1,0 +1,91 @@
+"""Where a read's work runs, and how many of the node's cores a read in a thread may use."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from querynode.offload import INLINE_COST, QUERIES_PER_THREAD, CoreShare, run_sized
+
+
+def test_a_read_alone_gets_the_cores_its_queries_can_use() -> None:
+    share = CoreShare(4)
+    with share.take(3) as granted:
+        assert granted == 3
+        assert share.held == 3
+    assert share.held == 0
+    with share.take(10) as granted:
+        assert granted == 4  # no more than the node has
+
+
+def test_reads_side_by_side_split_the_cores_and_each_gets_at_least_one() -> None:
+    share = CoreShare(2)
+    with share.take(2) as first:
+        with share.take(2) as second, share.take(0) as third:
+            assert (first, second, third) == (2, 1, 1)
+            assert share.held == 4
+        assert share.held == 2
+    assert share.held == 0
+
+
+def test_cores_are_given_back_when_the_read_fails() -> None:
+    share = CoreShare(2)
+    with pytest.raises(RuntimeError), share.take(2):
+        raise RuntimeError("the search failed")
+    assert share.held == 0
+
+
+def test_a_node_has_at_least_one_core() -> None:
+    with pytest.raises(ValueError, match="at least one core"):
+        CoreShare(0)
+    assert CoreShare().cores >= 1  # this process's CPU affinity
+
+
+async def test_small_work_runs_inline_on_one_thread() -> None:
+    seen: list[tuple[int, threading.Thread]] = []
+    share = CoreShare(2)
+
+    def work(threads: int) -> str:
+        seen.append((threads, threading.current_thread()))
+        return "done"
+
+    out = await run_sized(work, [INLINE_COST], parallel_queries=1000, share=share)
+    assert out == "done"
+    assert seen == [(1, threading.current_thread())]
+
+
+async def test_large_work_runs_in_a_thread_holding_its_share_of_the_cores() -> None:
+    share = CoreShare(2)
+    seen: list[tuple[int, int, bool]] = []
+
+    def work(threads: int) -> int:
+        seen.append((threads, share.held, threading.current_thread() is threading.main_thread()))
+        return threads
+
+    assert await run_sized(work, [INLINE_COST + 1], parallel_queries=100, share=share) == 2
+    assert seen == [(2, 2, False)]
+    assert share.held == 0
+    # Too few queries to split: one thread, still holding its core.
+    assert await run_sized(work, [INLINE_COST + 1], parallel_queries=2 * QUERIES_PER_THREAD - 1, share=share) == 1
+    assert seen[-1] == (1, 1, False)
+    # No share: one thread.
+    assert await run_sized(work, [INLINE_COST + 1], parallel_queries=100) == 1
+
+
+async def test_a_read_started_while_another_holds_the_cores_gets_one() -> None:
+    share = CoreShare(2)
+    started, release = threading.Event(), threading.Event()
+
+    def long(threads: int) -> int:
+        started.set()
+        release.wait(10)
+        return threads
+
+    first = asyncio.ensure_future(run_sized(long, [INLINE_COST + 1], parallel_queries=100, share=share))
+    await asyncio.to_thread(started.wait, 10)
+    second = await run_sized(lambda t: t, [INLINE_COST + 1], parallel_queries=100, share=share)
+    release.set()
+    assert (await first, second) == (2, 1)
+    assert share.held == 0

@@ -1,0 +1,54 @@
+"""How many threads the worker gives a segment search: the node's free cores for an unfiltered batch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from querynode import offload
+from querynode.index.base import NO_PARAMS
+from querynode.index.flat import FlatIndex
+from querynode.offload import CoreShare
+from querynode.worker.worker import SegmentRead, Worker
+from services.storage.objectstore import ObjectStore
+from tests.querynode.worker.segments import COLL, SEG, flushed_segment
+from tests.services.storage.segment_data import DIM, full_schema
+
+
+@pytest.fixture
+def threads_seen(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The ``threads`` of every index search; every search is costed as large (not inline)."""
+    seen: list[int] = []
+    real = FlatIndex.search
+
+    def spy(self: FlatIndex, *args: object, threads: int = 1, **kwargs: object) -> object:
+        seen.append(threads)
+        return real(self, *args, threads=threads, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(FlatIndex, "search", spy)
+    monkeypatch.setattr(offload, "INLINE_COST", -1)
+    return seen
+
+
+async def _search(worker: Worker, nq: int, filter: str = "") -> None:
+    read = SegmentRead(read_ts=10_000, filter=filter, filter_params={}, output_fields=())
+    queries = np.random.default_rng(1).standard_normal((nq, DIM)).astype(np.float32)
+    hits = await worker.search(
+        COLL, [SEG], read, field_name="vec", queries=queries, metric="L2", topk=5, params=NO_PARAMS
+    )
+    assert hits.num_rows > 0
+
+
+async def test_an_unfiltered_batch_alone_on_the_node_uses_every_core(tmp_path: Path, threads_seen: list[int]) -> None:
+    store = ObjectStore.from_uri(f"file://{tmp_path}/store")
+    meta, _ = flushed_segment(store)
+    share = CoreShare(2)
+    worker = Worker(store, share)
+    await worker.load(COLL, full_schema(), [meta], [], {})
+    await _search(worker, nq=100)
+    await _search(worker, nq=4)  # too few queries to be worth a second thread
+    await _search(worker, nq=100, filter="i32 >= 0")  # a filtered walk keeps to one
+    assert threads_seen == [2, 1, 1]
+    assert share.held == 0
