@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/compare.py [--quick] [--data random,clustered,text] [--rows 100000] [--dim 128]
         [--queries 1000] [--systems strata,milvus-lite,hnswlib,numpy] [--M 16] [--ef-construction 200] [--ef 64]
-        [--ef-sweep 16,32,64,128,256,512,1024,2048] [--shards 2] [--batch 1000] [--nq1-requests 200]
+        [--ef-sweep 16,32,64,128,256,512,1024,2048] [--shards 1,2] [--batch 1000] [--nq1-requests 200]
         [--clients 16] [--concurrent-requests 320] [--scalar-requests 20] [--seed 1] [--out DIR] [--cache DIR]
         [--dir PARENT] [--keep]
 
@@ -11,6 +11,10 @@ this directory). Per data set: the data and its exact truths (cached under
 ``--cache``); hnswlib and numpy in this process; then ``strata standalone``
 and then ``milvus-lite server``, one at a time, each on a free loopback port in
 a temporary directory, both loaded and searched by the same pymilvus code.
+Strata runs once per ``--shards`` count: the first (1, what ``create_collection``
+gives by default, in Milvus as in Strata) is "Strata" and the one issue #8's
+goals are computed on; the others are reported beside it as "Strata, N shards".
+milvus-lite has no shards and runs once.
 Writes ``compare.md``, ``compare-recall-qps.png`` and ``compare-latency.png``
 under ``--out`` (``compare.json`` beside them) and prints one JSON line
 (``"compare"``) on stdout; progress goes to stderr. Every server is stopped
@@ -21,6 +25,7 @@ as failed and the run goes on.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -40,7 +45,7 @@ import psutil
 from compare_bounds import run_hnswlib, run_numpy
 from compare_data import KINDS, CompareSet, load_set
 from compare_measure import K, LoopOptions, measure
-from compare_report import goals, markdown, plots
+from compare_report import all_goals, markdown, plots, strata_name
 from compare_servers import IndexOptions, load, milvus_lite, strata
 from compare_targets import MilvusTarget
 
@@ -72,7 +77,7 @@ def _args() -> argparse.Namespace:
     ap.add_argument("--ef-construction", type=int, default=200)
     ap.add_argument("--ef", type=int, default=64)
     ap.add_argument("--ef-sweep", default="16,32,64,128,256,512,1024,2048")
-    ap.add_argument("--shards", type=int, default=2)
+    ap.add_argument("--shards", default="1,2", help="comma-separated shard counts, one Strata run each")
     ap.add_argument("--batch", type=int, default=1000, help="rows per insert request")
     ap.add_argument("--nq1-requests", type=int, default=200)
     ap.add_argument("--clients", type=int, default=16)
@@ -99,6 +104,12 @@ def _args() -> argparse.Namespace:
         args.ef_sweep = tuple(sorted({int(x) for x in args.ef_sweep.split(",") if x.strip()}))
     except ValueError:
         ap.error("--ef-sweep: comma-separated integers")
+    try:
+        args.shards = tuple(dict.fromkeys(int(x) for x in args.shards.split(",") if x.strip()))
+    except ValueError:
+        ap.error("--shards: comma-separated integers")
+    if not args.shards or min(args.shards) < 1:
+        ap.error("--shards: at least one count, each >= 1")
     if args.rows < K or args.queries < 1:
         ap.error(f"need --rows >= {K} and --queries >= 1")
     return args
@@ -117,18 +128,21 @@ def _guarded(name: str, run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         return {"error": f"{type(err).__name__}: {err}"}
 
 
-def _server_run(kind: str, workdir: Path, data: CompareSet, index: IndexOptions, loops: LoopOptions) -> dict[str, Any]:
+def _server_run(
+    kind: str, name: str, workdir: Path, data: CompareSet, index: IndexOptions, loops: LoopOptions
+) -> dict[str, Any]:
     start = strata if kind == "strata" else milvus_lite
     with start(workdir) as server:
-        _log(f"{server.name} up at {server.uri}")
-        out = load(server.uri, data, index, lambda m: _log(f"{server.name} {m}"))
-        _log(f"{server.name} searchable after {out['searchable_s']}s")
-        target = MilvusTarget(server.name, server.uri)
+        _log(f"{name} up at {server.uri}")
+        out = load(server.uri, data, index, lambda m: _log(f"{name} {m}"))
+        _log(f"{name} searchable after {out['searchable_s']}s")
+        target = MilvusTarget(name, server.uri)
         try:
             out.update(measure(target, data, loops, _log))
         finally:
             target.close()
     out["peak_rss_mib"] = server.peak_rss_mib
+    out["shards"] = index.shards
     return out
 
 
@@ -143,23 +157,26 @@ def run_set(kind: str, args: argparse.Namespace, index: IndexOptions, loops: Loo
         systems["hnswlib"] = _guarded("hnswlib", lambda: run_hnswlib(data, index, loops, args.seed, _log))
     if "numpy" in args.systems:
         systems["numpy"] = _guarded("numpy", lambda: run_numpy(data, loops, _log))
-    for kind_of_server, name in (("strata", "Strata"), ("milvus-lite", "milvus-lite")):
-        if kind_of_server in args.systems:
-            tmp = Path(tempfile.mkdtemp(dir=args.dir, prefix=f"compare-{kind_of_server}-"))
-            try:
-                systems[name] = _guarded(name, lambda: _server_run(kind_of_server, tmp, data, index, loops))  # noqa: B023 - called at once
-            finally:
-                if args.keep:
-                    _log(f"{name} directory kept: {tmp}")
-                else:
-                    shutil.rmtree(tmp, ignore_errors=True)
+    runs = [("strata", strata_name(n, args.shards), n) for n in args.shards] if "strata" in args.systems else []
+    if "milvus-lite" in args.systems:
+        runs.append(("milvus-lite", "milvus-lite", args.shards[0]))  # it has no shards: asked for the default
+    for kind_of_server, name, shards in runs:
+        tmp = Path(tempfile.mkdtemp(dir=args.dir, prefix=f"compare-{kind_of_server}-"))
+        opts = dataclasses.replace(index, shards=shards)
+        try:
+            systems[name] = _guarded(name, lambda: _server_run(kind_of_server, name, tmp, data, opts, loops))  # noqa: B023 - called at once
+        finally:
+            if args.keep:
+                _log(f"{name} directory kept: {tmp}")
+            else:
+                shutil.rmtree(tmp, ignore_errors=True)
     return {
         "rows": data.rows,
         "dim": data.dim,
         "queries": len(data.queries),
         "filters": [{"label": f.label, "expr": f.expr, "share": round(f.share, 4)} for f in data.filters],
         "systems": systems,
-        "goals": goals(systems),
+        "goals": all_goals(systems),
         "wall_s": round(time.perf_counter() - t0, 1),
     }
 
@@ -171,7 +188,7 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 def main() -> None:
     args = _args()
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    index = IndexOptions(m=args.m, ef_construction=args.ef_construction, shards=args.shards, batch=args.batch)
+    index = IndexOptions(m=args.m, ef_construction=args.ef_construction, shards=args.shards[0], batch=args.batch)
     loops = LoopOptions(
         ef=args.ef,
         ef_sweep=args.ef_sweep,

@@ -8,10 +8,19 @@ that reaches ``sweep_stop_recall``); each filter at nq=100 (recall against the
 exact filtered truth); scalar queries ``tag == v`` with limit 10. Every loop
 first sends a few untimed requests (connections, caches, lazy imports).
 Requests are bounded in count; nothing loops on time.
+
+The loops run with this process's objects so far frozen out of the garbage
+collector (``gc.freeze``): a full collection otherwise scans everything the
+imports made (pymilvus brings pandas) and stalls this client 20-30 ms about
+every half second. One such stall in the ten requests of an nq=100 pass is a
+quarter of its time, and lands on whichever system happens to be measured
+then. Freezing is what a latency-sensitive Python client does after start-up;
+it applies to every system alike.
 """
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from collections.abc import Callable
@@ -141,6 +150,23 @@ def measure(
 
     ``sweep=False`` skips the ef sweep, ``concurrent=False`` the loop with concurrent clients.
     """
+    gc.collect()
+    gc.freeze()  # see the module docstring
+    try:
+        return _measure(target, data, opts, log, sweep=sweep, concurrent=concurrent)
+    finally:
+        gc.unfreeze()
+
+
+def _measure(
+    target: Target,
+    data: CompareSet,
+    opts: LoopOptions,
+    log: Callable[[str], None],
+    *,
+    sweep: bool,
+    concurrent: bool,
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     qs = data.queries
 

@@ -9,6 +9,8 @@ from compare_measure import ef_for_recall, qps_at_recall
 
 SYSTEMS = ("Strata", "milvus-lite", "hnswlib", "numpy")
 COLORS = {"Strata": "tab:blue", "milvus-lite": "tab:orange", "hnswlib": "tab:green", "numpy": "tab:gray"}
+#: Colours of the further Strata runs (other shard counts), in order.
+MORE_STRATA_COLORS = ("tab:purple", "tab:brown", "tab:pink", "tab:olive")
 #: (label, key in a system's figures, sub-key) of the latency plot's groups.
 LATENCY_GROUPS = (
     ("nq=1", "nq1", None),
@@ -35,9 +37,34 @@ def _get(figures: dict[str, Any], key: str, sub: str | None = None) -> dict[str,
     return value if isinstance(value, dict) else None
 
 
-def goals(systems: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def strata_name(shards: int, runs: tuple[int, ...]) -> str:
+    """"Strata" for the first shard count run (the default), "Strata, N shards" for the others."""
+    return "Strata" if shards == runs[0] else f"Strata, {shards} shards"
+
+
+def _order(systems: dict[str, Any]) -> list[str]:
+    """The systems present, Strata's runs first (the default one leading), then the others as in ``SYSTEMS``."""
+    more = [n for n in systems if n.startswith("Strata, ")]
+    return [n for n in (SYSTEMS[0], *more, *SYSTEMS[1:]) if n in systems]
+
+
+def _color(name: str, order: list[str]) -> str:
+    if name in COLORS:
+        return COLORS[name]
+    more = [n for n in order if n.startswith("Strata, ")]
+    return MORE_STRATA_COLORS[more.index(name) % len(MORE_STRATA_COLORS)]
+
+
+def all_goals(systems: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """``goals`` of the default Strata run, with each further run's under ``"other_strata"``."""
+    out = goals(systems)
+    out["other_strata"] = {n: goals(systems, n) for n in _order(systems) if n.startswith("Strata, ")}
+    return out
+
+
+def goals(systems: dict[str, dict[str, Any]], strata: str = "Strata") -> dict[str, Any]:
     """Issue #8's ratios for one data set, from the figures of each system (missing ones are ``None``)."""
-    s, lite, hn = (systems.get(n, {}) for n in ("Strata", "milvus-lite", "hnswlib"))
+    s, lite, hn = (systems.get(n, {}) for n in (strata, "milvus-lite", "hnswlib"))
     out: dict[str, Any] = {}
     out["insert_rows_per_s_vs_milvus_lite"] = _ratio(s.get("insert_rows_per_s"), lite.get("insert_rows_per_s"))
     nq1, lite_nq1 = _get(s, "nq1"), _get(lite, "nq1")
@@ -61,6 +88,17 @@ def goals(systems: dict[str, dict[str, Any]]) -> dict[str, Any]:
     out["filtered_1pct_recall"] = f1 and f1["recall"]
     out["ef_for_recall_095"] = {n: ef_for_recall(f["sweep"]) for n, f in systems.items() if "sweep" in f}
     return out
+
+
+def _goal_cell(info: dict[str, Any], key: str) -> str:
+    """The default run's figure, the other shard counts' in brackets."""
+    main = info["goals"].get(key)
+    cell = "-" if main is None else f"{main:g}"
+    others = [
+        f"{name.removeprefix('Strata, ')}: {'-' if g.get(key) is None else format(g[key], 'g')}"
+        for name, g in info["goals"].get("other_strata", {}).items()
+    ]
+    return f"{cell} ({'; '.join(others)})" if others else cell
 
 
 def _fmt(v: float | None, spec: str = ",.0f") -> str:
@@ -91,10 +129,8 @@ def _set_table(name: str, info: dict[str, Any]) -> list[str]:
         "filter 1% QPS / recall | scalar query p50 / p99 ms | ef for recall >= 0.95 | peak RSS MiB |",
         "|---|" + "---|" * 14,
     ]
-    for system in SYSTEMS:
-        f = info["systems"].get(system)
-        if f is None:
-            continue
+    for system in _order(info["systems"]):
+        f = info["systems"][system]
         if "error" in f:
             lines.append(f"| {system} | failed: {f['error'][:100]} |" + " |" * 13)
             continue
@@ -128,6 +164,16 @@ GOAL_ROWS = (
 )
 
 
+def _shards_note(shards: list[int]) -> str:
+    first = shards[0]
+    default = " (create_collection's default, in Milvus as in Strata)" if first == 1 else ""
+    more = "".join(f"; 'Strata, {n} shards' is the same run with {n}" for n in shards[1:])
+    return (
+        f"Strata's collection has {first} shard{'s' if first > 1 else ''}{default}{more}. "
+        "The goals are computed on 'Strata'; the other runs' figures follow in brackets."
+    )
+
+
 def markdown(result: dict[str, Any]) -> str:
     """The whole report: conditions, one table per data set, the goals across sets."""
     a = result["args"]
@@ -138,7 +184,7 @@ def markdown(result: dict[str, Any]) -> str:
         f"(1-min load average {result['loadavg_1m']['start']} at start, {result['loadavg_1m']['end']} at end), "
         f"{result['wall_s']:.0f} s in all. HNSW M={a['m']}, efConstruction={a['ef_construction']}, ef={a['ef']} "
         f"(sweep {', '.join(map(str, a['ef_sweep']))} at nq=100, up to the first ef >= {a['ef']} with recall "
-        f">= {result['sweep_stop_recall']}), L2, k=10, {a['shards']} shards, inserts of {a['batch']:,} rows. "
+        f">= {result['sweep_stop_recall']}), L2, k=10, inserts of {a['batch']:,} rows. {_shards_note(a['shards'])} "
         f"nq=1: {a['nq1_requests']} requests one after another; x16: {a['concurrent_requests']} requests from "
         f"{a['clients']} client threads, each with its own connection; nq=100, filters and the sweep: every query; "
         f"scalar query: `tag == v`, limit 10, {a['scalar_requests']} requests. Searches are `Eventually` consistent. "
@@ -158,8 +204,8 @@ def markdown(result: dict[str, Any]) -> str:
         "|---|---|" + "---|" * len(names),
     ]
     for label, key, goal in GOAL_ROWS:
-        cells = [result["sets"][n]["goals"].get(key) for n in names]
-        lines.append(f"| {label} | {goal} | " + " | ".join("-" if c is None else f"{c:g}" for c in cells) + " |")
+        cells = [_goal_cell(result["sets"][n], key) for n in names]
+        lines.append(f"| {label} | {goal} | " + " | ".join(cells) + " |")
     lines.append(
         "| ef for recall@10 >= 0.95 (Strata / milvus-lite / hnswlib) | report | "
         + " | ".join(
@@ -182,17 +228,19 @@ def plots(result: dict[str, Any], out_dir: Path) -> list[Path]:
     paths = []
     fig, axes = plt.subplots(1, len(sets), figsize=(5.5 * len(sets), 4.5), squeeze=False)
     for ax, (name, info) in zip(axes[0], sets.items(), strict=True):
-        for system in SYSTEMS:
-            f = info["systems"].get(system) or {}
+        order = _order(info["systems"])
+        for system in order:
+            f = info["systems"][system]
             if "sweep" in f:
                 pts = f["sweep"]
-                ax.plot([p["recall"] for p in pts], [p["qps"] for p in pts], "o-", color=COLORS[system], label=system)
+                color = _color(system, order)
+                ax.plot([p["recall"] for p in pts], [p["qps"] for p in pts], "o-", color=color, label=system)
                 for p in pts:
                     ax.annotate(
                         str(p["ef"]), (p["recall"], p["qps"]), fontsize=7, xytext=(3, 3), textcoords="offset points"
                     )
             elif "nq100" in f:
-                ax.plot([f["recall"]], [f["nq100"]["qps"]], "s", color=COLORS[system], label=f"{system} (exact)")
+                ax.plot([f["recall"]], [f["nq100"]["qps"]], "s", color=_color(system, order), label=f"{system} (exact)")
         ax.axvline(0.95, color="black", linestyle=":", linewidth=1)
         ax.set_yscale("log")
         ax.set_xlabel("recall@10")
@@ -207,7 +255,8 @@ def plots(result: dict[str, Any], out_dir: Path) -> list[Path]:
 
     fig, axes = plt.subplots(1, len(sets), figsize=(6.5 * len(sets), 4.5), squeeze=False)
     for ax, (name, info) in zip(axes[0], sets.items(), strict=True):
-        present = [s for s in SYSTEMS if "nq1" in (info["systems"].get(s) or {})]
+        order = _order(info["systems"])
+        present = [s for s in order if "nq1" in info["systems"][s]]
         width = 0.8 / max(1, len(present))
         for n, system in enumerate(present):
             f = info["systems"][system]
@@ -219,7 +268,7 @@ def plots(result: dict[str, Any], out_dir: Path) -> list[Path]:
                     p50.append(r["p50_ms"])
                     p99.append(r["p99_ms"])
             errs = [[0] * len(p50), [hi - lo for lo, hi in zip(p50, p99, strict=True)]]
-            ax.bar(xs, p50, width, yerr=errs, capsize=2, color=COLORS[system], label=system)
+            ax.bar(xs, p50, width, yerr=errs, capsize=2, color=_color(system, order), label=system)
         ax.set_xticks(range(len(LATENCY_GROUPS)), [g[0] for g in LATENCY_GROUPS], fontsize=8)
         ax.set_yscale("log")
         ax.set_ylabel("request latency ms (bar p50, whisker p99)")

@@ -198,7 +198,7 @@ def _tail(path: Path) -> str:
 class IndexOptions:
     m: int = 16
     ef_construction: int = 200
-    shards: int = 2
+    shards: int = 1  # create_collection's default, in Milvus and in Strata
     batch: int = 1000
 
     def validate(self) -> None:

@@ -1,7 +1,7 @@
 """Hot-path probe: one client against a standalone Strata, with the CPU each role spends per request.
 
-    .venv/bin/python benchmarks/hotpath.py insert [--batches 55] [--batch 1000] [--dim 128] [--shards 2]
-    .venv/bin/python benchmarks/hotpath.py search [--nq 1] [--seconds 10] [--rows 100000] [--dim 128] [--ef 64]
+    .venv/bin/python benchmarks/hotpath.py insert [--batches 55] [--batch 1000] [--dim 128] [--shards 1]
+    .venv/bin/python benchmarks/hotpath.py search [--nq 1] [--seconds 10] [--rows 100000] [--dim 128] [--ef 64] [--shards 1]
 
 ``insert``: one pymilvus client inserts ``--batches`` batches of ``--batch``
 random rows (built before the clock starts) into an unloaded collection, one
@@ -18,6 +18,7 @@ proxy: standalone runs it in that process.
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 import tempfile
 import time
@@ -44,9 +45,15 @@ def _collection(client: MilvusClient, dim: int, shards: int) -> None:
 
 
 def _timed(launcher_pid: int, run: Callable[[], int]) -> tuple[float, int, dict[str, float]]:
-    """Wall seconds, units done and CPU seconds per role while ``run`` ran."""
+    """Wall seconds, units done and CPU seconds per role while ``run`` ran (with this process's
+    objects frozen out of the garbage collector, as ``compare_measure`` does)."""
+    gc.collect()
+    gc.freeze()
     before, start = role_cpu_seconds(launcher_pid), time.perf_counter()
-    units = run()
+    try:
+        units = run()
+    finally:
+        gc.unfreeze()
     wall, after = time.perf_counter() - start, role_cpu_seconds(launcher_pid)
     return wall, units, {k: after[k] - before[k] for k in after}
 
@@ -83,7 +90,7 @@ def insert(server: Standalone, args: argparse.Namespace) -> None:
 
 def search(server: Standalone, args: argparse.Namespace) -> None:
     client = MilvusClient(server.uri, dedicated=True)
-    _collection(client, args.dim, 2)
+    _collection(client, args.dim, args.shards)
     data = make_dataset("clustered", args.rows, args.dim, 1000, seed=1)
     rows, queries = data.vectors, data.queries
     for b in range(0, args.rows, 5000):
@@ -124,7 +131,7 @@ def main() -> None:
     ap.add_argument("path", choices=["insert", "search"])
     ap.add_argument("--batches", type=int, default=55)
     ap.add_argument("--batch", type=int, default=1000)
-    ap.add_argument("--shards", type=int, default=2)
+    ap.add_argument("--shards", type=int, default=1)
     ap.add_argument("--dim", type=int, default=128)
     ap.add_argument("--nq", type=int, default=1)
     ap.add_argument("--seconds", type=float, default=10.0)
