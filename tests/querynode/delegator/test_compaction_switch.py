@@ -19,80 +19,35 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 
-import grpc
 import numpy as np
 import pyarrow as pa
 import pytest
 
 from protos import querynode_pb2 as qpb
-from protos import streaming_pb2_grpc
 from querynode.delegator.delegator import Delegator, ReadSpec
 from querynode.service.service import QueryNodeService
-from services.grpcutil import start_server
 from services.position import Position
-from services.schema import CollectionSchema, DataType, FieldSchema
 from services.segment import SegmentMeta, SegmentState
 from services.segment_pb import position_to_pb, segment_to_pb
 from services.storage.manifest import SegmentLevel, SegmentManifest
 from services.storage.objectstore import ObjectStore
 from services.storage.segment_io import SegmentWriter
-from services.tsoutil import compose
-from streamingnode.client.assignment import AssignmentCache
 from streamingnode.message import header, new_create_collection, new_delete, new_insert
-from streamingnode.service.handler import HandlerService
-from streamingnode.wal.recovery import MemoryRecoveryStore
-from streamingnode.walimpls.registry import build_opener
-from streamingnode.walmanager.manager import WALManager
-from tests.streamingnode.fakes import CountingAllocator
+from tests.querynode.delegator.walnode import SCHEMA, Node, P, served_wal
 
 pytestmark = pytest.mark.timeout(60)
 
-P, V, C, PART = "p0", "p0_1v0", 1, 2
+V, C, PART = "p0_1v0", 1, 2
 LOCAL = "local-node"
-SCHEMA = CollectionSchema(
-    name="c",
-    fields=(
-        FieldSchema(field_id=100, name="id", dtype=DataType.INT64, is_primary=True),
-        FieldSchema(field_id=101, name="v", dtype=DataType.FLOAT_VECTOR, dim=2),
-    ),
-)
-
-
-class Source(AssignmentCache):
-    async def report_error(self, pchannel: str, term: int, error: str) -> None:
-        pass
-
-
-@dataclass
-class Node:
-    manager: WALManager
-    source: Source
 
 
 @pytest.fixture()
 async def node(tmp_path: Path) -> AsyncIterator[Node]:
-    opener = build_opener("local", root_dir=tmp_path / "wal", segment_bytes=1 << 20, sync=False)
-    manager = WALManager(opener, CountingAllocator(compose(int(time.time() * 1000))), tick_interval=0.05,
-                         recovery=MemoryRecoveryStore(), snapshot_interval=0.0)
-    await manager.open(P, 1)
-
-    def add(server: grpc.aio.Server) -> None:
-        streaming_pb2_grpc.add_StreamingNodeHandlerServicer_to_server(HandlerService(manager), server)
-
-    server, port = await start_server(add)
-    source = Source()
-    await source.update(1, {P: (f"127.0.0.1:{port}", 1)})
-    try:
-        yield Node(manager, source)
-    finally:
-        await server.stop(grace=None)
-        await manager.close()
-        await opener.close()
+    async with served_wal(tmp_path / "wal", segment_bytes=1 << 20) as served:
+        yield served
 
 
 def _rows(ids: range) -> pa.Table:
