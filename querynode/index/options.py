@@ -70,9 +70,9 @@ class IndexOptions:
     """How indexes are built and searched on this node.
 
     Attributes:
-        threads: hnswlib threads for a build. 1 by default: the node has few
-            cores, shared with everything else. A search call is told its
-            threads by the worker (``querynode.offload.CoreShare``).
+        threads: hnswlib threads for a build; 1 by default. The worker builds
+            with the cores no read holds (``querynode.worker.loader``), and
+            tells each search call its threads (``querynode.offload.CoreShare``).
         exact_min_rows: search exactly when fewer rows than this are allowed.
         exact_sqrt_factor: ... or fewer than this times ``sqrt(rows)`` (for one query).
         exact_setup_queries: how many queries' worth of distance work the exact

@@ -3,15 +3,21 @@
 An index is built once per segment and field: the first worker to load the
 segment finds none in object storage, builds it and saves it; every later load
 (another replica, a restart, a move) reads it back instead (``querynode/index/store.py``).
+A build uses the threads the worker grants the load (the cores no read in a
+thread holds: ``querynode.offload.CoreShare``); an HNSW build splits its rows
+among them. A one-shard collection's segments load one after another, so
+without this its builds would use one core of the node.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import structlog
 
 from querynode.index.factory import build_index
+from querynode.index.options import DEFAULT_OPTIONS
 from querynode.index.store import load_index, save_index
 from querynode.segments.growing import GrowingStore
 from querynode.worker.indexes import FieldIndexSpec
@@ -25,7 +31,11 @@ log = structlog.get_logger().bind(component="segment-loader")
 
 
 def load_segment(
-    storage: ObjectStore, schema: CollectionSchema, meta: SegmentMeta, indexes: Sequence[FieldIndexSpec]
+    storage: ObjectStore,
+    schema: CollectionSchema,
+    meta: SegmentMeta,
+    indexes: Sequence[FieldIndexSpec],
+    threads: int = 1,
 ) -> WorkerSegment:
     reader = SegmentReader(storage, schema)
     manifest = reader.read_manifest(meta.manifest)
@@ -45,9 +55,9 @@ def load_segment(
         vectors = store.vector_matrix(f.name)
         index = load_index(storage, meta.collection_id, meta.segment_id, spec.index_id, f.field_id, spec.spec, vectors)
         if index is None:
-            index = build_index(spec.spec, vectors)
+            index = build_index(spec.spec, vectors, options=dataclasses.replace(DEFAULT_OPTIONS, threads=threads))
             save_index(storage, meta.collection_id, meta.segment_id, spec.index_id, f.field_id, spec.spec, index, vectors)
             log.info("index built", segment=meta.segment_id, field=f.name, index_type=spec.spec.index_type,
-                     rows=len(vectors))
+                     rows=len(vectors), threads=threads)
         seg.indexes[f.name] = FieldIndex(spec.spec, index)
     return seg

@@ -80,7 +80,8 @@ class Worker:
                     async with self._locks[collection_id].write():
                         await asyncio.to_thread(self.segments[key].cut, *pks_ts)
                 continue
-            seg = await asyncio.to_thread(load_segment, self._storage, schema, meta, indexes)
+            with self._cores.take(self._cores.cores) as threads:  # a build uses every free core
+                seg = await asyncio.to_thread(load_segment, self._storage, schema, meta, indexes, threads)
             async with self._locks[collection_id].write():
                 if pks_ts is not None and len(pks_ts[0]):
                     await asyncio.to_thread(seg.cut, *pks_ts)

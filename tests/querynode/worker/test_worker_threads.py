@@ -1,4 +1,4 @@
-"""How many threads the worker gives a segment search: the node's free cores for an unfiltered batch."""
+"""How many threads the worker gives a segment search and an index build: the node's free cores."""
 
 from __future__ import annotations
 
@@ -10,7 +10,11 @@ import pytest
 from querynode import offload
 from querynode.index.base import NO_PARAMS
 from querynode.index.flat import FlatIndex
+from querynode.index.options import IndexOptions
+from querynode.index.spec import IndexSpec
 from querynode.offload import CoreShare
+from querynode.worker import loader
+from querynode.worker.indexes import FieldIndexSpec
 from querynode.worker.worker import SegmentRead, Worker
 from services.storage.objectstore import ObjectStore
 from tests.querynode.worker.segments import COLL, SEG, flushed_segment
@@ -51,4 +55,31 @@ async def test_an_unfiltered_batch_alone_on_the_node_uses_every_core(tmp_path: P
     await _search(worker, nq=4)  # too few queries to be worth a second thread
     await _search(worker, nq=100, filter="i32 >= 0")  # a filtered walk keeps to one
     assert threads_seen == [2, 1, 1]
+    assert share.held == 0
+
+
+def _build_threads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    seen: list[int] = []
+    real = loader.build_index
+
+    def spy(spec: IndexSpec, vectors: np.ndarray, *, options: IndexOptions) -> object:
+        seen.append(options.threads)
+        return real(spec, vectors, options=options)
+
+    monkeypatch.setattr(loader, "build_index", spy)
+    return seen
+
+
+async def test_an_index_build_uses_the_cores_no_read_holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = ObjectStore.from_uri(f"file://{tmp_path}/store")
+    meta, _ = flushed_segment(store)
+    hnsw = FieldIndexSpec(field_name="vec", index_id=7, spec=IndexSpec(index_type="HNSW", metric="L2", params={}))
+    built = _build_threads(monkeypatch)
+    share = CoreShare(2)
+    await Worker(store, share).load(COLL, full_schema(), [meta], [hnsw], {})
+    # A second worker finds no saved index under another id, and a read holds one core meanwhile.
+    other = FieldIndexSpec(field_name="vec", index_id=8, spec=hnsw.spec)
+    with share.take(1):
+        await Worker(store, share).load(COLL, full_schema(), [meta], [other], {})
+    assert built == [2, 1]
     assert share.held == 0
