@@ -150,22 +150,22 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
         spec = _read_spec(request.read)
         vectors = _matrix(request.vectors, field.dim)
         params = _params(request.params)
-        results = await asyncio.gather(
-            *(
-                d.search(
-                    spec,
-                    field=request.anns_field,
-                    vectors=vectors,
-                    raw_vectors=request.vectors,
-                    metric=request.metric_type,
-                    topk=request.topk,
-                    params=params,
-                )
-                for d in delegators
+        searches = [
+            d.search(
+                spec,
+                field=request.anns_field,
+                vectors=vectors,
+                raw_vectors=request.vectors,
+                metric=request.metric_type,
+                topk=request.topk,
+                params=params,
             )
-        )
+            for d in delegators
+        ]
+        if len(searches) == 1:  # one shard here: no task to wrap it in
+            return await searches[0]
         # Unmerged: the proxy ranks every node's hits together (vchannels partition the keys).
-        return results[0] if len(results) == 1 else pa.concat_tables(results)
+        return pa.concat_tables(await asyncio.gather(*searches))
 
     @rpc_method(pb.QueryResponse)
     async def Query(self, request: pb.QueryRequest, context: grpc.aio.ServicerContext) -> pb.QueryResponse:

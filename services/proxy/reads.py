@@ -224,7 +224,10 @@ class ReadRouter:
             return ipc_to_table(resp.results)
 
         async def run(replicas: list[Replica], read: ReadOptions) -> list[pa.Table]:
-            return list(await asyncio.gather(*(node(vs, replicas, read) for vs in _by_node(coll, replicas[0]))))
+            groups = _by_node(coll, replicas[0])
+            if len(groups) == 1:  # one node serves every vchannel: no task to wrap the call in
+                return [await node(groups[0], replicas, read)]
+            return list(await asyncio.gather(*(node(vs, replicas, read) for vs in groups)))
 
         async def node(vchannels: list[str], replicas: list[Replica], read: ReadOptions) -> pa.Table:
             """One call for the vchannels whose delegators share a node in the first replica; if it
@@ -237,6 +240,8 @@ class ReadRouter:
                         raise
                 except grpc.aio.AioRpcError:
                     pass
+            if len(vchannels) == 1:
+                return await one(vchannels[0], replicas, read)
             return pa.concat_tables(await asyncio.gather(*(one(v, replicas, read) for v in vchannels)))
 
         async def one(vchannel: str, replicas: list[Replica], read: ReadOptions) -> pa.Table:
