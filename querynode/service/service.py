@@ -7,8 +7,6 @@ stops here: both roles get domain types.
 
 from __future__ import annotations
 
-import asyncio
-
 import grpc
 import numpy as np
 import pyarrow as pa
@@ -22,6 +20,7 @@ from querynode.worker.client import WorkerClient, segment_read
 from querynode.worker.cuts import decode_cuts
 from querynode.worker.indexes import field_index_spec
 from querynode.worker.worker import Worker
+from services.aiogather import gather_all
 from services.arrowio import table_to_ipc
 from services.errors import ErrorCode, InvalidArgument, StrataError
 from services.grpcutil import ok_status, rpc_method
@@ -162,10 +161,9 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
             )
             for d in delegators
         ]
-        if len(searches) == 1:  # one shard here: no task to wrap it in
-            return await searches[0]
+        results = await gather_all(searches)
         # Unmerged: the proxy ranks every node's hits together (vchannels partition the keys).
-        return pa.concat_tables(await asyncio.gather(*searches))
+        return results[0] if len(results) == 1 else pa.concat_tables(results)
 
     @rpc_method(pb.QueryResponse)
     async def Query(self, request: pb.QueryRequest, context: grpc.aio.ServicerContext) -> pb.QueryResponse:

@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from protos import coordinator_pb2, querynode_pb2, querynode_pb2_grpc
+from services.aiogather import gather_all
 from services.arrowio import ipc_to_table
 from services.coordclient import CoordinatorClient
 from services.errors import ErrorCode, PartitionNotLoaded, StrataError
@@ -224,10 +225,7 @@ class ReadRouter:
             return ipc_to_table(resp.results)
 
         async def run(replicas: list[Replica], read: ReadOptions) -> list[pa.Table]:
-            groups = _by_node(coll, replicas[0])
-            if len(groups) == 1:  # one node serves every vchannel: no task to wrap the call in
-                return [await node(groups[0], replicas, read)]
-            return list(await asyncio.gather(*(node(vs, replicas, read) for vs in groups)))
+            return await gather_all([node(vs, replicas, read) for vs in _by_node(coll, replicas[0])])
 
         async def node(vchannels: list[str], replicas: list[Replica], read: ReadOptions) -> pa.Table:
             """One call for the vchannels whose delegators share a node in the first replica; if it
@@ -240,9 +238,8 @@ class ReadRouter:
                         raise
                 except grpc.aio.AioRpcError:
                     pass
-            if len(vchannels) == 1:
-                return await one(vchannels[0], replicas, read)
-            return pa.concat_tables(await asyncio.gather(*(one(v, replicas, read) for v in vchannels)))
+            parts = await gather_all([one(v, replicas, read) for v in vchannels])
+            return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
         async def one(vchannel: str, replicas: list[Replica], read: ReadOptions) -> pa.Table:
             return await self._on_some_replica(vchannel, replicas, lambda p: call(p.address, [vchannel], read))
