@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/compare.py [--quick] [--data random,clustered,text] [--rows 100000] [--dim 128]
         [--queries 1000] [--systems strata,milvus-lite,hnswlib,numpy] [--M 16] [--ef-construction 200] [--ef 64]
-        [--ef-sweep 16,32,64,128,256,512,1024,2048] [--shards 1,2] [--batch 1000] [--nq1-requests 200]
+        [--ef-sweep 16,32,64,128,256,512,1024,2048] [--shards 1,2] [--batch 1000] [--no-compact] [--nq1-requests 200]
         [--clients 16] [--concurrent-requests 320] [--scalar-requests 20] [--seed 1] [--out DIR] [--cache DIR]
         [--dir PARENT] [--keep]
 
@@ -79,6 +79,9 @@ def _args() -> argparse.Namespace:
     ap.add_argument("--ef-sweep", default="16,32,64,128,256,512,1024,2048")
     ap.add_argument("--shards", default="1,2", help="comma-separated shard counts, one Strata run each")
     ap.add_argument("--batch", type=int, default=1000, help="rows per insert request")
+    ap.add_argument(
+        "--no-compact", dest="compact", action="store_false", help="leave out compact() between the flush and the index"
+    )
     ap.add_argument("--nq1-requests", type=int, default=200)
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--concurrent-requests", type=int, default=320)
@@ -188,7 +191,9 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 def main() -> None:
     args = _args()
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    index = IndexOptions(m=args.m, ef_construction=args.ef_construction, shards=args.shards[0], batch=args.batch)
+    index = IndexOptions(
+        m=args.m, ef_construction=args.ef_construction, shards=args.shards[0], batch=args.batch, compact=args.compact
+    )
     loops = LoopOptions(
         ef=args.ef,
         ef_sweep=args.ef_sweep,

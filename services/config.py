@@ -118,8 +118,10 @@ class JobsConfig:
     compaction_interval_seconds: float = 60.0
     # Segments younger than this (since they were flushed) are left to settle first.
     compaction_min_age_seconds: float = 600.0
-    # Size of a compaction output (and of an import's segments).
-    compaction_target_bytes: int = 128 << 20
+    # Size of a compaction output (and of an import's segments): Milvus's segment maxSize (1024 MB).
+    # Growing segments seal at 128 MiB (streamingnode.segment_max_bytes); compaction merges them up
+    # to this, so a large collection is searched in a few big graphs rather than many small ones.
+    compaction_target_bytes: int = 1 << 30
     # Merge the small segments of a vchannel and partition once there are this many.
     compaction_min_segments: int = 4
     # Rewrite a segment once this share of its rows is deleted.
