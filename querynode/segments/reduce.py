@@ -116,6 +116,9 @@ def merge_topk(
 
     all_queries = merged.column(QUERY_COLUMN).to_numpy()
     all_distances = merged.column(DISTANCE_COLUMN).to_numpy()
+    plain = distinct_keys and offset == 0 and group_by is None and radius is None and range_filter is None
+    if plain and len(results) == 1 and _is_page(all_queries, all_distances, topk, descending):
+        return merged.combine_chunks()  # one input that is already the answer (one vchannel's hits)
     if distinct_keys:
         kept = np.arange(merged.num_rows)
     else:
@@ -248,6 +251,22 @@ def _page_groups(
     out = np.lexsort((within[keep], group_rank[keep], queries[by_group][keep]))
     result: np.ndarray = by_group[keep][out]
     return result
+
+
+def _is_page(queries: np.ndarray, distances: np.ndarray, topk: int, descending: bool) -> bool:
+    """Whether rows sorted this way are what the ranking and paging would return unchanged:
+    queries ascending, each query's distances best first, at most ``topk`` rows per query."""
+    if len(queries) == 0:
+        return True
+    step = np.diff(queries)
+    if (step < 0).any():
+        return False
+    same = step == 0
+    later, earlier = distances[1:][same], distances[:-1][same]
+    if ((later > earlier) if descending else (later < earlier)).any():
+        return False
+    starts = np.flatnonzero(np.concatenate(([True], ~same)))
+    return bool((np.diff(np.append(starts, len(queries))) <= topk).all())
 
 
 def _run_starts(*keys: np.ndarray) -> np.ndarray:

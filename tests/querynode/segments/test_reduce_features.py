@@ -190,6 +190,36 @@ def test_group_by_matches_the_model(
     assert run(**case, group_by="g", group_size=group_size, radius=radius) == expected
 
 
+@st.composite
+def one_vchannel(draw: st.DrawFn, metric: str, topk: int) -> list[Row]:
+    """One delegator's hits: distinct keys per query; often already ranked and paged (its
+    usual answer), sometimes in any order or with more than ``topk`` rows for a query."""
+    rows = []
+    for query in range(draw(st.integers(0, 3))):
+        pks = draw(st.lists(st.integers(0, 9), unique=True, max_size=7))
+        rows += [Row(rid=0, query=query, pk=pk, distance=draw(DISTANCES), ts=0, group=None) for pk in pks]
+    if draw(st.booleans()):
+        larger = metric != "L2"
+        rows.sort(key=lambda r: (r.query, -r.distance if larger else r.distance))
+        if draw(st.booleans()):  # paged: each query's best topk
+            rows = [r for q in range(4) for r in [r for r in rows if r.query == q][:topk]]
+    else:
+        rows = draw(st.permutations(rows))
+    return [Row(rid=i, query=r.query, pk=r.pk, distance=r.distance, ts=0, group=None) for i, r in enumerate(rows)]
+
+
+@SETTINGS
+@given(data=st.data())
+def test_one_vchannel_with_distinct_keys_matches_the_model(data: st.DataObject) -> None:
+    """The proxy's merge of one vchannel (``distinct_keys``): an input that is already the
+    answer comes back as it is, any other is ranked and paged, both as the model says."""
+    metric, topk = data.draw(st.sampled_from(METRICS)), data.draw(st.integers(1, 5))
+    rows = data.draw(one_vchannel(metric, topk))
+    expected = model([rows], metric=metric, with_ts=False, topk=topk)
+    assert run([rows], with_ts=False, string_keys=False, group_kind="int", metric=metric, topk=topk,
+               distinct_keys=True) == expected
+
+
 @SETTINGS
 @given(data=st.data())
 def test_two_level_reduce_equals_one_over_replicas(data: st.DataObject) -> None:
