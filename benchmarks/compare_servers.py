@@ -95,7 +95,9 @@ class RssSampler(threading.Thread):
 def _strata_role(proc: psutil.Process) -> str:
     cmd = " ".join(proc.cmdline())
     if "services.cli" not in cmd:
-        return "etcd" if "etcd" in cmd else "other"
+        if "etcd" in cmd:
+            return "etcd"
+        return "spark" if "java" in proc.name() else "other"  # the coordinator's Spark driver (compaction)
     return next((r for r in ROLES if r != "etcd" and f"services.cli {r}" in cmd), "launcher")
 
 
