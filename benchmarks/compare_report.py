@@ -188,6 +188,8 @@ def markdown(result: dict[str, Any]) -> str:
         f"nq=1: {a['nq1_requests']} requests one after another; x16: {a['concurrent_requests']} requests from "
         f"{a['clients']} client threads, each with its own connection; nq=100, filters and the sweep: every query; "
         f"scalar query: `tag == v`, limit 10, {a['scalar_requests']} requests. Searches are `Eventually` consistent. "
+        f"Searchable: flush{' + compact() until completed' if a.get('compact', False) else ''} + create_index + "
+        "load_collection until loaded. "
         "Peak RSS: Strata is the sum of its processes (largest in brackets), hnswlib the growth of this "
         "process while the graph was built; this process (client, data, bounds) peaked at "
         f"{result['benchmark_process_peak_rss_mib']:,.0f} MiB.",
