@@ -1,0 +1,119 @@
+"""Memory of a query node loading one sealed segment: peak and resident RSS of ``load_segment``.
+
+    .venv/bin/python benchmarks/load_memory.py [--rows 400000] [--dim 128] [--ef-construction 40] [--threads 2]
+
+Writes one flushed segment of ``--rows`` random float vectors (and an int64
+key) to a temporary local object store, then loads it in a fresh process,
+the way a worker does (``querynode.worker.loader.load_segment`` in a worker
+thread, HNSW M=16 built and saved), and prints the process's peak RSS and its
+RSS once the load returned, next to the size of the vectors. The write and
+the load each run in a child process of a parent that allocates nothing
+large (Linux carries a process's peak RSS over ``exec`` from its parent), so
+the peak is the load's own. ``--ef-construction`` is low by
+default: the build's time, not its memory, depends on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import numpy as np  # noqa: E402
+import psutil  # noqa: E402
+import pyarrow as pa  # noqa: E402
+
+from querynode.index.spec import IndexSpec  # noqa: E402
+from querynode.worker.indexes import FieldIndexSpec  # noqa: E402
+from querynode.worker.loader import load_segment  # noqa: E402
+from services.schema import TIMESTAMP_COLUMN, CollectionSchema, DataType, FieldSchema  # noqa: E402
+from services.segment import SegmentMeta, SegmentState  # noqa: E402
+from services.storage.manifest import SegmentLevel, SegmentManifest  # noqa: E402
+from services.storage.objectstore import ObjectStore  # noqa: E402
+from services.storage.segment_io import SegmentWriter  # noqa: E402
+
+MIB = 1 << 20
+
+
+def _schema(dim: int) -> CollectionSchema:
+    return CollectionSchema(
+        name="mem",
+        fields=(
+            FieldSchema(field_id=100, name="id", dtype=DataType.INT64, is_primary=True),
+            FieldSchema(field_id=101, name="v", dtype=DataType.FLOAT_VECTOR, dim=dim),
+        ),
+    )
+
+
+def write(root: Path, rows: int, dim: int) -> str:
+    """One flushed segment under ``root``; returns its manifest path."""
+    vectors = np.random.default_rng(0).standard_normal((rows, dim), dtype=np.float32)
+    table = pa.table({
+        "id": pa.array(np.arange(rows, dtype=np.int64)),
+        "v": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), dim),
+        TIMESTAMP_COLUMN: pa.array(np.full(rows, 100, dtype=np.uint64)),
+    })  # fmt: skip
+    writer = SegmentWriter(ObjectStore.from_uri(root.as_uri()), _schema(dim))
+    manifest = SegmentManifest(segment_id=1, collection_id=1, partition_id=1, vchannel="mem", level=SegmentLevel.L1)
+    log, stats = writer.write_insert_log(collection_id=1, partition_id=1, segment_id=1, log_id=1, table=table)
+    return writer.write_manifest(manifest.with_insert_log(log, stats))
+
+
+def load(root: Path, manifest: str, rows: int, dim: int, ef_construction: int, threads: int) -> None:
+    meta = SegmentMeta(
+        segment_id=1, collection_id=1, partition_id=1, vchannel="mem", state=SegmentState.FLUSHED, rows=rows,
+        manifest=manifest,
+    )  # fmt: skip
+    spec = FieldIndexSpec(
+        field_name="v",
+        index_id=1,
+        spec=IndexSpec(index_type="HNSW", metric="L2", params={"M": 16, "efConstruction": ef_construction}),
+    )
+    store = ObjectStore.from_uri(root.as_uri())
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    start = time.perf_counter()
+    with ThreadPoolExecutor(1) as pool:  # a worker loads in a thread
+        segment = pool.submit(load_segment, store, _schema(dim), meta, [spec], threads).result()
+    took = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    after = psutil.Process().memory_info().rss / MIB
+    assert segment.store.num_rows == rows
+    print(
+        f"{rows:,} x {dim} ({rows * dim * 4 / MIB:,.0f} MiB of vectors): load {took:.1f}s, "
+        f"peak RSS {peak:,.0f} MiB, RSS after the load {after:,.0f} MiB (peak before it: {before:,.0f} MiB)"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=400_000)
+    ap.add_argument("--dim", type=int, default=128)
+    ap.add_argument("--ef-construction", type=int, default=40)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--write", metavar="ROOT", help=argparse.SUPPRESS)
+    ap.add_argument("--load", nargs=2, metavar=("ROOT", "MANIFEST"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.write:
+        print(write(Path(args.write), args.rows, args.dim))
+        return
+    if args.load:
+        load(Path(args.load[0]), args.load[1], args.rows, args.dim, args.ef_construction, args.threads)
+        return
+    common = [sys.executable, __file__, "--rows", str(args.rows), "--dim", str(args.dim),
+              "--ef-construction", str(args.ef_construction), "--threads", str(args.threads)]  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="strata-load-memory-") as tmp:
+        written = subprocess.run([*common, "--write", tmp], check=True, capture_output=True, text=True)
+        manifest = written.stdout.strip().splitlines()[-1]
+        subprocess.run([*common, "--load", tmp, manifest], check=True)
+
+
+if __name__ == "__main__":
+    main()
