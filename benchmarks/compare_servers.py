@@ -97,7 +97,9 @@ def _strata_role(proc: psutil.Process) -> str:
     if "services.cli" not in cmd:
         if "etcd" in cmd:
             return "etcd"
-        return "spark" if "java" in proc.name() else "other"  # the coordinator's Spark driver (compaction)
+        if "java" in proc.name() or "pyspark" in cmd or "services/jobs/main.py" in cmd:
+            return "spark"  # a Spark job the coordinator runs (compaction): the JVM, its Python driver and workers
+        return "other"
     return next((r for r in ROLES if r != "etcd" and f"services.cli {r}" in cmd), "launcher")
 
 
