@@ -258,15 +258,14 @@ def _is_page(queries: np.ndarray, distances: np.ndarray, topk: int, descending: 
     queries ascending, each query's distances best first, at most ``topk`` rows per query."""
     if len(queries) == 0:
         return True
-    step = np.diff(queries)
-    if (step < 0).any():
+    if (np.diff(queries) < 0).any():
         return False
-    same = step == 0
+    start = _run_starts(queries)
+    same = ~start[1:]
     later, earlier = distances[1:][same], distances[:-1][same]
     if ((later > earlier) if descending else (later < earlier)).any():
         return False
-    starts = np.flatnonzero(np.concatenate(([True], ~same)))
-    return bool((np.diff(np.append(starts, len(queries))) <= topk).all())
+    return bool((_position_in_runs(start) < topk).all())  # the rank the paging keeps below topk
 
 
 def _run_starts(*keys: np.ndarray) -> np.ndarray:
