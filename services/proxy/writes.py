@@ -34,6 +34,11 @@ def _by_shard(pks: pa.Array, shards: int) -> list[np.ndarray]:
     return [np.nonzero(idx == s)[0] for s in range(shards)]
 
 
+def _rows(table: pa.Table, rows: np.ndarray) -> pa.Table:
+    """The rows of ``table`` at ``rows`` (ascending, distinct): the table itself when that is all of them."""
+    return table if len(rows) == table.num_rows else table.take(pa.array(rows))
+
+
 def _partitions_of(coll: CollectionEntry, table: pa.Table, partition_id: int | None) -> np.ndarray:
     """The partition of every row: the one named, or by the partition key's hash."""
     key = coll.partition_key
@@ -70,7 +75,7 @@ async def insert_table(
     for shard, rows in enumerate(groups):
         if len(rows) == 0:
             continue
-        messages = _inserts(coll, shard, table.take(pa.array(rows)), partitions[rows])
+        messages = _inserts(coll, shard, _rows(table, rows), partitions[rows])
         appends.append(producer.append(coll.pchannels[shard], messages))
     results = await asyncio.gather(*appends)
     return max((r.timetick for rs in results for r in rs), default=0)
@@ -113,7 +118,7 @@ async def upsert_table(
     for shard, rows in enumerate(groups):
         if len(rows) == 0:
             continue
-        part = table.take(pa.array(rows))
+        part = _rows(table, rows)
         vchannel = coll.vchannels[shard]
         messages = [new_delete(vchannel, coll.collection_id, part.column(pk).combine_chunks())]
         messages += _inserts(coll, shard, part, partitions[rows])

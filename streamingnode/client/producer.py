@@ -14,6 +14,7 @@ import contextlib
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 import structlog
@@ -22,10 +23,14 @@ from protos import common_pb2, streaming_pb2, streaming_pb2_grpc
 from services.errors import ErrorCode, StrataError, error_from_code
 from services.grpcutil import insecure_channel
 from streamingnode.client.assignment import AssignmentSource
+from streamingnode.message import size_bound
 
 # A coalesced Produce request stops growing past this many messages or bytes.
 MAX_MERGED_MESSAGES = 1024
 MAX_MERGED_BYTES = 4 << 20
+# An append unanswered this long starts watching for a move of its pchannel (see
+# ``_send_unless_moved``); an owner is declared lost only after seconds, so nothing waits longer.
+WATCH_MOVES_AFTER_SECONDS = 0.5
 
 _RETRYABLE = {
     ErrorCode.UNMATCHED_CHANNEL_TERM,
@@ -101,14 +106,14 @@ class _Stream:
 
     def _next_group(self) -> list[_Waiter]:
         first = self._outbox.pop(0)
-        group, count, size = [first], len(first.messages), sum(m.ByteSize() for m in first.messages)
-        if first.txn:
-            return group
+        if first.txn or not self._outbox:
+            return [first]
+        group, count, size = [first], len(first.messages), sum(map(size_bound, first.messages))
         while self._outbox and not self._outbox[0].txn and count < MAX_MERGED_MESSAGES and size < MAX_MERGED_BYTES:
             w = self._outbox.pop(0)
             group.append(w)
             count += len(w.messages)
-            size += sum(m.ByteSize() for m in w.messages)
+            size += sum(map(size_bound, w.messages))
         return group
 
     async def _send_loop(self) -> None:
@@ -133,16 +138,16 @@ class _Stream:
         except Exception as err:  # writing failed: the stream is dead
             self._fail(err)
 
-    async def send(
-        self, messages: Sequence[common_pb2.Message], timeout: float, *, txn: bool = False
-    ) -> streaming_pb2.ProduceResponse:
+    def submit(
+        self, messages: Sequence[common_pb2.Message], *, txn: bool = False
+    ) -> asyncio.Future[streaming_pb2.ProduceResponse]:
+        """Queue an append; the future gets its answer, or the error that broke the stream."""
         if self.broken is not None:
             raise ConnectionError(str(self.broken))
         fut: asyncio.Future[streaming_pb2.ProduceResponse] = asyncio.get_running_loop().create_future()
         self._outbox.append(_Waiter(messages, txn, fut))
         self._wake.set()
-        async with asyncio.timeout(timeout):
-            return await fut
+        return fut
 
     async def close(self) -> None:
         for task in (self._sender, self._reader):
@@ -215,26 +220,39 @@ class Producer:
     async def _send_unless_moved(
         self, stream: _Stream, messages: Sequence[common_pb2.Message], timeout: float, txn: bool
     ) -> streaming_pb2.ProduceResponse:
-        """``stream.send``, abandoned if the pchannel moves to a newer term meanwhile.
+        """The answer to ``messages`` on ``stream``, abandoned if the pchannel moves to a newer term.
 
         An owner that froze (SIGSTOP, a pause, cut off from etcd) keeps its TCP
         connection and never answers; the coordinator moves its pchannels once
         its session is lost, and waiting any longer would only hit the timeout.
+        The move is watched only once the answer is ``WATCH_MOVES_AFTER_SECONDS``
+        late: almost every append is answered before that, and a watch costs
+        every append two tasks. A move that happened before the watch starts
+        is seen at once (``resolve`` returns the newer term it already knows).
+        Raises ``TimeoutError`` after ``timeout`` seconds.
         """
-        send = asyncio.ensure_future(stream.send(messages, timeout, txn=txn))
-        moved = asyncio.ensure_future(self._source.resolve(stream.pchannel, newer_than_term=stream.term, timeout=timeout))
+        send = stream.submit(messages, txn=txn)
+        moved: asyncio.Future[tuple[str, int]] | None = None
         try:
-            await asyncio.wait([send, moved], return_when=asyncio.FIRST_COMPLETED)
-            if not send.done() and moved.exception() is None:
-                raise ConnectionError(f"{stream.pchannel} moved to term {moved.result()[1]} during the append")
-            return await send
+            async with asyncio.timeout(timeout):
+                await asyncio.wait([send], timeout=WATCH_MOVES_AFTER_SECONDS)
+                if not send.done():
+                    moved = asyncio.ensure_future(
+                        self._source.resolve(stream.pchannel, newer_than_term=stream.term, timeout=timeout)
+                    )
+                    either: list[asyncio.Future[Any]] = [send, moved]
+                    await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+                    if not send.done() and moved.exception() is None:
+                        raise ConnectionError(f"{stream.pchannel} moved to term {moved.result()[1]} during the append")
+                return await send
         finally:
-            for fut in (send, moved):
-                fut.cancel()
-            await asyncio.wait([send, moved])
-            for fut in (send, moved):
-                if not fut.cancelled():
-                    fut.exception()  # retrieved: the one that mattered was raised above
+            if not send.done():
+                send.cancel()  # its waiter is skipped when the answer comes
+            if moved is not None:
+                moved.cancel()
+                await asyncio.wait([moved])
+                if not moved.cancelled():
+                    moved.exception()  # retrieved: the one that mattered was raised above
 
     async def _drop(self, stream: _Stream) -> None:
         async with self._lock:

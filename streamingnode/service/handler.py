@@ -12,6 +12,7 @@ import structlog
 from protos import common_pb2, streaming_pb2, streaming_pb2_grpc
 from services.errors import ErrorCode, StrataError
 from services.grpcutil import error_status, ok_status, rpc_method
+from streamingnode.message import size_bound
 from streamingnode.walimpls.wal import DeliverPolicy, MessageID
 from streamingnode.walmanager.manager import WALManager
 
@@ -42,9 +43,11 @@ class HandlerService(streaming_pb2_grpc.StreamingNodeHandlerServicer):
 
     async def Produce(
         self, request_iterator: AsyncIterator[streaming_pb2.ProduceRequest], context: grpc.aio.ServicerContext
-    ) -> AsyncIterator[streaming_pb2.ProduceResponse]:
-        # Requests are appended concurrently (so they share group commits); answers go out as they finish.
-        answers: asyncio.Queue[streaming_pb2.ProduceResponse | None] = asyncio.Queue()
+    ) -> None:
+        # Requests are appended concurrently (so they share group commits). Each append writes
+        # its own answer as soon as it is durable: no hop through a queue and a response
+        # generator, which the WAL's readers (woken just after the appenders) would run before.
+        writing = asyncio.Lock()  # one write in flight on a stream at a time
 
         async def one(req: streaming_pb2.ProduceRequest) -> None:
             try:
@@ -54,37 +57,20 @@ class HandlerService(streaming_pb2_grpc.StreamingNodeHandlerServicer):
                     streaming_pb2.AppendResult(message_id=a.message_id.to_bytes(), timetick=a.timetick)
                     for a in done
                 ]
-                answers.put_nowait(
-                    streaming_pb2.ProduceResponse(request_id=req.request_id, status=ok_status(), results=results)
-                )
+                resp = streaming_pb2.ProduceResponse(request_id=req.request_id, status=ok_status(), results=results)
             except StrataError as err:
-                answers.put_nowait(streaming_pb2.ProduceResponse(request_id=req.request_id, status=error_status(err)))
+                resp = streaming_pb2.ProduceResponse(request_id=req.request_id, status=error_status(err))
             except Exception as err:  # RPC boundary
                 log.exception("append failed", pchannel=req.pchannel)
-                answers.put_nowait(
-                    streaming_pb2.ProduceResponse(
-                        request_id=req.request_id,
-                        status=error_status(StrataError(f"append failed: {err}")),
-                    )
+                resp = streaming_pb2.ProduceResponse(
+                    request_id=req.request_id, status=error_status(StrataError(f"append failed: {err}"))
                 )
+            async with writing:
+                await context.write(resp)
 
-        async def pump() -> None:
-            async with asyncio.TaskGroup() as tg:
-                async for req in request_iterator:
-                    tg.create_task(one(req))
-            answers.put_nowait(None)
-
-        reader = asyncio.create_task(pump())
-        try:
-            while True:
-                resp = await answers.get()
-                if resp is None:
-                    break
-                yield resp
-        finally:
-            reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await reader
+        async with asyncio.TaskGroup() as tg:
+            async for req in request_iterator:
+                tg.create_task(one(req))
 
     async def Consume(
         self, request: streaming_pb2.ConsumeRequest, context: grpc.aio.ServicerContext
@@ -114,7 +100,7 @@ class HandlerService(streaming_pb2_grpc.StreamingNodeHandlerServicer):
                 item = await queue.get()
                 if item is None:
                     break
-                batch, size = [item], item[1].ByteSize()
+                batch, size = [item], size_bound(item[1])
                 while len(batch) < CONSUME_BATCH_MESSAGES and size < CONSUME_BATCH_BYTES:
                     try:
                         nxt = queue.get_nowait()
@@ -124,7 +110,7 @@ class HandlerService(streaming_pb2_grpc.StreamingNodeHandlerServicer):
                         ended = True
                         break
                     batch.append(nxt)
-                    size += nxt[1].ByteSize()
+                    size += size_bound(nxt[1])
                 yield streaming_pb2.ConsumeResponse(
                     status=ok_status(),
                     messages=[streaming_pb2.ConsumedMessage(message_id=i.to_bytes(), message=m) for i, m in batch],

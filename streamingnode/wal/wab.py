@@ -30,6 +30,7 @@ import structlog
 
 from protos.common_pb2 import Message, MessageType
 from services.errors import InvalidArgument, StrataError
+from streamingnode.message import size_bound
 from streamingnode.walimpls.wal import MessageID
 
 Entry = tuple[MessageID, Message]
@@ -49,7 +50,7 @@ class BufferOptions:
     """Bounds of a :class:`WriteAheadBuffer`.
 
     Attributes:
-        max_bytes: total serialized size of the held messages; the oldest
+        max_bytes: total size of the held messages (``size_bound``); the oldest
             batches are evicted beyond it.
         max_age: seconds a batch stays at most.
     """
@@ -112,14 +113,20 @@ class WriteAheadBuffer:
 
     # -- writer side -----------------------------------------------------------
 
-    def append_batch(self, entries: Sequence[Entry], tick: Entry) -> None:
+    def append_batch(self, entries: Sequence[Entry], tick: Entry, *, wake: bool = True) -> None:
         """Add persisted ``entries`` and the persisted TimeTick written after them.
 
+        With ``wake=False`` waiting readers are not woken: the writer calls
+        :meth:`wake_readers` once it has answered its own callers.
         Raises ``StrataError`` if timeticks do not grow (a bug in the writer).
         """
         tick_id, tick_msg = tick
-        self._push(list(entries), tick_id, tick_msg, persisted=True)
+        self._push(list(entries), tick_id, tick_msg, persisted=True, wake=wake)
         self._last_persisted = (tick_id, tick_msg.timetick)
+
+    def wake_readers(self) -> None:
+        """Wake the readers waiting for a batch (after ``append_batch(..., wake=False)``)."""
+        self._wake()
 
     def append_volatile_tick(self, tick: Message, last_persisted: MessageID) -> None:
         """Add a TimeTick that was not written; readers get it with ``last_persisted`` as its id."""
@@ -205,14 +212,16 @@ class WriteAheadBuffer:
 
     # -- internals ------------------------------------------------------------------
 
-    def _push(self, entries: list[Entry], tick_id: MessageID, tick: Message, *, persisted: bool) -> None:
+    def _push(
+        self, entries: list[Entry], tick_id: MessageID, tick: Message, *, persisted: bool, wake: bool = True
+    ) -> None:
         if self._closed:
             raise StrataError("write-ahead buffer is closed")
         if tick.type != MessageType.TIME_TICK:
             raise StrataError(f"a batch must end with a TimeTick, got message type {tick.type}")
         if tick.timetick <= self._last_tick:
             raise StrataError(f"timetick went backwards: {tick.timetick} after {self._last_tick}")
-        size = tick.ByteSize()
+        size = size_bound(tick)
         previous = self._last_tick
         first = True
         for _, msg in entries:
@@ -223,7 +232,7 @@ class WriteAheadBuffer:
                     f"message timetick {msg.timetick} out of order in batch ({previous}, {tick.timetick})"
                 )
             previous, first = msg.timetick, False
-            size += msg.ByteSize()
+            size += size_bound(msg)
         entries.append((tick_id, tick))
         seq = self._next_seq
         self._batches[seq] = _Batch(seq, entries, tick.timetick, size, self._clock(), persisted)
@@ -231,7 +240,8 @@ class WriteAheadBuffer:
         self._bytes += size
         self._last_tick = tick.timetick
         self._evict()
-        self._wake()
+        if wake:
+            self._wake()
 
     def _evict(self) -> None:
         opts = self._options

@@ -316,11 +316,15 @@ class WAL:
         """Append the Flushes the seal policies owe now (lifetime, idle); False if none."""
         if self._shard is None:
             return False
+        assert self._wab is not None
         now_ms = int(time.time() * 1000)
         ex = self._shard.tick(now_ms)
         if not ex.pre:
             return False
-        await self._persist([([m], None) for m in ex.pre])
+        try:
+            await self._persist([([m], None) for m in ex.pre])
+        finally:
+            self._wab.wake_readers()
         self._shard.committed(ex, now_ms)
         return True
 
@@ -365,19 +369,24 @@ class WAL:
                 for _, ex in accepted:
                     self._shard.aborted(ex)
             raise
-        if self._shard is not None:
-            for _, ex in accepted:
-                self._shard.committed(ex, now_ms)
-        results: dict[int, list[Appended]] = {id(p): [] for p, _ in accepted}
-        position = iter(ids)
-        for msgs, owner in units:
-            for m in msgs:
-                m_id = next(position)
-                if owner is not None:
-                    results[id(owner)].append(Appended(m_id, m.timetick))
-        for p, _ in accepted:
-            if not p.future.done():
-                p.future.set_result(results[id(p)])
+        try:
+            if self._shard is not None:
+                for _, ex in accepted:
+                    self._shard.committed(ex, now_ms)
+            results: dict[int, list[Appended]] = {id(p): [] for p, _ in accepted}
+            position = iter(ids)
+            for msgs, owner in units:
+                for m in msgs:
+                    m_id = next(position)
+                    if owner is not None:
+                        results[id(owner)].append(Appended(m_id, m.timetick))
+            for p, _ in accepted:
+                if not p.future.done():
+                    p.future.set_result(results[id(p)])
+        finally:
+            # Writers before readers: the callers resumed above are scheduled first, so their
+            # answers leave before the flusher (or a consumer) works through the batch.
+            self._wab.wake_readers()
 
     async def _persist(
         self, units: list[tuple[list[Message], _Pending | None]], *, fresh: bool = False
@@ -385,7 +394,9 @@ class WAL:
         """Stamp every unit with its timetick (in place), append them and a TimeTick, feed the buffer.
 
         ``fresh`` takes the timestamps straight from the TSO rather than from the node's range.
-        Returns the ids of the units' messages in order (the TimeTick's excluded).
+        Returns the ids of the units' messages in order (the TimeTick's excluded). The buffer's
+        readers are not woken: the caller resolves its appenders first, then calls
+        ``wake_readers``.
         """
         assert self._wab is not None and self._last_tick_id is not None
         n = len(units)
@@ -409,7 +420,7 @@ class WAL:
         payloads.append(tick.SerializeToString())
         try:
             ids = await self.impl.append(payloads)
-            self._wab.append_batch(list(zip(ids, stamped, strict=False)), (ids[-1], tick))
+            self._wab.append_batch(list(zip(ids, stamped, strict=False)), (ids[-1], tick), wake=False)
         except BaseException:
             # The batch may or may not be in the log, and it is not in the buffer:
             # tailing readers must go back to the backend.

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from protos.common_pb2 import Message, MessageType
-from streamingnode.message import new_insert, new_time_tick
+from streamingnode.message import body_table, new_insert, new_time_tick
 from streamingnode.wal.wal import WAL
 from streamingnode.walimpls.registry import build_opener
 from streamingnode.walimpls.wal import DeliverPolicy, MessageID
@@ -123,3 +123,29 @@ async def test_transaction_shares_one_timetick_and_is_delivered_whole(wal: WAL) 
     t = txn[0].timetick
     positions = [i for i, (_, tt) in enumerate(seq) if tt == t]
     assert positions == list(range(positions[0], positions[0] + 3))
+
+
+def _row_id(m: Message) -> int:
+    return int(body_table(m).column("id")[0].as_py())
+
+
+async def test_an_appender_resumes_before_a_tailing_reader_sees_its_batch(wal: WAL) -> None:
+    # The append's answer is on the client's path; the readers' work (the flusher) is not.
+    events: list[str] = []
+    await wal.append([_insert("v0", 0)])
+    caught_up = asyncio.Event()
+
+    async def tail() -> None:
+        async for _, m in wal.read(DeliverPolicy.all()):
+            if m.type == MessageType.INSERT and _row_id(m) == 1:
+                events.append("read")
+                return
+            if m.type == MessageType.TIME_TICK:
+                caught_up.set()
+
+    reader = asyncio.create_task(tail())
+    await caught_up.wait()  # the reader now waits on the buffer for the next batch
+    await wal.append([_insert("v0", 1)])
+    events.append("acked")
+    await asyncio.wait_for(reader, 10)
+    assert events == ["acked", "read"]
