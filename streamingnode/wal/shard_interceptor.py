@@ -35,10 +35,9 @@ class Expansion:
 
 
 def _with_header(msg: Message, head: dict[str, object]) -> Message:
-    out = Message()
-    out.CopyFrom(msg)
-    out.header = json.dumps(head).encode()
-    return out
+    """``msg`` with its header replaced, in place: the WAL owns the messages it appends."""
+    msg.header = json.dumps(head).encode()
+    return msg
 
 
 def _flush_message(seal: SealInstruction) -> Message:

@@ -274,6 +274,11 @@ class WAL:
 
         With ``txn`` they form one transaction: one timetick for all, written in one batch
         before the next TimeTick, so a reader at any timestamp sees all of them or none.
+        The WAL takes the messages over: it stamps them in place (segment, timetick, term)
+        and hands them to its readers, so the caller must not use or change them after the
+        call, whatever its outcome. Copying a 512 KiB Insert costs more than its fsync's
+        share of the CPU (fresh pages), and the only caller, the Produce handler, drops its
+        request afterwards.
         """
         if self._closing:
             raise WALClosed(f"wal {self.channel} (term {self.term}) is closing")
@@ -405,14 +410,11 @@ class WAL:
         last_confirmed = self._last_tick_id.to_bytes()
         stamped: list[Message] = []
         for k, (msgs, _) in enumerate(units):
-            for i, m in enumerate(msgs):
-                msg = Message()
-                msg.CopyFrom(m)
-                msg.timetick = ts + k
-                msg.wal_term = self.term
-                msg.last_confirmed = last_confirmed
-                msgs[i] = msg
-                stamped.append(msg)
+            for m in msgs:
+                m.timetick = ts + k  # in place: the WAL owns the messages (see append)
+                m.wal_term = self.term
+                m.last_confirmed = last_confirmed
+                stamped.append(m)
         tick = new_time_tick(ts + n)
         tick.wal_term = self.term
         tick.last_confirmed = last_confirmed
