@@ -20,10 +20,11 @@ it applies to every system alike.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,6 +138,18 @@ def _concurrent(target: Target, queries: np.ndarray, clients: int, ef: int) -> d
     return out
 
 
+@contextlib.contextmanager
+def frozen_gc() -> Iterator[None]:
+    """Run the block with this process's objects so far frozen out of the garbage collector
+    (see the module docstring); every timed client loop of the benchmarks runs in one."""
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 def measure(
     target: Target,
     data: CompareSet,
@@ -150,12 +163,8 @@ def measure(
 
     ``sweep=False`` skips the ef sweep, ``concurrent=False`` the loop with concurrent clients.
     """
-    gc.collect()
-    gc.freeze()  # see the module docstring
-    try:
+    with frozen_gc():
         return _measure(target, data, opts, log, sweep=sweep, concurrent=concurrent)
-    finally:
-        gc.unfreeze()
 
 
 def _measure(

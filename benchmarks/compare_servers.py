@@ -30,7 +30,6 @@ system's 2-4 s of inserts.
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import signal
 import subprocess
@@ -44,6 +43,7 @@ from typing import Any
 
 import psutil
 from compare_data import CompareSet
+from compare_measure import frozen_gc
 from compare_targets import COLLECTION, VECTOR
 from ingest import ROLES
 from pymilvus import DataType, MilvusClient
@@ -248,9 +248,7 @@ def load(uri: str, data: CompareSet, opts: IndexOptions, log: Callable[[str], No
         client.create_collection(COLLECTION, schema=schema, num_shards=opts.shards)  # no index: not loaded
         # Only the insert calls are timed: the row dicts are the benchmark's own work, built between them.
         inserting = 0.0
-        gc.collect()
-        gc.freeze()  # see the module docstring
-        try:
+        with frozen_gc():  # see the module docstring
             for part in batches(data.rows, opts.batch):
                 rows = [
                     {"id": i, "tag": int(data.tags[i]), VECTOR: data.vectors[i]} for i in range(part.start, part.stop)
@@ -258,8 +256,6 @@ def load(uri: str, data: CompareSet, opts: IndexOptions, log: Callable[[str], No
                 t = time.perf_counter()
                 client.insert(COLLECTION, rows)
                 inserting += time.perf_counter() - t
-        finally:
-            gc.unfreeze()
         t1 = time.perf_counter()
         log(f"inserted {data.rows:,} rows in {inserting:.1f}s of insert calls")
         client.flush(COLLECTION, timeout=3600)

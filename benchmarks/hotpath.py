@@ -18,7 +18,6 @@ proxy: standalone runs it in that process.
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
 import tempfile
 import time
@@ -26,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from compare_measure import frozen_gc
 from pymilvus import DataType, MilvusClient
 from search_data import make_dataset
 from search_strata import role_cpu_seconds
@@ -47,13 +47,9 @@ def _collection(client: MilvusClient, dim: int, shards: int) -> None:
 def _timed(launcher_pid: int, run: Callable[[], int]) -> tuple[float, int, dict[str, float]]:
     """Wall seconds, units done and CPU seconds per role while ``run`` ran (with this process's
     objects frozen out of the garbage collector, as ``compare_measure`` does)."""
-    gc.collect()
-    gc.freeze()
-    before, start = role_cpu_seconds(launcher_pid), time.perf_counter()
-    try:
+    with frozen_gc():
+        before, start = role_cpu_seconds(launcher_pid), time.perf_counter()
         units = run()
-    finally:
-        gc.unfreeze()
     wall, after = time.perf_counter() - start, role_cpu_seconds(launcher_pid)
     return wall, units, {k: after[k] - before[k] for k in after}
 
