@@ -18,6 +18,7 @@ from services.proxy.localnode import LocalQueryNode
 from services.proxy.server import Proxy
 from services.storage.objectstore import ObjectStore
 from streamingnode.client.assignment import DiscoverWatcher
+from streamingnode.client.local import LocalStreamingNode
 
 ROLE = "querynode"
 # Health-check names (grpc.health.v1): SERVING once the session is registered.
@@ -25,9 +26,11 @@ HEALTH_SERVICES = [s.full_name for s in querynode_pb2.DESCRIPTOR.services_by_nam
 
 
 class QueryNode:
-    def __init__(self, config: QueryNodeConfig) -> None:
+    def __init__(self, config: QueryNodeConfig, local_wal: LocalStreamingNode | None = None) -> None:
+        """``local_wal``: the streaming node of this process (standalone), handed to the proxy."""
         config.validate()
         self.config = config
+        self._local_wal = local_wal
         self.address = ""
         self._health = Health(HEALTH_SERVICES)
         self._proxy: Proxy | None = None  # with proxy_port: the proxy of this process, started last
@@ -66,7 +69,9 @@ class QueryNode:
         await self._health.serving()
         if c.proxy_port is not None:
             self._proxy = Proxy(
-                ProxyConfig(common=replace(c.common, port=c.proxy_port)), LocalQueryNode(self.address, service)
+                ProxyConfig(common=replace(c.common, port=c.proxy_port)),
+                LocalQueryNode(self.address, service),
+                self._local_wal,
             )
             await self._proxy.start()
 

@@ -16,6 +16,7 @@ from services.proxy.reads import ReadRouter
 from services.proxy.service import MilvusProxy
 from services.proxy.stats import WALStats
 from streamingnode.client.assignment import DiscoverWatcher
+from streamingnode.client.local import LocalStreamingNode
 from streamingnode.client.producer import Producer
 
 ROLE = "proxy"
@@ -24,11 +25,18 @@ MILVUS_SERVICE = milvus_pb2.DESCRIPTOR.services_by_name["MilvusService"].full_na
 
 
 class Proxy:
-    def __init__(self, config: ProxyConfig, local: LocalQueryNode | None = None) -> None:
-        """``local``: the query node of this process (standalone), read from without gRPC."""
+    def __init__(
+        self,
+        config: ProxyConfig,
+        local: LocalQueryNode | None = None,
+        local_wal: LocalStreamingNode | None = None,
+    ) -> None:
+        """``local``: the query node of this process (standalone), read from without gRPC;
+        ``local_wal``: its streaming node, appended to without gRPC."""
         config.validate()
         self.config = config
         self._local = local
+        self._local_wal = local_wal
         self.address = ""
         self._health = Health([MILVUS_SERVICE])
 
@@ -38,7 +46,7 @@ class Proxy:
         self._coord = CoordinatorClient(self._store)
         self._watcher = DiscoverWatcher(self._coord)
         await self._watcher.start()
-        self._producer = Producer(self._watcher)
+        self._producer = Producer(self._watcher, self._local_wal)
         self._reads = ReadRouter(self._coord, self._local)
         self._stats = WALStats(self._watcher)
         service = MilvusProxy(self._coord, self._producer, MetaCache(self._coord), self._reads, self._stats)

@@ -4,7 +4,9 @@ One long-lived stream per pchannel; requests and answers are matched by id.
 A "not appended" answer (wrong term, channel not here, WAL closing) makes the
 producer report the error, wait for a newer term and retry. A broken
 connection fails the call instead: the append may or may not have happened,
-and retrying could duplicate it.
+and retrying could duplicate it. A pchannel owned by the streaming node of
+this process (standalone, ``client/local.py``) is appended to directly, with
+the same answers and the same retries.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from protos import common_pb2, streaming_pb2, streaming_pb2_grpc
 from services.errors import ErrorCode, StrataError, error_from_code
 from services.grpcutil import insecure_channel
 from streamingnode.client.assignment import AssignmentSource
+from streamingnode.client.local import LocalStreamingNode
 from streamingnode.message import size_bound
 
 # A coalesced Produce request stops growing past this many messages or bytes.
@@ -38,6 +41,12 @@ _RETRYABLE = {
     ErrorCode.CHANNEL_FENCED,
     ErrorCode.WAL_CLOSED,
 }
+
+
+def _copy(msg: common_pb2.Message) -> common_pb2.Message:
+    out = common_pb2.Message()
+    out.CopyFrom(msg)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,16 +171,24 @@ class _Stream:
 class Producer:
     """Appends to any pchannel, following ownership changes."""
 
-    def __init__(self, source: AssignmentSource) -> None:
+    def __init__(self, source: AssignmentSource, local: LocalStreamingNode | None = None) -> None:
+        """``local``: the streaming node of this process, whose pchannels are appended to without gRPC."""
         self._source = source
+        self._local = local
         self._streams: dict[str, _Stream] = {}
         self._lock = asyncio.Lock()
         self._log = structlog.get_logger().bind(component="producer")
 
-    async def _stream(self, pchannel: str, newer_than_term: int, timeout: float) -> _Stream:
+    async def _stream(self, pchannel: str, newer_than_term: int, timeout: float) -> _Stream | int:
+        """The Produce stream to ``pchannel``'s owner; the owner's term instead when that is ``local``."""
         async with self._lock:
             address, term = await self._source.resolve(pchannel, newer_than_term=newer_than_term, timeout=timeout)
             s = self._streams.get(pchannel)
+            if self._local is not None and address == self._local.address:
+                if s is not None:  # the pchannel moved here from another node
+                    await s.close()
+                    del self._streams[pchannel]
+                return term
             # A stream is reused only while it serves the current term: a cached stream to an
             # owner the pchannel has already moved away from would only be abandoned mid-append.
             if s is not None and s.term == term and s.address == address and s.broken is None:
@@ -194,28 +211,56 @@ class Producer:
         deadline = loop.time() + timeout
         stale_term = 0
         while True:
+            code: int
             remaining = max(deadline - loop.time(), 0.1)
-            stream = await self._stream(pchannel, stale_term, remaining)
-            try:
-                resp = await self._send_unless_moved(stream, messages, remaining, txn)
-            except (ConnectionError, grpc.aio.AioRpcError) as err:
-                await self._drop(stream)
-                raise StrataError(
-                    f"streaming node of {pchannel} unreachable; the write may not have been applied: {err}",
-                    ErrorCode.UNAVAILABLE,
-                ) from err
-            except TimeoutError:
-                raise StrataError(f"append to {pchannel} timed out", ErrorCode.TIMEOUT) from None
-            if resp.status.code == ErrorCode.OK:
-                return [AppendResult(r.message_id, r.timetick) for r in resp.results]
-            if resp.status.code in _RETRYABLE and loop.time() < deadline:
-                self._log.info("append rejected, re-resolving", pchannel=pchannel, term=stream.term,
-                               reason=resp.status.reason)
-                await self._source.report_error(pchannel, stream.term, resp.status.reason)
-                stale_term = stream.term
+            target = await self._stream(pchannel, stale_term, remaining)
+            if isinstance(target, int):
+                term = target
+                try:
+                    return await self._append_local(pchannel, term, messages, remaining, txn)
+                except StrataError as err:
+                    code, reason = err.code, err.message
+            else:
+                term = target.term
+                try:
+                    resp = await self._send_unless_moved(target, messages, remaining, txn)
+                except (ConnectionError, grpc.aio.AioRpcError) as err:
+                    await self._drop(target)
+                    raise StrataError(
+                        f"streaming node of {pchannel} unreachable; the write may not have been applied: {err}",
+                        ErrorCode.UNAVAILABLE,
+                    ) from err
+                except TimeoutError:
+                    raise StrataError(f"append to {pchannel} timed out", ErrorCode.TIMEOUT) from None
+                if resp.status.code == ErrorCode.OK:
+                    return [AppendResult(r.message_id, r.timetick) for r in resp.results]
+                code, reason = resp.status.code, resp.status.reason
+            if code in _RETRYABLE and loop.time() < deadline:
+                self._log.info("append rejected, re-resolving", pchannel=pchannel, term=term, reason=reason)
+                await self._source.report_error(pchannel, term, reason)
+                stale_term = term
+                # The WAL that refused may still hold the objects it was handed (WAL.append takes them over).
+                messages = [_copy(m) for m in messages]
                 await asyncio.sleep(0.05)
                 continue
-            raise error_from_code(resp.status.code, resp.status.reason)
+            raise error_from_code(code, reason)
+
+    async def _append_local(
+        self, pchannel: str, term: int, messages: Sequence[common_pb2.Message], timeout: float, txn: bool
+    ) -> list[AppendResult]:
+        """Append through this process's streaming node; raises ``StrataError`` as ``Produce`` answers."""
+        assert self._local is not None
+        try:
+            async with asyncio.timeout(timeout):
+                done = await self._local.append(pchannel, term, messages, txn=txn)
+        except StrataError:
+            raise
+        except TimeoutError:
+            raise StrataError(f"append to {pchannel} timed out", ErrorCode.TIMEOUT) from None
+        except Exception as err:  # what the Produce handler answers for a WAL's own failure
+            self._log.exception("append failed", pchannel=pchannel)
+            raise StrataError(f"append failed: {err}") from err
+        return [AppendResult(a.message_id, a.timetick) for a in done]
 
     async def _send_unless_moved(
         self, stream: _Stream, messages: Sequence[common_pb2.Message], timeout: float, txn: bool

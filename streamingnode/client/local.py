@@ -1,0 +1,50 @@
+"""The streaming node of this process, appended to without gRPC.
+
+``strata standalone`` runs the streaming node, the query node and the proxy in
+one process (``services/standalone_node.py``), as Milvus standalone runs every
+component in one. The proxy's ``Producer`` then appends to the pchannels this
+node owns by calling their WAL directly: the same term check and the same
+errors as the ``Produce`` handler gives (``WALManager.get``, ``WAL.append``),
+without encoding the request, two loopback hops and decoding it again.
+Pchannels owned by any other node still go through ``Produce``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from protos.common_pb2 import Message
+from streamingnode.wal.wal import WAL
+
+
+class WALSource(Protocol):
+    """``WALManager.get``: the available WAL of ``pchannel`` at exactly ``term``."""
+
+    def get(self, pchannel: str, term: int) -> WAL: ...
+
+
+@dataclass(frozen=True, slots=True)
+class LocalAppended:
+    message_id: bytes
+    timetick: int
+
+
+class LocalStreamingNode:
+    def __init__(self, address: str, wals: WALSource) -> None:
+        """``address``: the one this node registered in its session, which the assignment names."""
+        self.address = address
+        self._wals = wals
+
+    async def append(
+        self, pchannel: str, term: int, messages: Sequence[Message], *, txn: bool = False
+    ) -> list[LocalAppended]:
+        """Append to ``pchannel``'s WAL at ``term``; the WAL takes ``messages`` over (``WAL.append``).
+
+        Raises what ``Produce`` answers with: ``ChannelNotExist``, ``UnmatchedChannelTerm``,
+        ``WALClosed`` (the producer re-resolves and retries), or the WAL's own error.
+        """
+        wal = self._wals.get(pchannel, term)
+        done = await wal.append(messages, txn=txn)
+        return [LocalAppended(a.message_id.to_bytes(), a.timetick) for a in done]
