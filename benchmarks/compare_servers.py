@@ -45,7 +45,7 @@ import psutil
 from compare_data import CompareSet
 from compare_measure import frozen_gc
 from compare_targets import COLLECTION, VECTOR
-from ingest import ROLES
+from ingest import role_of
 from pymilvus import DataType, MilvusClient
 from pymilvus.client.types import LoadState
 from search_data import batches
@@ -106,7 +106,7 @@ def _strata_role(proc: psutil.Process) -> str:
         if "java" in proc.name() or "pyspark" in cmd or "services/jobs/main.py" in cmd:
             return "spark"  # a Spark job the coordinator runs (compaction): the JVM, its Python driver and workers
         return "other"
-    return next((r for r in ROLES if r != "etcd" and f"services.cli {r}" in cmd), "launcher")
+    return role_of(proc) or "launcher"
 
 
 @dataclass(slots=True, kw_only=True)

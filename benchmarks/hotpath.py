@@ -11,8 +11,8 @@ searches of ``--nq`` vectors at ``ef`` run one after another for ``--seconds``
 (``Eventually``). Both print rows/s or QPS and latency, and the CPU time each
 process used per batch or request (psutil: user + system, all threads), so a
 change on the path is measured side by side, in one process tree, with the
-figures ``make bench`` cannot split. The query node's figure includes the
-proxy: standalone runs it in that process.
+figures ``make bench`` cannot split. "node" is the process that runs the
+streaming node, the query node and the proxy (``strata standalone-node``).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def _timed(launcher_pid: int, run: Callable[[], int]) -> tuple[float, int, dict[
 
 def _print_cpu(cpu: dict[str, float], units: int, what: str) -> None:
     for role, seconds in cpu.items():
-        if seconds:  # the proxy has no process of its own in standalone: it runs in the query node's
+        if seconds:
             print(f"  {role:14s} CPU ms per {what}: {seconds / units * 1e3:.2f}")
 
 

@@ -33,7 +33,21 @@ sys.path.insert(0, str(REPO))
 
 from tests.harness import Standalone  # noqa: E402
 
-ROLES = ("streamingnode", "querynode", "proxy", "coordinator", "etcd")
+# Standalone's processes: "node" runs the streaming node, the query node and the proxy
+# (``strata standalone-node``), "coordinator" the coordinator, "etcd" the embedded etcd.
+ROLES = ("node", "coordinator", "etcd")
+_COMMANDS = {"node": "services.cli standalone-node", "coordinator": "services.cli coordinator"}
+
+
+def role_of(proc: psutil.Process) -> str | None:
+    """The standalone process ``proc`` is (one of ``ROLES``), or None (the launcher, a Spark job, gone)."""
+    try:
+        cmd = " ".join(proc.cmdline())
+    except psutil.Error:
+        return None
+    if "services.cli" not in cmd:
+        return "etcd" if "etcd" in cmd else None
+    return next((role for role, command in _COMMANDS.items() if command in cmd), None)
 
 
 def _dir_bytes(path: Path) -> int:
@@ -50,25 +64,15 @@ class Sampler(threading.Thread):
         self.interval = interval
         self.peak_rss: dict[str, int] = {r: 0 for r in ROLES}
         self.peak_wal = 0
-        self.samples: list[tuple[float, int, int]] = []  # (t, streaming node rss, wal bytes)
+        self.samples: list[tuple[float, int, int]] = []  # (t, node rss, wal bytes)
         self.stop_event = threading.Event()
-
-    def _role(self, proc: psutil.Process) -> str | None:
-        try:
-            cmd = " ".join(proc.cmdline())
-        except psutil.Error:
-            return None
-        for role in ROLES:
-            if role in cmd and (role != "etcd" or "services.cli" not in cmd):
-                return role
-        return None
 
     def run(self) -> None:
         start = time.monotonic()
         while not self.stop_event.is_set():
-            sn_rss = 0
+            node_rss = 0
             for child in self.launcher.children(recursive=True):
-                role = self._role(child)
+                role = role_of(child)
                 if role is None:
                     continue
                 try:
@@ -76,11 +80,11 @@ class Sampler(threading.Thread):
                 except psutil.Error:
                     continue
                 self.peak_rss[role] = max(self.peak_rss[role], rss)
-                if role == "streamingnode":
-                    sn_rss = rss
+                if role == "node":
+                    node_rss = rss
             wal = _dir_bytes(self.wal_dir)
             self.peak_wal = max(self.peak_wal, wal)
-            self.samples.append((time.monotonic() - start, sn_rss, wal))
+            self.samples.append((time.monotonic() - start, node_rss, wal))
             self.stop_event.wait(self.interval)
 
 
@@ -168,12 +172,12 @@ def main() -> None:
     rss = result["peak_rss_mib"]
     assert isinstance(rss, dict)
     print("| rows | insert rows/s | flush s | raw vectors MiB | peak WAL MiB | final WAL MiB | storage MiB | "
-          "peak RSS MiB (streaming node / query node / proxy) | count |")
+          "peak RSS MiB (node / coordinator) | count |")
     print("|---|---|---|---|---|---|---|---|---|")
     print(
         f"| {result['rows']:,} | {result['insert_rows_per_s']:,} | {result['flush_s']} | {result['raw_vector_mib']} | "
         f"{result['peak_wal_mib']} | {result['final_wal_mib']} | {result['storage_mib']} | "
-        f"{rss['streamingnode']} / {rss['querynode']} / {rss['proxy']} | {result['count']:,} |"
+        f"{rss['node']} / {rss['coordinator']} | {result['count']:,} |"
     )
     result["segment_mib"] = args.segment_mib or 128
     result["wal_file_mib"] = args.wal_file_mib or 64

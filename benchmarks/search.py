@@ -94,12 +94,12 @@ def _row(system: str, index: str, build: str, r: dict[str, Any], rss: str) -> st
 def _print_tables(result: dict[str, Any]) -> None:
     print(
         "| system | index | searchable / build s | nq=1 QPS | nq=1 p50 / p99 ms | nq=100 QPS | "
-        "nq=100 p50 / p99 ms | recall@10 | peak RSS MiB (query node / proxy) |"
+        "nq=100 p50 / p99 ms | recall@10 | peak RSS MiB (node: streaming node, query node, proxy) |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
     for index, r in result["strata"].items():
         rss = r["peak_rss_mib"]
-        print(_row("Strata", index, f"{r['searchable_s']:.1f}", r, f"{rss['querynode']:,.0f} / {rss['proxy']:,.0f}"))
+        print(_row("Strata", index, f"{r['searchable_s']:.1f}", r, f"{rss['node']:,.0f}"))
     h = result["hnswlib"]
     print(_row("hnswlib", "HNSW", f"{h['build_s']:.1f}", h, f"+{h['index_rss_mib']:,.0f} (index)"))
     print(_row("numpy", "brute force", "-", result["numpy"], "-"))
@@ -117,7 +117,7 @@ def _print_tables(result: dict[str, Any]) -> None:
 
 
 def _print_cpu(strata: dict[str, Any]) -> None:
-    roles = ("client", "proxy", "querynode", "coordinator", "etcd")
+    roles = ("client", "node", "coordinator", "etcd")
     print("| Strata CPU ms per request | " + " | ".join(roles) + " |")
     print("|---|" + "---|" * len(roles))
     for index, r in strata.items():

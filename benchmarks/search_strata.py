@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 import psutil
-from ingest import ROLES, Sampler
+from ingest import ROLES, Sampler, role_of
 from pymilvus import DataType, MilvusClient
 from pymilvus.client.types import LoadState
 from search_data import Dataset, batches, recall, time_requests
@@ -33,23 +33,11 @@ from tests.harness import Standalone  # noqa: E402
 MIB = 1 << 20
 
 
-def _role(proc: psutil.Process) -> str | None:
-    """The role a standalone child runs (as ``ingest.Sampler`` tells them apart)."""
-    try:
-        cmd = " ".join(proc.cmdline())
-    except psutil.Error:
-        return None
-    for role in ROLES:
-        if role in cmd and (role != "etcd" or "services.cli" not in cmd):
-            return role
-    return None
-
-
 def role_cpu_seconds(launcher_pid: int) -> dict[str, float]:
     """User + system CPU seconds so far of each role's processes, and of this process (``client``)."""
     out = {r: 0.0 for r in ROLES}
     for child in psutil.Process(launcher_pid).children(recursive=True):
-        role = _role(child)
+        role = role_of(child)
         if role is None:
             continue
         try:

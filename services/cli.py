@@ -45,6 +45,21 @@ _ROLE_FLAGS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+# ``strata standalone-node``: what ``standalone`` runs besides its coordinator (services/standalone_node.py).
+NODE_COMMAND = "standalone-node"
+NODE_ROLES = ("streamingnode", "querynode")
+
+
+def _node_flags() -> list[tuple[str, str, str]]:
+    """The flags of both roles of the standalone node, once each; no ``--port`` (each role takes a free one)."""
+    seen: dict[str, tuple[str, str, str]] = {}
+    for role in NODE_ROLES:
+        for flag, key, help_ in _role_flags(role):
+            if flag != "--port":
+                seen.setdefault(flag, (flag, key, help_))
+    return list(seen.values())
+
+
 def _role_flags(role: str) -> list[tuple[str, str, str]]:
     names = {s.name for s in SETTINGS}
     out = []
@@ -104,6 +119,14 @@ def _parser() -> argparse.ArgumentParser:
         r.add_argument("--config", default=None, help=f"YAML config file (default ${ENV_CONFIG_FILE})")
         for flag, _key, help_ in _role_flags(role):
             r.add_argument(flag, default=None, help=help_)
+    n = sub.add_parser(
+        NODE_COMMAND,
+        help="run the streaming node, the query node and the proxy in one process (what standalone runs)",
+        description="Both roles read their own config sections; the proxy serves on querynode.proxy_port.",
+    )
+    n.add_argument("--config", default=None, help=f"YAML config file (default ${ENV_CONFIG_FILE})")
+    for flag, _key, help_ in _node_flags():
+        n.add_argument(flag, default=None, help=help_)
     return p
 
 
@@ -111,7 +134,7 @@ def _flag_values(role: str, args: argparse.Namespace) -> dict[str, Value]:
     """The flags actually given, as raw strings; conversion and checks happen in the loader."""
     out: dict[str, Value] = {}
     for flag, key, _help in _role_flags(role):
-        raw = getattr(args, _dest(flag))
+        raw = getattr(args, _dest(flag), None)  # the standalone node has no --port
         if raw is not None:
             out[key] = Value(raw, f"flag {flag}")
     return out
@@ -140,6 +163,22 @@ def _standalone(args: argparse.Namespace) -> int:
     return run_standalone(
         data_dir=args.data_dir, port=port, etcd_binary=args.etcd_binary, pchannels=pchannels, storage=storage
     )
+
+
+def _standalone_node(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """Load both roles' configs (``ConfigError`` before anything starts), then run them in this process."""
+    streaming, query = (
+        load(role, flags=_flag_values(role, args), config_file=_config_file(args, environ), environ=environ)
+        for role in NODE_ROLES
+    )
+    assert isinstance(streaming, StreamingNodeConfig) and isinstance(query, QueryNodeConfig)
+    if query.proxy_port is None:
+        raise ConfigError("querynode.proxy_port is required: the standalone node serves the proxy")
+    from services.role import run_until_signalled
+    from services.standalone_node import StandaloneNode
+
+    asyncio.run(run_until_signalled(StandaloneNode(streaming, query), NODE_COMMAND))
+    return 0
 
 
 def _read_proc(pid: int) -> tuple[list[str], dict[str, str], Path]:
@@ -222,6 +261,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "standalone":
             return _standalone(args)
         environ = dict(os.environ)
+        if args.command == NODE_COMMAND:
+            return _standalone_node(args, environ)
         config = load(
             args.command,
             flags=_flag_values(args.command, args),

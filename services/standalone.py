@@ -1,13 +1,14 @@
-"""``strata standalone``: etcd plus every role as child processes on 127.0.0.1.
+"""``strata standalone``: etcd, the coordinator and one node process on 127.0.0.1.
 
-The coordinator, the streaming node and the query node each run in their own
-process with their own gRPC server on a free port; they find each other
-through etcd sessions, exactly as in a cluster. The proxy runs in the query
-node's process (``querynode.proxy_port``) and reads from its delegators
-in-process. The launcher logs
-one ``standalone ready`` line once the proxy answers and every pchannel is
-assigned, and on SIGINT/SIGTERM stops the roles in reverse order, then etcd.
-Children die with the launcher (``PR_SET_PDEATHSIG``) if it is killed.
+The coordinator runs in its own process; the streaming node, the query node and
+the proxy share the other (``strata standalone-node``,
+``services/standalone_node.py``), as Milvus standalone is one process: the
+proxy reads from the delegators and appends to the WALs without gRPC. Every
+role still has its own gRPC server on a free port and its own etcd session, so
+they find each other exactly as in a cluster. The launcher logs one
+``standalone ready`` line once the proxy answers and every pchannel is
+assigned, and on SIGINT/SIGTERM stops the processes in reverse order, then
+etcd. Children die with the launcher (``PR_SET_PDEATHSIG``) if it is killed.
 """
 
 from __future__ import annotations
@@ -29,9 +30,8 @@ from services.procutil import die_with_parent
 
 log = structlog.get_logger().bind(component="standalone")
 
-# The proxy runs inside the query node's process (``--proxy-port``), as Milvus standalone is one
-# process: reads reach the delegators without a gRPC hop.
-ROLE_ORDER = ("coordinator", "streamingnode", "querynode")
+# The coordinator, then the streaming node, the query node and the proxy in one process.
+ROLE_ORDER = ("coordinator", "standalone-node")
 
 
 def _spawn(role: str, args: list[str], logs: Path) -> subprocess.Popen[bytes]:
@@ -94,8 +94,7 @@ def run_standalone(
         storage_args = ["--storage", storage or (root / "storage").resolve().as_uri()]
         role_args = {
             "coordinator": [*common, "--pchannels", str(pchannels), *storage_args],
-            "streamingnode": [*common, "--wal-dir", str(root / "wal"), *storage_args],
-            "querynode": [*common, *storage_args, "--proxy-port", str(port)],
+            "standalone-node": [*common, "--wal-dir", str(root / "wal"), *storage_args, "--proxy-port", str(port)],
         }
         for role in ROLE_ORDER:
             children[role] = _spawn(role, role_args[role], logs)

@@ -105,3 +105,40 @@ def test_roles_only_accept_their_own_flags() -> None:
     with pytest.raises(SystemExit) as exc:
         _parser().parse_args(["proxy", "--wal-dir", "/w"])
     assert exc.value.code == 2
+
+
+def test_standalone_node_gives_each_role_its_own_keys() -> None:
+    argv = ["standalone-node", "--etcd", "e:1", "--wal-dir", "/w", "--storage", "s3://b/p", "--proxy-port", "5"]
+    args = _parser().parse_args(argv)
+    assert {k: v.raw for k, v in _flag_values("streamingnode", args).items()} == {
+        "common.etcd": "e:1",
+        "streamingnode.wal_dir": "/w",
+        "streamingnode.storage": "s3://b/p",
+    }
+    assert {k: v.raw for k, v in _flag_values("querynode", args).items()} == {
+        "common.etcd": "e:1",
+        "querynode.storage": "s3://b/p",
+        "querynode.proxy_port": "5",
+    }
+    with pytest.raises(SystemExit):  # each role takes a free port: one --port could not serve both
+        _parser().parse_args(["standalone-node", "--port", "1"])
+
+
+def test_standalone_node_without_a_proxy_port_exits_2(tmp_path: Path) -> None:
+    result = _run(
+        "standalone-node", "--etcd", "127.0.0.1:1", "--wal-dir", str(tmp_path / "w"), "--storage", tmp_path.as_uri()
+    )
+    assert result.returncode == 2, result.stderr
+    assert "querynode.proxy_port is required" in result.stderr
+    assert not (tmp_path / "w").exists()
+
+
+def test_standalone_node_names_a_bad_key_of_either_role(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("querynode: {proxy_port: -3}\n")
+    result = _run(
+        "standalone-node", "--config", str(bad), "--etcd", "127.0.0.1:1", "--wal-dir", str(tmp_path / "w"),
+        "--storage", tmp_path.as_uri(),
+    )
+    assert result.returncode == 2
+    assert "querynode.proxy_port" in result.stderr and str(bad) in result.stderr
