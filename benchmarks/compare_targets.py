@@ -49,9 +49,11 @@ class MilvusTarget:
         self.client = MilvusClient(uri, timeout=600, dedicated=True)
 
     def search(self, queries: np.ndarray, k: int, ef: int, expr: str | None) -> list[list[int]]:
+        # Lists, converted inside the timed call: pymilvus packs each vector with struct.pack(*v),
+        # 0.86 ms for 100 numpy rows of 128 floats (each element unboxed) against 0.26 ms with tolist().
         res = self.client.search(
             COLLECTION,
-            data=list(queries),
+            data=queries.tolist(),
             limit=k,
             anns_field=VECTOR,
             filter=expr or "",

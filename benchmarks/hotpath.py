@@ -99,7 +99,7 @@ def search(server: Standalone, args: argparse.Namespace) -> None:
 
     def one(i: int) -> None:
         client.search(
-            "hot", data=[queries[(i * args.nq + j) % 1000] for j in range(args.nq)], limit=10,
+            "hot", data=[queries[(i * args.nq + j) % 1000].tolist() for j in range(args.nq)], limit=10,
             search_params={"params": {"ef": args.ef}}, consistency_level="Eventually",
         )
 
