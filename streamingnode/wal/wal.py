@@ -277,8 +277,9 @@ class WAL:
         The WAL takes the messages over: it stamps them in place (segment, timetick, term)
         and hands them to its readers, so the caller must not use or change them after the
         call, whatever its outcome. Copying a 512 KiB Insert costs more than its fsync's
-        share of the CPU (fresh pages), and the only caller, the Produce handler, drops its
-        request afterwards.
+        share of the CPU (fresh pages). Both callers drop the messages afterwards: the Produce
+        handler its request, and a producer in this process (``streamingnode/client/local.py``)
+        the messages it built, which it copies before a retry.
         """
         if self._closing:
             raise WALClosed(f"wal {self.channel} (term {self.term}) is closing")

@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 
-import grpc
 import pyarrow as pa
 import pytest
 
-from protos import common_pb2, streaming_pb2_grpc
+from protos import common_pb2
 from services.errors import NotReady, StrataError
-from services.grpcutil import start_server
 from streamingnode.client.producer import Producer
 from streamingnode.message import new_insert
-from streamingnode.service.handler import HandlerService
-from streamingnode.walimpls.registry import build_opener
 from streamingnode.walmanager.manager import WALManager
-from tests.streamingnode.fakes import CountingAllocator
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -37,24 +30,6 @@ class StaticSource:
 
     async def report_error(self, pchannel: str, term: int, error: str) -> None:
         self.errors += 1
-
-
-@pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[tuple[WALManager, str]]:
-    opener = build_opener("local", root_dir=tmp_path / "wal")
-    manager = WALManager(opener, CountingAllocator(), tick_interval=0.05)
-    await manager.open("p0", 1)
-
-    def add(server: grpc.aio.Server) -> None:
-        streaming_pb2_grpc.add_StreamingNodeHandlerServicer_to_server(HandlerService(manager), server)
-
-    server, port = await start_server(add)
-    try:
-        yield manager, f"127.0.0.1:{port}"
-    finally:
-        await server.stop(grace=None)
-        await manager.close()
-        await opener.close()
 
 
 def _insert(i: int) -> common_pb2.Message:

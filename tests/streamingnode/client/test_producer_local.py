@@ -13,17 +13,14 @@ import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import grpc
 import pyarrow as pa
 import pytest
 
-from protos import common_pb2, streaming_pb2_grpc
+from protos import common_pb2
 from services.errors import ErrorCode, NotReady, StrataError
-from services.grpcutil import start_server
 from streamingnode.client.local import LocalStreamingNode
 from streamingnode.client.producer import Producer
 from streamingnode.message import body_table, new_insert
-from streamingnode.service.handler import HandlerService
 from streamingnode.walimpls import DeliverPolicy
 from streamingnode.walimpls.registry import build_opener
 from streamingnode.walmanager.manager import WALManager
@@ -63,23 +60,6 @@ async def local_manager(tmp_path: Path) -> AsyncIterator[WALManager]:
         await opener.close()
 
 
-@pytest.fixture
-async def remote(tmp_path: Path) -> AsyncIterator[tuple[WALManager, str]]:
-    opener = build_opener("local", root_dir=tmp_path / "remote-wal")
-    manager = WALManager(opener, CountingAllocator(), tick_interval=0.05)
-
-    def add(server: grpc.aio.Server) -> None:
-        streaming_pb2_grpc.add_StreamingNodeHandlerServicer_to_server(HandlerService(manager), server)
-
-    server, port = await start_server(add)
-    try:
-        yield manager, f"127.0.0.1:{port}"
-    finally:
-        await server.stop(grace=None)
-        await manager.close()
-        await opener.close()
-
-
 def _insert(first: int, rows: int = 3) -> common_pb2.Message:
     return new_insert("v0", 1, 2, pa.table({"id": pa.array(range(first, first + rows), pa.int64())}))
 
@@ -114,12 +94,12 @@ async def test_local_owner_is_appended_to_without_grpc(local_manager: WALManager
 
 
 async def test_other_owners_still_go_through_produce(
-    local_manager: WALManager, remote: tuple[WALManager, str]
+    local_manager: WALManager, served: tuple[WALManager, str]
 ) -> None:
-    remote_manager, address = remote
-    await local_manager.open("p0", 1)
-    await remote_manager.open("p1", 1)
+    remote_manager, address = served
+    await local_manager.open("p0", 1)  # the served node has its own p0, at term 1 as well
     owners = Owners({"p0": [(LOCAL, 1)], "p1": [(address, 1)]})
+    await remote_manager.open("p1", 1)
     producer = Producer(owners, LocalStreamingNode(LOCAL, local_manager))
     try:
         await asyncio.gather(producer.append("p0", [_insert(0)]), producer.append("p1", [_insert(100)]))
