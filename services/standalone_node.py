@@ -26,14 +26,15 @@ class StandaloneNode:
         self._streaming = StreamingNode(streaming)
         self._query_config = query
         self._query: QueryNode | None = None
+        self.local: LocalStreamingNode | None = None  # the proxy's way to the WALs, once started
         self.address = ""
 
     async def start(self) -> None:
         # The streaming node first: the proxy's producer needs its WALs and its address.
         await self._streaming.start()
         assert self._streaming.manager is not None
-        local = LocalStreamingNode(self._streaming.address, self._streaming.manager)
-        self._query = QueryNode(self._query_config, local_wal=local)
+        self.local = LocalStreamingNode(self._streaming.address, self._streaming.manager)
+        self._query = QueryNode(self._query_config, local_wal=self.local)
         await self._query.start()
         self.address = f"{self._query_config.common.host}:{self._query_config.proxy_port}"
 

@@ -36,6 +36,7 @@ class LocalStreamingNode:
         """``address``: the one this node registered in its session, which the assignment names."""
         self.address = address
         self._wals = wals
+        self.appends = 0  # appends served (whatever their outcome): how a test sees the path is taken
 
     async def append(
         self, pchannel: str, term: int, messages: Sequence[Message], *, txn: bool = False
@@ -45,6 +46,7 @@ class LocalStreamingNode:
         Raises what ``Produce`` answers with: ``ChannelNotExist``, ``UnmatchedChannelTerm``,
         ``WALClosed`` (the producer re-resolves and retries), or the WAL's own error.
         """
+        self.appends += 1
         wal = self._wals.get(pchannel, term)
         done = await wal.append(messages, txn=txn)
         return [LocalAppended(a.message_id.to_bytes(), a.timetick) for a in done]
