@@ -1,11 +1,12 @@
 """Hot-path probe: one client against a standalone Strata, with the CPU each role spends per request.
 
-    .venv/bin/python benchmarks/hotpath.py insert [--batches 55] [--batch 1000] [--dim 128] [--shards 1]
+    .venv/bin/python benchmarks/hotpath.py insert [--batches 55] [--batch 1000] [--dim 128] [--shards 1] [--loaded]
     .venv/bin/python benchmarks/hotpath.py search [--nq 1] [--seconds 10] [--rows 100000] [--dim 128] [--ef 64] [--shards 1]
 
 ``insert``: one pymilvus client inserts ``--batches`` batches of ``--batch``
-random rows (built before the clock starts) into an unloaded collection, one
-after another, after 5 untimed ones. ``search``: ``--rows`` rows of the
+random rows (built before the clock starts) into an unloaded collection (with
+``--loaded``, an indexed and loaded one, so a delegator consumes every batch),
+one after another, after 5 untimed ones. ``search``: ``--rows`` rows of the
 benchmarks' clustered set (``search_data.make_dataset``) are inserted, flushed, indexed (HNSW M=16, efConstruction=200) and loaded, then
 searches of ``--nq`` vectors at ``ef`` run one after another for ``--seconds``
 (``Eventually``). Both print rows/s or QPS and latency, and the CPU time each
@@ -63,6 +64,8 @@ def _print_cpu(cpu: dict[str, float], units: int, what: str) -> None:
 def insert(server: Standalone, args: argparse.Namespace) -> None:
     client = MilvusClient(server.uri, dedicated=True)
     _collection(client, args.dim, args.shards)
+    if args.loaded:  # a delegator consumes every insert while the batches arrive
+        _index_and_load(client)
     rng = np.random.default_rng(1)
     total = (args.batches + 5) * args.batch
     vectors = rng.standard_normal((total, args.dim)).astype(np.float32)
@@ -84,6 +87,13 @@ def insert(server: Standalone, args: argparse.Namespace) -> None:
     client.close()
 
 
+def _index_and_load(client: MilvusClient) -> None:
+    index = client.prepare_index_params()
+    index.add_index("v", index_type="HNSW", metric_type="L2", params={"M": 16, "efConstruction": 200})
+    client.create_index("hot", index)
+    client.load_collection("hot")
+
+
 def search(server: Standalone, args: argparse.Namespace) -> None:
     client = MilvusClient(server.uri, dedicated=True)
     _collection(client, args.dim, args.shards)
@@ -92,10 +102,7 @@ def search(server: Standalone, args: argparse.Namespace) -> None:
     for b in range(0, args.rows, 5000):
         client.insert("hot", [{"id": i, "tag": i % 100, "v": rows[i]} for i in range(b, min(b + 5000, args.rows))])
     client.flush("hot")
-    index = client.prepare_index_params()
-    index.add_index("v", index_type="HNSW", metric_type="L2", params={"M": 16, "efConstruction": 200})
-    client.create_index("hot", index)
-    client.load_collection("hot")
+    _index_and_load(client)
 
     def one(i: int) -> None:
         client.search(
@@ -133,6 +140,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--ef", type=int, default=64)
+    ap.add_argument("--loaded", action="store_true", help="insert: into an indexed, loaded collection")
     args = ap.parse_args()
     if min(args.batches, args.batch, args.shards, args.dim, args.nq, args.rows, args.ef) < 1 or args.seconds <= 0:
         ap.error("counts, sizes, --ef and --seconds must be positive")
