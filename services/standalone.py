@@ -24,6 +24,7 @@ from pathlib import Path
 
 import structlog
 
+from services.cli import NODE_COMMAND
 from services.etcd.metastore import MetaStore
 from services.etcd.process import EtcdProcess
 from services.procutil import die_with_parent
@@ -31,7 +32,7 @@ from services.procutil import die_with_parent
 log = structlog.get_logger().bind(component="standalone")
 
 # The coordinator, then the streaming node, the query node and the proxy in one process.
-ROLE_ORDER = ("coordinator", "standalone-node")
+ROLE_ORDER = ("coordinator", NODE_COMMAND)
 
 
 def _spawn(role: str, args: list[str], logs: Path) -> subprocess.Popen[bytes]:
@@ -94,7 +95,7 @@ def run_standalone(
         storage_args = ["--storage", storage or (root / "storage").resolve().as_uri()]
         role_args = {
             "coordinator": [*common, "--pchannels", str(pchannels), *storage_args],
-            "standalone-node": [*common, "--wal-dir", str(root / "wal"), *storage_args, "--proxy-port", str(port)],
+            NODE_COMMAND: [*common, "--wal-dir", str(root / "wal"), *storage_args, "--proxy-port", str(port)],
         }
         for role in ROLE_ORDER:
             children[role] = _spawn(role, role_args[role], logs)

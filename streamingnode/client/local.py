@@ -12,23 +12,16 @@ Pchannels owned by any other node still go through ``Produce``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 from protos.common_pb2 import Message
-from streamingnode.wal.wal import WAL
+from streamingnode.wal.wal import WAL, Appended
 
 
 class WALSource(Protocol):
     """``WALManager.get``: the available WAL of ``pchannel`` at exactly ``term``."""
 
     def get(self, pchannel: str, term: int) -> WAL: ...
-
-
-@dataclass(frozen=True, slots=True)
-class LocalAppended:
-    message_id: bytes
-    timetick: int
 
 
 class LocalStreamingNode:
@@ -40,7 +33,7 @@ class LocalStreamingNode:
 
     async def append(
         self, pchannel: str, term: int, messages: Sequence[Message], *, txn: bool = False
-    ) -> list[LocalAppended]:
+    ) -> list[Appended]:
         """Append to ``pchannel``'s WAL at ``term``; the WAL takes ``messages`` over (``WAL.append``).
 
         Raises what ``Produce`` answers with: ``ChannelNotExist``, ``UnmatchedChannelTerm``,
@@ -48,5 +41,4 @@ class LocalStreamingNode:
         """
         self.appends += 1
         wal = self._wals.get(pchannel, term)
-        done = await wal.append(messages, txn=txn)
-        return [LocalAppended(a.message_id.to_bytes(), a.timetick) for a in done]
+        return await wal.append(messages, txn=txn)

@@ -239,8 +239,10 @@ class Producer:
                 self._log.info("append rejected, re-resolving", pchannel=pchannel, term=term, reason=reason)
                 await self._source.report_error(pchannel, term, reason)
                 stale_term = term
-                # The WAL that refused may still hold the objects it was handed (WAL.append takes them over).
-                messages = [_copy(m) for m in messages]
+                if isinstance(target, int):
+                    # The local WAL that refused may still hold the objects (WAL.append takes them over);
+                    # a Produce request only carried their encoding.
+                    messages = [_copy(m) for m in messages]
                 await asyncio.sleep(0.05)
                 continue
             raise error_from_code(code, reason)
@@ -260,7 +262,7 @@ class Producer:
         except Exception as err:  # what the Produce handler answers for a WAL's own failure
             self._log.exception("append failed", pchannel=pchannel)
             raise StrataError(f"append failed: {err}") from err
-        return [AppendResult(a.message_id, a.timetick) for a in done]
+        return [AppendResult(a.message_id.to_bytes(), a.timetick) for a in done]
 
     async def _send_unless_moved(
         self, stream: _Stream, messages: Sequence[common_pb2.Message], timeout: float, txn: bool

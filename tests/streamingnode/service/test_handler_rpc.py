@@ -7,18 +7,15 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import grpc
 import pyarrow as pa
 import pytest
 
 from protos import common_pb2, streaming_pb2, streaming_pb2_grpc
 from services.errors import ErrorCode
-from services.grpcutil import insecure_channel, start_server
+from services.grpcutil import insecure_channel
 from streamingnode.message import new_insert
-from streamingnode.service.handler import HandlerService
-from streamingnode.walimpls.registry import build_opener
 from streamingnode.walmanager.manager import WALManager
-from tests.streamingnode.fakes import CountingAllocator
+from tests.streamingnode.served import served_wal
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -32,22 +29,12 @@ class Node:
 
 @pytest.fixture
 async def node(tmp_path: Path) -> AsyncIterator[Node]:
-    opener = build_opener("local", root_dir=tmp_path / "wal")
-    manager = WALManager(opener, CountingAllocator(), tick_interval=0.05)
-    await manager.open("p0", 3)
-
-    def add(server: grpc.aio.Server) -> None:
-        streaming_pb2_grpc.add_StreamingNodeHandlerServicer_to_server(HandlerService(manager), server)
-
-    server, port = await start_server(add)
-    channel = insecure_channel(f"127.0.0.1:{port}")
-    try:
-        yield Node(manager, streaming_pb2_grpc.StreamingNodeHandlerStub(channel))
-    finally:
-        await channel.close()
-        await server.stop(grace=None)
-        await manager.close()
-        await opener.close()
+    async with served_wal(tmp_path / "wal", "p0", 3) as (manager, address):
+        channel = insecure_channel(address)
+        try:
+            yield Node(manager, streaming_pb2_grpc.StreamingNodeHandlerStub(channel))
+        finally:
+            await channel.close()
 
 
 def _insert(vchannel: str, i: int) -> common_pb2.Message:
