@@ -86,6 +86,7 @@ def _args() -> argparse.Namespace:
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--concurrent-requests", type=int, default=320)
     ap.add_argument("--scalar-requests", type=int, default=20)
+    ap.add_argument("--batch-passes", type=int, default=3, help="times the nq=100 loop goes over the queries")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", type=Path, default=None, help="default benchmarks/results (--quick: .cache/quick)")
     ap.add_argument("--cache", type=Path, default=HERE / ".cache", help="text embeddings and ground truths")
@@ -113,6 +114,8 @@ def _args() -> argparse.Namespace:
         ap.error("--shards: comma-separated integers")
     if not args.shards or min(args.shards) < 1:
         ap.error("--shards: at least one count, each >= 1")
+    if args.dir is not None:
+        Path(args.dir).mkdir(parents=True, exist_ok=True)  # the parent of every server's directory
     if args.rows < K or args.queries < 1:
         ap.error(f"need --rows >= {K} and --queries >= 1")
     return args
@@ -201,6 +204,7 @@ def main() -> None:
         clients=args.clients,
         concurrent_requests=args.concurrent_requests,
         scalar_requests=args.scalar_requests,
+        batch_passes=args.batch_passes,
     )
     index.validate()
     loops.validate()
