@@ -49,9 +49,10 @@ channel again with a fresh checkpoint.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass
 
 import grpc
@@ -485,7 +486,20 @@ class Delegator:
             return None
         return evaluate(parse_filter(spec.filter, self.schema, spec.filter_params or None), store.table())
 
-    async def _remote(self, placement: Placement, sids: list[int], call: asyncio.Future[pa.Table]) -> pa.Table:
+    @contextlib.asynccontextmanager
+    async def _read_view(self, spec: ReadSpec) -> AsyncIterator[tuple[dict[Placement, list[int]], list[GrowingStore]]]:
+        """The sealed segments a read covers (by worker, pinned until the block ends) and its growing
+        segments, as of one moment: a handoff takes a segment out of the growing ones and puts it in
+        the snapshot in one step under the data lock, so both are read under it. (Pinned before the
+        lock, the snapshot could predate a handoff that held the lock across its worker calls,
+        and the growing segments read after it: the read would see neither copy.)"""
+        with contextlib.ExitStack() as pins:
+            async with self._lock:
+                snap = pins.enter_context(self.dist.pinned())
+                sealed, stores = self._sealed_in(snap, spec), self._growing_in(spec)
+            yield sealed, stores
+
+    async def _remote(self, placement: Placement, sids: list[int], call: Awaitable[pa.Table]) -> pa.Table:
         try:
             return await call
         except (grpc.aio.AioRpcError, StrataError) as err:
@@ -522,59 +536,57 @@ class Delegator:
         read_ts = await self.tsafe.wait(spec.guarantee_ts, timeout=spec.timeout, what=f"search {self.vchannel}")
         self._check_readable()
         parsed = search_params(params)
-        with self.dist.pinned() as snap:
-            remote = [
-                self._remote(
-                    placement,
-                    sids,
-                    asyncio.ensure_future(
-                        self._workers.search(
-                            placement.address,
-                            collection_id=self.collection_id,
-                            segment_ids=sids,
-                            read_ts=read_ts,
-                            read=spec.to_proto(),
-                            anns_field=field,
-                            metric=metric,
-                            vectors=raw_vectors,
-                            matrix=vectors,
-                            topk=topk,
-                            params=params,
-                            timeout=spec.timeout,
-                        )
-                    ),
+
+        def on_worker(placement: Placement, sids: list[int]) -> Awaitable[pa.Table]:
+            return self._remote(placement, sids, self._workers.search(
+                placement.address,
+                collection_id=self.collection_id,
+                segment_ids=sids,
+                read_ts=read_ts,
+                read=spec.to_proto(),
+                anns_field=field,
+                metric=metric,
+                vectors=raw_vectors,
+                matrix=vectors,
+                topk=topk,
+                params=params,
+                timeout=spec.timeout,
+            ))
+
+        def run(stores: list[GrowingStore]) -> list[pa.Table]:  # exact search: numpy picks its threads
+            return [
+                search_rows(
+                    store,
+                    None,
+                    field_name=field,
+                    queries=vectors,
+                    metric=metric,
+                    topk=topk,
+                    read_ts=read_ts,
+                    mask=self._mask(spec, store),
+                    params=parsed,
+                    output_fields=spec.output_fields,
                 )
-                for placement, sids in self._sealed_in(snap, spec).items()
+                for store in stores
             ]
 
-            async def growing() -> list[pa.Table]:
-                async with self._lock:
-                    stores = self._growing_in(spec)
+        async def growing(stores: list[GrowingStore]) -> list[pa.Table]:
+            if not stores:
+                return []
+            async with self._lock:  # no message is applied to them meanwhile
+                filtered = bool(spec.filter.strip())
+                costs = (search_cost(s.num_rows, None, vectors, parsed, filtered=filtered) for s in stores)
+                return await run_sized(lambda _threads: run(stores), costs)
 
-                    def run(_threads: int) -> list[pa.Table]:  # exact search: numpy picks its threads
-                        return [
-                            search_rows(
-                                store,
-                                None,
-                                field_name=field,
-                                queries=vectors,
-                                metric=metric,
-                                topk=topk,
-                                read_ts=read_ts,
-                                mask=self._mask(spec, store),
-                                params=parsed,
-                                output_fields=spec.output_fields,
-                            )
-                            for store in stores
-                        ]
-
-                    filtered = bool(spec.filter.strip())
-                    return await run_sized(
-                        run, (search_cost(s.num_rows, None, vectors, parsed, filtered=filtered) for s in stores)
-                    )
-
-            local, *others = await asyncio.gather(growing(), *remote)
-        parts = [*local, *others]
+        async with self._read_view(spec) as (sealed, stores):
+            if not stores and len(sealed) == 1:  # one worker holds all of it: no task to gather
+                [(placement, sids)] = sealed.items()
+                parts = [await on_worker(placement, sids)]
+            else:
+                # The workers' searches start first (their walks run in threads); hits keep the growing
+                # segments first, as merge_topk ranks ties in input order.
+                *others, local = await asyncio.gather(*(on_worker(p, s) for p, s in sealed.items()), growing(stores))
+                parts = [*local, *others]
         if not parts:
             empty = GrowingStore(self.schema)
             none = np.empty(0, dtype=np.int64)
@@ -602,11 +614,12 @@ class Delegator:
             except (grpc.aio.AioRpcError, StrataError) as err:
                 raise self._read_failed(placement, sids, err) from err
 
-        async def growing() -> tuple[pa.Table | None, int]:
+        async def growing(stores: list[GrowingStore]) -> tuple[pa.Table | None, int]:
+            if not stores:
+                return None, 0
             async with self._lock:
 
                 def run() -> tuple[pa.Table | None, int]:
-                    stores = self._growing_in(spec)
                     if count_only:
                         return None, sum(s.count(read_ts=read_ts, mask=self._mask(spec, s)) for s in stores)
                     parts = [
@@ -617,8 +630,8 @@ class Delegator:
 
                 return await asyncio.to_thread(run)
 
-        with self.dist.pinned() as snap:
-            results = await asyncio.gather(growing(), *(remote(p, s) for p, s in self._sealed_in(snap, spec).items()))
+        async with self._read_view(spec) as (sealed, stores):
+            results = await asyncio.gather(growing(stores), *(remote(p, s) for p, s in sealed.items()))
         if count_only:
             return None, sum(n for _, n in results)
         tables = [t for t, _ in results if t is not None and t.num_rows]

@@ -22,7 +22,6 @@ import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -31,47 +30,30 @@ from querynode.delegator.delegator import Delegator, ReadSpec
 from querynode.service.service import QueryNodeService
 from services.position import Position
 from services.segment import SegmentMeta, SegmentState
-from services.segment_pb import position_to_pb, segment_to_pb
-from services.storage.manifest import SegmentLevel, SegmentManifest
+from services.segment_pb import position_to_pb
 from services.storage.objectstore import ObjectStore
-from services.storage.segment_io import SegmentWriter
 from streamingnode.message import header, new_create_collection, new_delete, new_insert
-from tests.querynode.delegator.walnode import SCHEMA, Node, P, served_wal
+from tests.querynode.delegator.walnode import (
+    LOCAL,
+    PART,
+    SCHEMA,
+    C,
+    Node,
+    P,
+    V,
+    flushed_segment,
+    placement,
+    rows,
+    served_wal,
+)
 
 pytestmark = pytest.mark.timeout(60)
-
-V, C, PART = "p0_1v0", 1, 2
-LOCAL = "local-node"
 
 
 @pytest.fixture()
 async def node(tmp_path: Path) -> AsyncIterator[Node]:
     async with served_wal(tmp_path / "wal", segment_bytes=1 << 20) as served:
         yield served
-
-
-def _rows(ids: range) -> pa.Table:
-    return pa.table({"id": pa.array(list(ids), pa.int64()),
-                     "v": pa.array([[float(i), 1.0] for i in ids], pa.list_(pa.float32(), 2))})
-
-
-def _segment(store: ObjectStore, sid: int, ids: range, ts: int, deletes: list[int] | None = None) -> SegmentMeta:
-    """A FLUSHED segment of ``ids`` at ``ts``, with its own delta log of ``deletes`` (at ``ts + 1``)."""
-    writer = SegmentWriter(store, SCHEMA)
-    table = _rows(ids).append_column("_ts", pa.array(np.full(len(ids), ts, dtype=np.uint64)))
-    log, stats = writer.write_insert_log(collection_id=C, partition_id=PART, segment_id=sid, log_id=sid, table=table)
-    manifest = SegmentManifest(segment_id=sid, collection_id=C, partition_id=PART, vchannel=V,
-                               level=SegmentLevel.L1).with_insert_log(log, stats)
-    if deletes:
-        delta = writer.write_delta_log(collection_id=C, partition_id=PART, segment_id=sid, log_id=sid + 1,
-                                       pks=pa.array(deletes, pa.int64()), ts=np.full(len(deletes), ts + 1, np.uint64))
-        manifest = manifest.with_delta_log(delta)
-    return SegmentMeta(segment_id=sid, collection_id=C, partition_id=PART, vchannel=V, state=SegmentState.FLUSHED,
-                       rows=len(ids), manifest=writer.write_manifest(manifest))
-
-
-def _placement(meta: SegmentMeta) -> qpb.SegmentPlacement:
-    return qpb.SegmentPlacement(segment=segment_to_pb(meta), node_id=1, address=LOCAL)
 
 
 async def _count(d: Delegator, guarantee: int) -> int:
@@ -84,17 +66,17 @@ async def test_compacted_inserts_are_skipped_and_a_switch_is_one_step(node: Node
     store = ObjectStore.from_uri((tmp_path / "storage").as_uri())
     wal = node.manager.get(P, 1)
     [created] = await wal.append([new_create_collection(V, C, SCHEMA.to_json())])
-    insert = new_insert(V, C, PART, _rows(range(100)))
+    insert = new_insert(V, C, PART, rows(range(100)))
     insert.header = json.dumps({**header(insert), "segment_id": 77}).encode()
     [inserted] = await wal.append([insert])
     # Segment 77 was flushed and compacted into 500 (which dropped rows 0..9); the checkpoint is
     # still before 77's inserts (an older segment held it back).
-    output = _segment(store, 500, range(10, 100), inserted.timetick)
+    output = flushed_segment(store, 500, range(10, 100), inserted.timetick)
     service = QueryNodeService(1, node.source, store)
     service.serve_at(LOCAL)
     try:
         req = qpb.WatchChannelRequest(collection_id=C, vchannel=V, pchannel=P, schema_json=SCHEMA.to_json(),
-                                      placements=[_placement(output)], excluded_segments=[77])
+                                      placements=[placement(output)], excluded_segments=[77])
         req.checkpoint.CopyFrom(position_to_pb(Position(created.message_id.to_bytes(), created.timetick)))
         await service.WatchChannel(req, None)  # type: ignore[arg-type]
         d = service.delegators[V]
@@ -107,7 +89,7 @@ async def test_compacted_inserts_are_skipped_and_a_switch_is_one_step(node: Node
         # An output that cannot be loaded: the input keeps serving, nothing is released.
         missing = SegmentMeta(segment_id=600, collection_id=C, partition_id=PART, vchannel=V,
                               state=SegmentState.FLUSHED, rows=5, manifest="manifests/1/2/600/000000000001.json")
-        sync = qpb.SyncDistributionRequest(collection_id=C, vchannel=V, placements=[_placement(missing)],
+        sync = qpb.SyncDistributionRequest(collection_id=C, vchannel=V, placements=[placement(missing)],
                                            release=[500])
         await service.SyncDistribution(sync, None)  # type: ignore[arg-type]
         assert set(d.dist.current.sealed) == {500} and await _count(d, inserted.timetick) == 90
@@ -115,7 +97,7 @@ async def test_compacted_inserts_are_skipped_and_a_switch_is_one_step(node: Node
         # Compact 500 again into 600 (rows 10..59, 50..59 deleted by its own delta log); a delete of
         # key 20 arrives after the job's snapshot.
         [deleted] = await wal.append([new_delete(V, C, pa.array([20], pa.int64()))])
-        again = _segment(store, 600, range(10, 60), inserted.timetick, deletes=list(range(50, 60)))
+        again = flushed_segment(store, 600, range(10, 60), inserted.timetick, deletes=list(range(50, 60)))
         versions = []
         original = d.dist.update
 
@@ -125,7 +107,7 @@ async def test_compacted_inserts_are_skipped_and_a_switch_is_one_step(node: Node
             return snap
 
         d.dist.update = spy  # type: ignore[method-assign]
-        sync = qpb.SyncDistributionRequest(collection_id=C, vchannel=V, placements=[_placement(again)], release=[500])
+        sync = qpb.SyncDistributionRequest(collection_id=C, vchannel=V, placements=[placement(again)], release=[500])
         await service.SyncDistribution(sync, None)  # type: ignore[arg-type]
         assert versions == [{600}]  # one snapshot: the output in, the input out
         async with asyncio.timeout(10):

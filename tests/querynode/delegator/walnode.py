@@ -2,7 +2,8 @@
 
 A real local-backend WAL (recovery snapshots in memory) behind the streaming
 node's handler service, and an assignment source pointing at it, as a query
-node's delegator consumes it.
+node's delegator consumes it; and flushed segments written to a local object
+store the way the flusher and the compaction job write them.
 """
 
 from __future__ import annotations
@@ -14,10 +15,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
+import numpy as np
+import pyarrow as pa
 
+from protos import querynode_pb2 as qpb
 from protos import streaming_pb2_grpc
 from services.grpcutil import start_server
 from services.schema import CollectionSchema, DataType, FieldSchema
+from services.segment import SegmentMeta, SegmentState
+from services.segment_pb import segment_to_pb
+from services.storage.manifest import SegmentLevel, SegmentManifest
+from services.storage.objectstore import ObjectStore
+from services.storage.segment_io import SegmentWriter
 from services.tsoutil import compose
 from streamingnode.client.assignment import AssignmentCache
 from streamingnode.service.handler import HandlerService
@@ -27,6 +36,8 @@ from streamingnode.walmanager.manager import WALManager
 from tests.streamingnode.fakes import CountingAllocator
 
 P = "p0"
+V, C, PART = "p0_1v0", 1, 2  # the vchannel, collection and partition of the segments below
+LOCAL = "local-node"  # the address a test serves its query node's in-process worker at
 #: int64 ``id`` and a 2-dimension ``v``.
 SCHEMA = CollectionSchema(
     name="c",
@@ -73,3 +84,28 @@ async def served_wal(root: Path, *, segment_bytes: int) -> AsyncIterator[Node]:
         await server.stop(grace=None)
         await manager.close()
         await opener.close()
+
+
+def rows(ids: range) -> pa.Table:
+    return pa.table({"id": pa.array(list(ids), pa.int64()),
+                     "v": pa.array([[float(i), 1.0] for i in ids], pa.list_(pa.float32(), 2))})
+
+
+def flushed_segment(store: ObjectStore, sid: int, ids: range, ts: int, deletes: list[int] | None = None) -> SegmentMeta:
+    """A FLUSHED segment of ``ids`` at ``ts``, with its own delta log of ``deletes`` (at ``ts + 1``)."""
+    writer = SegmentWriter(store, SCHEMA)
+    table = rows(ids).append_column("_ts", pa.array(np.full(len(ids), ts, dtype=np.uint64)))
+    log, stats = writer.write_insert_log(collection_id=C, partition_id=PART, segment_id=sid, log_id=sid, table=table)
+    manifest = SegmentManifest(segment_id=sid, collection_id=C, partition_id=PART, vchannel=V,
+                               level=SegmentLevel.L1).with_insert_log(log, stats)
+    if deletes:
+        delta = writer.write_delta_log(collection_id=C, partition_id=PART, segment_id=sid, log_id=sid + 1,
+                                       pks=pa.array(deletes, pa.int64()), ts=np.full(len(deletes), ts + 1, np.uint64))
+        manifest = manifest.with_delta_log(delta)
+    return SegmentMeta(segment_id=sid, collection_id=C, partition_id=PART, vchannel=V, state=SegmentState.FLUSHED,
+                       rows=len(ids), manifest=writer.write_manifest(manifest))
+
+
+def placement(meta: SegmentMeta) -> qpb.SegmentPlacement:
+    """``meta`` placed on node 1's worker, at ``LOCAL``."""
+    return qpb.SegmentPlacement(segment=segment_to_pb(meta), node_id=1, address=LOCAL)
