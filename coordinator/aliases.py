@@ -21,19 +21,11 @@ import structlog
 from coordinator.catalog import Catalog, CollectionMeta
 from coordinator.names import check_name
 from services.errors import CollectionNotFound, ErrorCode, InvalidArgument, StrataError
-
-TTL_PROPERTY = "collection.ttl.seconds"
+from services.ttl import check_ttl
 
 
 def check_properties(props: dict[str, str]) -> None:
-    ttl = props.get(TTL_PROPERTY)
-    if ttl is not None:
-        try:
-            ok = int(ttl) >= 0
-        except ValueError:
-            ok = False
-        if not ok:
-            raise InvalidArgument(f"{TTL_PROPERTY} must be a non-negative integer, got {ttl!r}")
+    check_ttl(props)
 
 
 class AliasDDL:

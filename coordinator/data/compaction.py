@@ -61,10 +61,9 @@ from services.jobs.plans import CompactionSpec, IndexRef, JobResult, L0Plan, Mix
 from services.position import Position
 from services.schema import CollectionSchema, DataType
 from services.segment import SegmentLevel, SegmentMeta, SegmentState
-from services.tsoutil import compose, physical_ms
+from services.ttl import expire_before
 
 _REQUEST = "datacoord/compaction/"
-TTL_PROPERTY = "collection.ttl.seconds"
 FINISHED_RETENTION_SECONDS = 24 * 3600.0
 
 
@@ -95,18 +94,6 @@ def row_bytes(schema: CollectionSchema) -> int:
 
 def target_rows(schema: CollectionSchema, target_bytes: int) -> int:
     return max(1, target_bytes // row_bytes(schema))
-
-
-def expire_before(meta: CollectionMeta, now_ts: int) -> int:
-    """The smallest ``_ts`` a row of the collection may have and not be expired (0: no TTL)."""
-    raw = meta.properties.get(TTL_PROPERTY, "")
-    try:
-        ttl = int(raw) if raw else 0
-    except ValueError:
-        return 0
-    if ttl <= 0:
-        return 0
-    return compose(max(0, physical_ms(now_ts) - ttl * 1000), 0)
 
 
 def index_refs(indexes: Sequence[object]) -> tuple[IndexRef, ...]:
@@ -295,7 +282,7 @@ class CompactionManager:
         """Plan and run what the policy wants for ``meta`` now; returns the plans' final records."""
         options = self._options(meta.schema, target_bytes)
         now_ts = await self._tso.allocate()
-        expiry = expire_before(meta, now_ts)
+        expiry = expire_before(meta.properties, now_ts)
         floor = self._import_floor(meta.collection_id)
         choices: list[L0Choice | MixChoice] = []
         taken: list[str] = []
@@ -469,4 +456,4 @@ def output_meta(rec: JobRecord, out: OutputSegment) -> SegmentMeta:
     )
 
 
-__all__ = ["CompactionManager", "JobRunner", "expire_before", "output_meta", "row_bytes", "target_rows"]
+__all__ = ["CompactionManager", "JobRunner", "output_meta", "row_bytes", "target_rows"]

@@ -70,12 +70,12 @@ from querynode.delegator.tsafe import TSafe
 from querynode.index.base import search_params
 from querynode.offload import run_sized, search_cost
 from querynode.segments.growing import GrowingStore
+from querynode.segments.readmask import read_mask
 from querynode.segments.reduce import merge_topk
 from querynode.segments.sealed import load_deletes
 from querynode.worker.client import WorkerClient
 from querynode.worker.segment import search_rows
 from services.errors import ErrorCode, NotReady, PositionTruncated, StrataError
-from services.expr import evaluate, parse_filter
 from services.position import Position
 from services.schema import TIMESTAMP_COLUMN, CollectionSchema
 from services.segment import SegmentMeta
@@ -98,6 +98,7 @@ class ReadSpec:
     output_fields: tuple[str, ...]
     timeout: float
     partitions: frozenset[int] | None = None  # None: every partition
+    expire_before: int = 0  # rows written before it have expired (the collection's TTL; 0: none)
 
     def to_proto(self) -> qpb.ReadOptions:
         return qpb.ReadOptions(
@@ -107,6 +108,7 @@ class ReadSpec:
             output_fields=list(self.output_fields),
             timeout_ms=int(self.timeout * 1000),
             partition_ids=sorted(self.partitions or ()),
+            expire_before=self.expire_before,
         )
 
 
@@ -482,9 +484,9 @@ class Delegator:
             )
 
     def _mask(self, spec: ReadSpec, store: GrowingStore) -> np.ndarray | None:
-        if not spec.filter.strip():
-            return None
-        return evaluate(parse_filter(spec.filter, self.schema, spec.filter_params or None), store.table())
+        return read_mask(
+            store, self.schema, filter=spec.filter, filter_params=spec.filter_params, expire_before=spec.expire_before
+        )
 
     @contextlib.asynccontextmanager
     async def _read_view(self, spec: ReadSpec) -> AsyncIterator[tuple[dict[Placement, list[int]], list[GrowingStore]]]:

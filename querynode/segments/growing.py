@@ -140,6 +140,14 @@ class GrowingStore:
         """Bool per row: visible at ``read_ts`` and in ``mask`` (when given)."""
         return self._selection(read_ts, mask)
 
+    def unexpired(self, expire_before: int) -> np.ndarray | None:
+        """Bool per stored row: written at or after ``expire_before`` (a TTL's bound, 0: none);
+        None when no row has expired."""
+        if not expire_before:
+            return None
+        kept = self._chains.written_since(expire_before)
+        return None if kept.all() else kept
+
     def hits_table(
         self, query: np.ndarray, rows: np.ndarray, distance: np.ndarray, output_fields: Sequence[str] = ()
     ) -> pa.Table:

@@ -163,6 +163,10 @@ class VersionChains:
             out[known] = vals
         return out
 
+    def written_since(self, ts: int) -> np.ndarray:
+        """Bool per row: its version was written at or after ``ts`` (``begin >= ts``)."""
+        return self._begin.view() >= np.uint64(ts)
+
     def visible(self, read_ts: int) -> np.ndarray:
         """Bool per row: live at ``read_ts`` (``begin <= read_ts < end``)."""
         at = np.uint64(read_ts)

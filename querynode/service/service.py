@@ -45,6 +45,7 @@ def _read_spec(read: pb.ReadOptions) -> ReadSpec:
         output_fields=tuple(read.output_fields),
         timeout=read.timeout_ms / 1000 if read.timeout_ms else DEFAULT_READ_TIMEOUT,
         partitions=frozenset(read.partition_ids) or None,
+        expire_before=read.expire_before,
     )
 
 

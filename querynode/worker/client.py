@@ -43,7 +43,11 @@ def segment_read(read_ts: int, read: pb.ReadOptions) -> SegmentRead:
     except ValueError as err:
         raise InvalidArgument(f"malformed filter params: {err}") from err
     return SegmentRead(
-        read_ts=read_ts, filter=read.filter, filter_params=params, output_fields=tuple(read.output_fields)
+        read_ts=read_ts,
+        filter=read.filter,
+        filter_params=params,
+        output_fields=tuple(read.output_fields),
+        expire_before=read.expire_before,
     )
 
 

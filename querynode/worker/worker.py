@@ -28,13 +28,13 @@ import structlog
 from querynode.index.base import SearchParams
 from querynode.offload import CoreShare, run_sized, search_cost
 from querynode.segments.growing import GrowingStore
+from querynode.segments.readmask import read_mask
 from querynode.segments.reduce import merge_topk
 from querynode.worker.indexes import FieldIndexSpec
 from querynode.worker.loader import load_segment
 from querynode.worker.rwlock import ReadWriteLock
 from querynode.worker.segment import WorkerSegment
 from services.errors import SegmentNotFound
-from services.expr import evaluate, parse_filter
 from services.schema import CollectionSchema
 from services.segment import SegmentMeta
 from services.storage.objectstore import ObjectStore
@@ -46,6 +46,7 @@ class SegmentRead:
     filter: str
     filter_params: dict
     output_fields: tuple[str, ...]
+    expire_before: int = 0  # rows written before it have expired (the collection's TTL; 0: none)
 
 
 class Worker:
@@ -115,9 +116,9 @@ class Worker:
         return out
 
     def _mask(self, schema: CollectionSchema, read: SegmentRead, store: GrowingStore) -> np.ndarray | None:
-        if not read.filter.strip():
-            return None
-        return evaluate(parse_filter(read.filter, schema, read.filter_params or None), store.table())
+        return read_mask(
+            store, schema, filter=read.filter, filter_params=read.filter_params, expire_before=read.expire_before
+        )
 
     async def search(
         self,

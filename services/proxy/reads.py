@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
@@ -39,6 +40,8 @@ from services.errors import ErrorCode, PartitionNotLoaded, StrataError
 from services.grpcutil import StubCache, raise_for_status
 from services.proxy.localnode import LocalQueryNode
 from services.proxy.metacache import CollectionEntry
+from services.tsoutil import compose
+from services.ttl import expire_before
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,6 +53,7 @@ class ReadOptions:
     timeout: float
     partition_ids: list[int] | None = None  # None: every loaded partition
     partition_names: dict[int, str] = field(default_factory=dict)  # for errors
+    expire_before: int = 0  # rows written before it have expired (the collection's TTL; 0: none)
 
     def to_proto(self) -> querynode_pb2.ReadOptions:
         return querynode_pb2.ReadOptions(
@@ -59,6 +63,7 @@ class ReadOptions:
             output_fields=self.output_fields,
             timeout_ms=int(self.timeout * 1000),
             partition_ids=self.partition_ids or [],
+            expire_before=self.expire_before,
         )
 
     def within(self, loaded: Sequence[int]) -> ReadOptions:
@@ -109,7 +114,9 @@ class ReadRouter:
         self, coll: CollectionEntry, read: ReadOptions, run: Callable[[list[Replica], ReadOptions], Awaitable[T]]
     ) -> T:
         """``run`` on the replicas of the kept view; if that fails, once more on a fresh view
-        (the placements may have moved since it was fetched)."""
+        (the placements may have moved since it was fetched). Rows older than the collection's
+        TTL, counted from now, are left out (as Milvus does, from the read's start)."""
+        read = replace(read, expire_before=expire_before(coll.properties, compose(int(time.time() * 1000), 0)))
         replicas, scoped = await self._replicas(coll, read, cached=True)
         try:
             return await run(replicas, scoped)
