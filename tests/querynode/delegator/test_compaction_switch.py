@@ -18,8 +18,6 @@ write them.
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -28,32 +26,23 @@ import pytest
 from protos import querynode_pb2 as qpb
 from querynode.delegator.delegator import Delegator, ReadSpec
 from querynode.service.service import QueryNodeService
-from services.position import Position
 from services.segment import SegmentMeta, SegmentState
-from services.segment_pb import position_to_pb
 from services.storage.objectstore import ObjectStore
-from streamingnode.message import header, new_create_collection, new_delete, new_insert
+from streamingnode.message import new_delete
 from tests.querynode.delegator.walnode import (
     LOCAL,
     PART,
-    SCHEMA,
     C,
     Node,
     P,
     V,
+    create_and_insert,
     flushed_segment,
     placement,
-    rows,
-    served_wal,
+    watch_request,
 )
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture()
-async def node(tmp_path: Path) -> AsyncIterator[Node]:
-    async with served_wal(tmp_path / "wal", segment_bytes=1 << 20) as served:
-        yield served
 
 
 async def _count(d: Delegator, guarantee: int) -> int:
@@ -65,19 +54,14 @@ async def _count(d: Delegator, guarantee: int) -> int:
 async def test_compacted_inserts_are_skipped_and_a_switch_is_one_step(node: Node, tmp_path: Path) -> None:
     store = ObjectStore.from_uri((tmp_path / "storage").as_uri())
     wal = node.manager.get(P, 1)
-    [created] = await wal.append([new_create_collection(V, C, SCHEMA.to_json())])
-    insert = new_insert(V, C, PART, rows(range(100)))
-    insert.header = json.dumps({**header(insert), "segment_id": 77}).encode()
-    [inserted] = await wal.append([insert])
+    created, inserted = await create_and_insert(node, 77, range(100))
     # Segment 77 was flushed and compacted into 500 (which dropped rows 0..9); the checkpoint is
     # still before 77's inserts (an older segment held it back).
     output = flushed_segment(store, 500, range(10, 100), inserted.timetick)
     service = QueryNodeService(1, node.source, store)
     service.serve_at(LOCAL)
     try:
-        req = qpb.WatchChannelRequest(collection_id=C, vchannel=V, pchannel=P, schema_json=SCHEMA.to_json(),
-                                      placements=[placement(output)], excluded_segments=[77])
-        req.checkpoint.CopyFrom(position_to_pb(Position(created.message_id.to_bytes(), created.timetick)))
+        req = watch_request(created, placements=[placement(output)], excluded_segments=[77])
         await service.WatchChannel(req, None)  # type: ignore[arg-type]
         d = service.delegators[V]
         async with asyncio.timeout(10):

@@ -16,8 +16,6 @@ and ``cut`` are wrapped to hold the handoff at that point.
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -28,33 +26,23 @@ import pytest
 from protos import querynode_pb2 as qpb
 from querynode.delegator.delegator import Delegator, ReadSpec
 from querynode.service.service import QueryNodeService
-from services.position import Position
-from services.segment_pb import position_to_pb
 from services.storage.objectstore import ObjectStore
-from streamingnode.message import header, new_create_collection, new_delete, new_insert
+from streamingnode.message import new_delete
 from tests.querynode.delegator.walnode import (
     LOCAL,
-    PART,
-    SCHEMA,
     C,
     Node,
     P,
     V,
+    create_and_insert,
     flushed_segment,
     placement,
-    rows,
-    served_wal,
+    watch_request,
 )
 
 pytestmark = pytest.mark.timeout(60)
 
 SEGMENT = 77
-
-
-@pytest.fixture()
-async def node(tmp_path: Path) -> AsyncIterator[Node]:
-    async with served_wal(tmp_path / "wal", segment_bytes=1 << 20) as served:
-        yield served
 
 
 def _spec(guarantee: int) -> ReadSpec:
@@ -80,16 +68,11 @@ async def _until(check: Any) -> None:
 async def test_reads_during_a_handoff_see_the_rows_once(node: Node, tmp_path: Path) -> None:
     store = ObjectStore.from_uri((tmp_path / "storage").as_uri())
     wal = node.manager.get(P, 1)
-    [created] = await wal.append([new_create_collection(V, C, SCHEMA.to_json())])
-    insert = new_insert(V, C, PART, rows(range(100)))
-    insert.header = json.dumps({**header(insert), "segment_id": SEGMENT}).encode()
-    [inserted] = await wal.append([insert])
+    created, inserted = await create_and_insert(node, SEGMENT, range(100))
     service = QueryNodeService(1, node.source, store)
     service.serve_at(LOCAL)
     try:
-        req = qpb.WatchChannelRequest(collection_id=C, vchannel=V, pchannel=P, schema_json=SCHEMA.to_json())
-        req.checkpoint.CopyFrom(position_to_pb(Position(created.message_id.to_bytes(), created.timetick)))
-        await service.WatchChannel(req, None)  # type: ignore[arg-type]
+        await service.WatchChannel(watch_request(created), None)  # type: ignore[arg-type]
         d = service.delegators[V]
         await _until(lambda: d.serviceable and d.tsafe.value >= inserted.timetick)
         assert SEGMENT in d.data.growing

@@ -8,6 +8,7 @@ store the way the flusher and the compaction job write them.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -21,16 +22,19 @@ import pyarrow as pa
 from protos import querynode_pb2 as qpb
 from protos import streaming_pb2_grpc
 from services.grpcutil import start_server
+from services.position import Position
 from services.schema import CollectionSchema, DataType, FieldSchema
 from services.segment import SegmentMeta, SegmentState
-from services.segment_pb import segment_to_pb
+from services.segment_pb import position_to_pb, segment_to_pb
 from services.storage.manifest import SegmentLevel, SegmentManifest
 from services.storage.objectstore import ObjectStore
 from services.storage.segment_io import SegmentWriter
 from services.tsoutil import compose
 from streamingnode.client.assignment import AssignmentCache
+from streamingnode.message import header, new_create_collection, new_insert
 from streamingnode.service.handler import HandlerService
 from streamingnode.wal.recovery import MemoryRecoveryStore
+from streamingnode.wal.wal import Appended
 from streamingnode.walimpls.registry import build_opener
 from streamingnode.walmanager.manager import WALManager
 from tests.streamingnode.fakes import CountingAllocator
@@ -109,3 +113,20 @@ def flushed_segment(store: ObjectStore, sid: int, ids: range, ts: int, deletes: 
 def placement(meta: SegmentMeta) -> qpb.SegmentPlacement:
     """``meta`` placed on node 1's worker, at ``LOCAL``."""
     return qpb.SegmentPlacement(segment=segment_to_pb(meta), node_id=1, address=LOCAL)
+
+
+async def create_and_insert(node: Node, segment_id: int, ids: range) -> tuple[Appended, Appended]:
+    """The collection created on ``V``, then ``rows(ids)`` inserted into growing segment ``segment_id``."""
+    wal = node.manager.get(P, 1)
+    [created] = await wal.append([new_create_collection(V, C, SCHEMA.to_json())])
+    insert = new_insert(V, C, PART, rows(ids))
+    insert.header = json.dumps({**header(insert), "segment_id": segment_id}).encode()
+    [inserted] = await wal.append([insert])
+    return created, inserted
+
+
+def watch_request(created: Appended, **fields: object) -> qpb.WatchChannelRequest:
+    """``WatchChannel`` for ``V`` from ``created`` (the collection's creation) on, with ``fields``."""
+    req = qpb.WatchChannelRequest(collection_id=C, vchannel=V, pchannel=P, schema_json=SCHEMA.to_json(), **fields)
+    req.checkpoint.CopyFrom(position_to_pb(Position(created.message_id.to_bytes(), created.timetick)))
+    return req
