@@ -51,8 +51,10 @@ _RANK = {
 
 
 class SegmentLevel(enum.IntEnum):
-    L0 = 1  # deletes only (delta logs)
-    L1 = 2  # inserts
+    """A segment's level, with milvus-proto's numbers; segment manifests name it ("L0", "L1")."""
+
+    L0 = 1  # deletes only (delta logs, no rows)
+    L1 = 2  # rows (and maybe deletes)
 
 
 def next_state(current: SegmentState, wanted: SegmentState) -> SegmentState | None:

@@ -31,7 +31,8 @@ from querynode.worker.indexes import field_index_spec
 from services.jobs.plans import IndexRef, OutputSegment, SegmentRef
 from services.jobs.sparktypes import rows_schema, spark_arrow_schema, spark_ddl, to_spark
 from services.schema import TIMESTAMP_COLUMN, CollectionSchema
-from services.storage.manifest import SegmentLevel, SegmentManifest
+from services.segment import SegmentLevel
+from services.storage.manifest import SegmentManifest
 from services.storage.objectstore import ObjectStore
 from services.storage.segment_io import DELTA_PK_COLUMN, DELTA_TS_COLUMN, SegmentReader, SegmentWriter
 

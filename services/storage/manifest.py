@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from typing import Any
 
 from services.errors import InvalidArgument
+from services.segment import SegmentLevel
 from services.storage.errors import CorruptObject
 from services.storage.layout import ALL_PARTITIONS
 
@@ -21,11 +21,13 @@ from services.storage.layout import ALL_PARTITIONS
 MANIFEST_FORMAT = 1
 
 
-class SegmentLevel(StrEnum):
-    """L0: delete-only segment (delta logs, no rows); L1: a segment of rows (and maybe deletes)."""
-
-    L0 = "L0"
-    L1 = "L1"
+def _level(value: object) -> SegmentLevel:
+    """``value`` as a ``SegmentLevel``: a member, or its name as the manifest's JSON has it ("L0", "L1")."""
+    if isinstance(value, SegmentLevel):
+        return value
+    if isinstance(value, str) and value in SegmentLevel.__members__:
+        return SegmentLevel[value]
+    raise InvalidArgument(f"segment level must be L0 or L1, got {value!r}")
 
 
 def _check_int(what: str, value: object, minimum: int = 0) -> None:
@@ -108,10 +110,7 @@ class SegmentManifest:
         _check_int("manifest version", self.version)
         if not isinstance(self.vchannel, str) or not self.vchannel:
             raise InvalidArgument("segment manifest needs a vchannel")
-        try:
-            object.__setattr__(self, "level", SegmentLevel(self.level))
-        except ValueError:
-            raise InvalidArgument(f"segment level must be L0 or L1, got {self.level!r}") from None
+        object.__setattr__(self, "level", _level(self.level))
         object.__setattr__(self, "insert_logs", tuple(self.insert_logs))
         object.__setattr__(self, "delta_logs", tuple(self.delta_logs))
         object.__setattr__(self, "stats_logs", tuple(self.stats_logs))
@@ -157,7 +156,7 @@ class SegmentManifest:
             "partition_id": self.partition_id,
             "segment_id": self.segment_id,
             "vchannel": self.vchannel,
-            "level": self.level.value,
+            "level": self.level.name,
             "version": self.version,
             "rows": self.rows,
             "insert_logs": [

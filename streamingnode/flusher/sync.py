@@ -24,7 +24,6 @@ import structlog
 from services.failpoints import failpoint
 from services.segment import SegmentLevel, SegmentMeta, SegmentState
 from services.storage.layout import ALL_PARTITIONS
-from services.storage.manifest import SegmentLevel as ManifestLevel
 from services.storage.manifest import SegmentManifest
 from services.storage.objectstore import ObjectStore
 from services.storage.segment_io import SegmentReader, SegmentWriter
@@ -118,7 +117,7 @@ class Syncer:
                 collection_id=pipeline.collection_id,
                 partition_id=ALL_PARTITIONS,
                 vchannel=pipeline.vchannel,
-                level=ManifestLevel.L0,
+                level=SegmentLevel.L0,
             ).with_delta_log(delta)
             return writer.write_manifest(manifest)
 
@@ -140,8 +139,9 @@ class Syncer:
         failpoint("flusher.after_metadata")
         pipeline.deletes_synced(batch)
         self.synced += 1
-        self._log.info("deletes synced", vchannel=pipeline.vchannel, segment=segment_id, deletes=len(batch.pks),
-                       reason=work.reason)
+        self._log.info(
+            "deletes synced", vchannel=pipeline.vchannel, segment=segment_id, deletes=len(batch.pks), reason=work.reason
+        )
 
     async def _manifest(
         self, pipeline: ChannelPipeline, segment_id: int, partition_id: int, path: str
@@ -158,7 +158,7 @@ class Syncer:
             collection_id=pipeline.collection_id,
             partition_id=partition_id,
             vchannel=pipeline.vchannel,
-            level=ManifestLevel.L1,
+            level=SegmentLevel.L1,
         )
 
     def forget(self, segment_ids: set[int]) -> None:

@@ -6,7 +6,8 @@ import numpy as np
 import pyarrow as pa
 
 from services.schema import CollectionSchema, DataType, FieldSchema
-from services.storage.manifest import SegmentLevel, SegmentManifest
+from services.segment import SegmentLevel
+from services.storage.manifest import SegmentManifest
 from services.storage.objectstore import ObjectStore
 from services.storage.segment_io import SegmentWriter
 

@@ -9,8 +9,9 @@ import pyarrow as pa
 
 from services.jobs.plans import SegmentRef
 from services.schema import TIMESTAMP_COLUMN, CollectionSchema, DataType, FieldSchema
+from services.segment import SegmentLevel
 from services.storage.layout import ALL_PARTITIONS
-from services.storage.manifest import SegmentLevel, SegmentManifest
+from services.storage.manifest import SegmentManifest
 from services.storage.objectstore import ObjectStore
 from services.storage.segment_io import SegmentReader, SegmentWriter
 

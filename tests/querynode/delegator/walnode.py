@@ -24,9 +24,9 @@ from protos import streaming_pb2_grpc
 from services.grpcutil import start_server
 from services.position import Position
 from services.schema import CollectionSchema, DataType, FieldSchema
-from services.segment import SegmentMeta, SegmentState
+from services.segment import SegmentLevel, SegmentMeta, SegmentState
 from services.segment_pb import position_to_pb, segment_to_pb
-from services.storage.manifest import SegmentLevel, SegmentManifest
+from services.storage.manifest import SegmentManifest
 from services.storage.objectstore import ObjectStore
 from services.storage.segment_io import SegmentWriter
 from services.tsoutil import compose

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from services.segment import SegmentMeta, SegmentState
-from services.storage.manifest import SegmentLevel as ManifestLevel
+from services.segment import SegmentLevel, SegmentMeta, SegmentState
 from services.storage.manifest import SegmentManifest
 from services.storage.objectstore import ObjectStore
 from services.storage.segment_io import SegmentWriter
@@ -20,7 +19,7 @@ def flushed_segment(store: ObjectStore, rows: int = 20) -> tuple[SegmentMeta, pa
     table = rows_table(schema, start=0, rows=rows, ts0=100)
     writer = SegmentWriter(store, schema)
     manifest = SegmentManifest(
-        segment_id=SEG, collection_id=COLL, partition_id=PART, vchannel="strata-dml_0_11v0", level=ManifestLevel.L1
+        segment_id=SEG, collection_id=COLL, partition_id=PART, vchannel="strata-dml_0_11v0", level=SegmentLevel.L1
     )
     log, stats = writer.write_insert_log(collection_id=COLL, partition_id=PART, segment_id=SEG, log_id=1, table=table)
     path = writer.write_manifest(manifest.with_insert_log(log, stats))
