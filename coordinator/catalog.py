@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 
@@ -91,9 +92,29 @@ class IndexMeta:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LoadMeta:
+    """What is loaded, as Milvus's load types have it.
+
+    ``partition_ids`` None: ``load_collection`` (LoadCollection): every partition, those created
+    later too, but for ``released_ids``, partitions released since (``load_partitions`` or
+    ``load_collection`` loads them again). A list: ``load_partitions`` (LoadPartition): those
+    partitions only; a partition created later is not loaded.
+    """
+
     collection_id: int
     replica_number: int
-    partition_ids: list[int] | None = None  # None: the whole collection, partitions created later too
+    partition_ids: list[int] | None = None
+    released_ids: list[int] = field(default_factory=list)
+
+    def loaded(self, partitions: Iterable[int]) -> list[int]:
+        """Which of ``partitions`` (the collection's) are loaded."""
+        if self.partition_ids is None:
+            return [p for p in partitions if p not in self.released_ids]
+        return [p for p in partitions if p in self.partition_ids]
+
+    def is_loaded(self, partition_id: int) -> bool:
+        if self.partition_ids is None:
+            return partition_id not in self.released_ids
+        return partition_id in self.partition_ids
 
     def to_json(self) -> bytes:
         return json.dumps(asdict(self)).encode()

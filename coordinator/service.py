@@ -292,8 +292,7 @@ class CoordinatorService(JobRPCs, coordinator_pb2_grpc.CoordinatorServicer):
             status=ok_status(),
             state=pb.LOAD_STATE_LOADED if all_ready else pb.LOAD_STATE_LOADING,
             progress=progress,
-            loaded_partitions=self._query.loaded_partitions(meta.collection_id)
-            or [p.partition_id for p in meta.all_partitions()],
+            loaded_partitions=self._query.loaded_partitions(meta),
             channels=[
                 pb.ChannelPlacement(
                     vchannel=v.vchannel,

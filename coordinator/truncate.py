@@ -72,12 +72,20 @@ class Truncator:
             load = None
             if old_load is not None:
                 ids = None if old_load.partition_ids is None else [renumbered[p] for p in old_load.partition_ids]
-                load = LoadMeta(collection_id=new_id, replica_number=old_load.replica_number, partition_ids=ids)
+                released = [renumbered[p] for p in old_load.released_ids if p in renumbered]
+                load = LoadMeta(
+                    collection_id=new_id,
+                    replica_number=old_load.replica_number,
+                    partition_ids=ids,
+                    released_ids=released,
+                )
             dropping = replace(old, state=CollectionState.DROPPING)
             await self._catalog.replace_collection(dropping, new, indexes, aliases, load)
             new = await self._ddl.finish_create(new)
             if load is not None:
                 await self._query.load(new, load.replica_number, load.partition_ids)
+                if load.released_ids:
+                    await self._query.release_partitions(new, load.released_ids)
             await self._ddl.finish_drop(dropping)
         self._log.info("collection truncated", name=new.name, old_id=old.collection_id, new_id=new_id)
         return new

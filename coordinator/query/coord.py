@@ -136,7 +136,12 @@ class QueryCoordinator:
     # -- load / release ---------------------------------------------------------------------------
 
     async def load(self, meta: CollectionMeta, replica_number: int, partition_ids: list[int] | None = None) -> None:
-        """Load the collection, or (``partition_ids``) these partitions of it, added to those loaded."""
+        """Load the collection, or (``partition_ids``) these partitions of it, added to those loaded.
+
+        The first load sets the load type (``LoadMeta``): loading the collection after some of
+        its partitions makes it a collection load; loading partitions of a loaded collection
+        loads again those released since.
+        """
         loaded = self._loads.get(meta.collection_id)
         if loaded is not None:
             if loaded.replica_number != replica_number:
@@ -145,10 +150,12 @@ class QueryCoordinator:
                     f"loading it with {replica_number}"
                 )
             if loaded.partition_ids is None:
-                return
-            merged = None if partition_ids is None else sorted(set(loaded.partition_ids) | set(partition_ids))
-            if merged != loaded.partition_ids:
+                released = [] if partition_ids is None else sorted(set(loaded.released_ids) - set(partition_ids))
+                load = replace(loaded, released_ids=released)
+            else:
+                merged = None if partition_ids is None else sorted(set(loaded.partition_ids) | set(partition_ids))
                 load = replace(loaded, partition_ids=merged)
+            if load != loaded:
                 await self._catalog.save_load(load)
                 self._loads[meta.collection_id] = load
                 self._load_ts[meta.collection_id] = await self._tso.allocate()
@@ -201,13 +208,15 @@ class QueryCoordinator:
         if loaded is None:
             return
         current = [p.partition_id for p in meta.all_partitions()]
-        before = current if loaded.partition_ids is None else loaded.partition_ids
-        remaining = sorted(set(before) - set(partition_ids))
+        remaining = sorted(set(loaded.loaded(current)) - set(partition_ids))
         if not remaining:
             await self.release(meta.collection_id)
             return
-        if remaining != loaded.partition_ids:
+        if loaded.partition_ids is None:
+            load = replace(loaded, released_ids=sorted(set(current) - set(remaining)))
+        else:
             load = replace(loaded, partition_ids=remaining)
+        if load != loaded:
             await self._catalog.save_load(load)
             self._loads[meta.collection_id] = load
             self._wake.set()
@@ -215,14 +224,14 @@ class QueryCoordinator:
     def is_loaded(self, collection_id: int) -> bool:
         return collection_id in self._loads
 
-    def loaded_partitions(self, collection_id: int) -> list[int] | None:
-        """The partitions loaded (None: all of them, the whole collection is loaded)."""
-        load = self._loads.get(collection_id)
-        return None if load is None else load.partition_ids
+    def loaded_partitions(self, meta: CollectionMeta) -> list[int]:
+        """The collection's loaded partitions (none when it is not loaded)."""
+        load = self._loads.get(meta.collection_id)
+        return [] if load is None else load.loaded(p.partition_id for p in meta.all_partitions())
 
     def is_partition_loaded(self, collection_id: int, partition_id: int) -> bool:
         load = self._loads.get(collection_id)
-        return load is not None and (load.partition_ids is None or partition_id in load.partition_ids)
+        return load is not None and load.is_loaded(partition_id)
 
     def view(self, meta: CollectionMeta) -> tuple[list[ChannelView], int, bool]:
         """Every replica's channel placements, the loading progress in percent, and whether all are ready."""
@@ -350,10 +359,7 @@ class QueryCoordinator:
         current = {
             sid: n for n in nodes for (c, sid) in self._dist.get(n, NodeDist()).segments if c == meta.collection_id
         }
-        loaded = self.loaded_partitions(meta.collection_id)
-        partitions = {p.partition_id for p in meta.all_partitions()} & (
-            set(loaded) if loaded is not None else {p.partition_id for p in meta.all_partitions()}
-        )
+        partitions = set(self.loaded_partitions(meta))
         l1 = {
             s.segment_id: s
             for v in meta.vchannels

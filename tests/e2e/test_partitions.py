@@ -128,6 +128,33 @@ def test_load_and_release_partitions_and_drop_one(milvus: MilvusClient) -> None:
     milvus.drop_collection(name)
 
 
+def test_a_new_partition_is_loaded_as_milvus_load_types_say(milvus: MilvusClient) -> None:
+    """A collection loaded whole (load_collection) loads partitions created later, also after one of its
+    partitions was released; one loaded by load_partitions does not."""
+    name = _collection(milvus)
+    milvus.create_partition(name, "p1")
+    milvus.insert(name, _rows(range(0, 3), 0.0))
+    milvus.insert(name, _rows(range(10, 13), 0.0), partition_name="p1")
+    milvus.release_partitions(name, ["p1"])
+    milvus.create_partition(name, "p2")
+    milvus.insert(name, _rows(range(20, 23), 0.0), partition_name="p2")
+    assert _ids(milvus, name) == [0, 1, 2, 20, 21, 22]
+    assert _ids(milvus, name, ["p2"]) == [20, 21, 22]
+    milvus.load_partitions(name, ["p1"])
+    assert _ids(milvus, name) == [0, 1, 2, 10, 11, 12, 20, 21, 22]
+
+    milvus.release_collection(name)
+    milvus.load_partitions(name, ["_default"])
+    milvus.create_partition(name, "p3")
+    milvus.insert(name, _rows(range(30, 33), 0.0), partition_name="p3")
+    assert _ids(milvus, name) == [0, 1, 2]
+    with pytest.raises(MilvusException, match=r"partition not loaded\[partition=p3\]"):
+        milvus.query(name, filter="id >= 0", partition_names=["p3"], consistency_level=STRONG)
+    milvus.load_collection(name)  # now a collection load: every partition
+    assert _ids(milvus, name) == [0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32]
+    milvus.drop_collection(name)
+
+
 def test_partition_key_routes_rows_and_refuses_manual_partitions(milvus: MilvusClient) -> None:
     name = unique_name("pkey")
     schema = MilvusClient.create_schema(auto_id=False)

@@ -59,3 +59,18 @@ def test_truncating_a_released_collection_leaves_it_released(milvus: MilvusClien
     milvus.load_collection(name)
     assert _count(milvus, name) == 0
     milvus.drop_collection(name)
+
+
+def test_truncate_keeps_a_released_partition_released(milvus: MilvusClient) -> None:
+    name = unique_name("trunc")
+    milvus.create_collection(name, dimension=4)
+    milvus.create_partition(name, "p1")
+    milvus.release_partitions(name, ["p1"])
+    milvus.truncate_collection(name)
+    assert _count(milvus, name) == 0  # waits for the load
+    assert str(milvus.get_load_state(name, partition_name="p1")["state"]) == "NotLoad"
+    assert str(milvus.get_load_state(name, partition_name="_default")["state"]) == "Loaded"
+    milvus.create_partition(name, "p2")  # still a collection load: a new partition is loaded
+    milvus.insert(name, [{"id": 1, "vector": [1.0, 0.0, 0.0, 0.0]}], partition_name="p2")
+    assert _count(milvus, name) == 1
+    milvus.drop_collection(name)
