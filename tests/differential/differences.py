@@ -33,6 +33,8 @@ class Feature(Enum):
     JSON_IN = "`in` on a JSON path"
     JSON_ARRAY_LENGTH = "`array_length` on a JSON path"
     JSON_LIST_EQUALITY = "a JSON path compared with a list literal"
+    # Calls milvus-lite does not implement (UNIMPLEMENTED).
+    PARTITION_LOAD_STATE = "release_partitions / load_partitions, and reads while a partition is released"
     # Filters milvus-lite answers differently.
     INT_DIVISION = "`/` on integers"
     JSON_NEGATED = "a JSON predicate under `not` or `!=`"
@@ -49,11 +51,12 @@ class Feature(Enum):
     PK_LOOKUP = "a filter that is exactly `id in [...]`, with limit/offset or a repeated key"
     SEARCH_DEFAULT_OUTPUT = "search without output_fields"
     ROW_COUNT = "get_collection_stats row_count after deletes and upserts"
+    COUNT_ALL_IN_PARTITIONS = "`count(*)` with an empty filter in some partitions"
     JSON_SCALAR_DOCUMENT = 'a JSON field holding a scalar document (`3`, `"x"`)'
     LITE_ACCEPTS_INVALID = "a request Milvus validates and refuses (schema limits, top-k bounds, metric, NaN vectors)"
     LONG_COLLECTION_NAME = "a collection name longer than 255 characters"
     # Calls both servers accept where Milvus refuses.
-    COLLECTION_NAME_CHARACTERS = "a collection name starting with a digit or holding a `-`"
+    COLLECTION_NAME_CHARACTERS = "a collection or partition name starting with a digit or holding a `-`"
 
 
 class Handling(Enum):
@@ -74,6 +77,7 @@ LITE_UNSUPPORTED: Final[frozenset[Feature]] = frozenset(
         Feature.JSON_IN,
         Feature.JSON_ARRAY_LENGTH,
         Feature.JSON_LIST_EQUALITY,
+        Feature.PARTITION_LOAD_STATE,
     }
 )
 
@@ -94,6 +98,7 @@ KNOWN_DIFFERENCES: Final[Mapping[Feature, KnownDifference]] = {
     Feature.PK_LOOKUP: KnownDifference(report="D14", handling=Handling.MODEL),
     Feature.LITE_ACCEPTS_INVALID: KnownDifference(report="D15", handling=Handling.MODEL),
     Feature.COLLECTION_NAME_CHARACTERS: KnownDifference(report="D17", handling=Handling.MODEL),
+    Feature.COUNT_ALL_IN_PARTITIONS: KnownDifference(report="D20", handling=Handling.MODEL),
 }
 
 

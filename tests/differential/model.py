@@ -6,47 +6,72 @@ and asks it for the expected answer as it generates each read.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any, Final, Literal
 
 import numpy as np
 
 from tests.differential.data import FIELDS, Row
 from tests.differential.filters import Filter
 
+DEFAULT_PARTITION: Final = "_default"
+
 
 class Model:
-    """Live rows by primary key, and how many rows were ever written (what Strata's ``row_count`` reports)."""
+    """Live rows by primary key and the partition each is in, and how many rows were ever written
+    (what Strata's ``row_count`` reports). A key is live in one partition at most: the workload
+    upserts a live key only into its own partition."""
 
     def __init__(self) -> None:
         self.rows: dict[int, Row] = {}
+        self.partition_of: dict[int, str] = {}
         self.written = 0
         self.wide_ints = False  # an ``i`` beyond ±2**53 (not exact as a double) was written
 
-    def write(self, rows: Iterable[Row]) -> None:
-        """Insert or upsert: a row replaces any live row with its key."""
+    def write(self, rows: Iterable[Row], partition: str = DEFAULT_PARTITION) -> None:
+        """Insert or upsert into ``partition``: a row replaces any live row with its key."""
         for row in rows:
+            assert self.partition_of.get(row["id"], partition) == partition, "a key moved between partitions"
             self.rows[row["id"]] = dict(row)
+            self.partition_of[row["id"]] = partition
             self.written += 1
             self.wide_ints |= abs(row["i"]) > 2**53
 
     def delete_ids(self, ids: Iterable[int]) -> None:
         for pk in ids:
             self.rows.pop(pk, None)
+            self.partition_of.pop(pk, None)
 
-    def delete_where(self, f: Filter) -> list[int]:
-        """Delete the rows ``f`` matches; their keys, ascending."""
-        pks = [row["id"] for row in self.matching(f)]
+    def delete_where(self, f: Filter, partitions: Collection[str] | None = None) -> list[int]:
+        """Delete the rows ``f`` matches (in ``partitions``, all for None); their keys, ascending."""
+        pks = [row["id"] for row in self.matching(f, partitions)]
         self.delete_ids(pks)
         return pks
 
-    def matching(self, f: Filter | None) -> list[Row]:
-        """Live rows ``f`` matches (all for None), by ascending key."""
-        return [self.rows[pk] for pk in sorted(self.rows) if f is None or f.holds(self.rows[pk])]
+    def drop_partition(self, partition: str) -> None:
+        self.delete_ids([pk for pk, p in self.partition_of.items() if p == partition])
 
-    def ranked(self, query: Sequence[float], f: Filter | None, metric: Literal["L2", "IP"]) -> list[tuple[int, float]]:
+    def in_partition(self, partition: str) -> list[int]:
+        """The live keys of ``partition``, ascending."""
+        return sorted(pk for pk, p in self.partition_of.items() if p == partition)
+
+    def matching(self, f: Filter | None, partitions: Collection[str] | None = None) -> list[Row]:
+        """Live rows ``f`` matches (all for None) in ``partitions`` (all for None), by ascending key."""
+        return [
+            self.rows[pk]
+            for pk in sorted(self.rows)
+            if (partitions is None or self.partition_of[pk] in partitions) and (f is None or f.holds(self.rows[pk]))
+        ]
+
+    def ranked(
+        self,
+        query: Sequence[float],
+        f: Filter | None,
+        metric: Literal["L2", "IP"],
+        partitions: Collection[str] | None = None,
+    ) -> list[tuple[int, float]]:
         """Every matching row as (key, distance), best first, with Milvus's distances (squared L2, inner product)."""
-        rows = self.matching(f)
+        rows = self.matching(f, partitions)
         if not rows:
             return []
         data = np.asarray([row["v"] for row in rows], dtype=np.float64)

@@ -70,6 +70,7 @@ class Step:
     read: bool
     expect: object
     features: frozenset[Feature] = frozenset()
+    peer_kwargs: Mapping[str, Any] | None = None  # milvus-lite's arguments, where it needs others for the same rows
 
     @property
     def model_only(self) -> bool:
@@ -83,7 +84,10 @@ class Step:
             if self.features
             else ""
         )
-        return f"step {self.index} ({self.op}): {self.method}({args}){tags}"
+        peer = ""
+        if self.peer_kwargs is not None:
+            peer = f"  [milvus-lite: {', '.join(f'{k}={_render(k, v)}' for k, v in self.peer_kwargs.items())}]"
+        return f"step {self.index} ({self.op}): {self.method}({args}){tags}{peer}"
 
 
 def _render(key: str, value: object) -> str:

@@ -44,9 +44,10 @@ def seeds() -> tuple[int, ...]:
     return tuple(int(s) for s in spec.split(","))
 
 
-def call(client: MilvusClient, step: Step) -> Outcome:
+def call(client: MilvusClient, step: Step, peer: bool = False) -> Outcome:
+    kwargs = step.peer_kwargs if peer and step.peer_kwargs is not None else step.kwargs
     try:
-        return Outcome(value=getattr(client, step.method)(**step.kwargs, timeout=STEP_TIMEOUT))
+        return Outcome(value=getattr(client, step.method)(**kwargs, timeout=STEP_TIMEOUT))
     except Exception as err:  # any failure is this server's answer, judged against the other's
         return Outcome(error=err)
 
@@ -56,7 +57,7 @@ def execute(
 ) -> list[Mismatch]:
     """Run ``steps`` concurrently on both servers (milvus-lite only where it is asked) and judge each."""
     pending: list[tuple[Step, Future[Outcome], Future[Outcome] | None]] = [
-        (step, pool.submit(call, strata, step), None if step.model_only else pool.submit(call, lite, step))
+        (step, pool.submit(call, strata, step), None if step.model_only else pool.submit(call, lite, step, True))
         for step in steps
     ]
     mismatches = []

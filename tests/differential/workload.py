@@ -9,8 +9,9 @@ concurrently. Steps are only data; ``test_against_milvus_lite.py`` runs them
 and ``compare.py`` judges the answers.
 
 Adding an operation is one function ``(Workload) -> list[Step]`` and one line
-in ``WRITES`` or ``READS``. Features not yet in Strata (partitions, aliases,
-ARRAY fields, hybrid search) are left out on purpose.
+in ``WRITES`` or ``READS``. Partitions come and go (created, released and
+dropped); writes name one and reads may name some. Aliases, ARRAY fields and
+hybrid search are not in the workload yet.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pymilvus import CollectionSchema, DataType, MilvusClient
 from tests.differential.data import DIM, FIELDS, MAX_LENGTH, NULLABLE_CANDIDATES, CollectionSpec, RowMaker
 from tests.differential.differences import Feature, model_only, skipped
 from tests.differential.filters import INVALID_FILTERS, Filter, FilterMaker
-from tests.differential.model import Model, query_projection, search_projection
+from tests.differential.model import DEFAULT_PARTITION, Model, query_projection, search_projection
 from tests.differential.steps import STRONG, Expect, NamesExpectation, PageExpectation, SearchExpectation, Shape, Step
 
 
@@ -56,8 +57,10 @@ class Workload:
         self.rounds = rounds
         self.collections: set[str] = set()  # the workload's collections that exist now
         self.created: set[str] = set()  # every name it created: what to drop if a run stops early
+        self.partitions: list[str] = [DEFAULT_PARTITION]  # the main collection's partitions, oldest first
         self._next_pk = 0
         self._temps = 0
+        self._partitions_made = 0
         self._index = 0
 
     def steps(self) -> Iterator[Step]:
@@ -72,12 +75,14 @@ class Workload:
         return self.rng.choices(ops, weights=[op.weight for op in ops])[0]
 
     def step(self, op: str, method: str, *, shape: Shape, read: bool, expect: object,
-             features: frozenset[Feature] = frozenset(), **kwargs: Any) -> Step:  # fmt: skip
+             features: frozenset[Feature] = frozenset(), keeps_rows: bool = False,
+             peer_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> Step:  # fmt: skip
+        """One step; ``keeps_rows`` marks a write that changes no rows (a partition's release or load)."""
         self._index += 1
         # A write milvus-lite does not run would leave the two servers with different rows.
-        assert read or expect is Expect.RAISES or not model_only(features), f"write {op} with {features}"
+        assert read or keeps_rows or expect is Expect.RAISES or not model_only(features), f"write {op} with {features}"
         return Step(index=self._index, op=op, method=method, kwargs=kwargs, shape=shape, read=read, expect=expect,
-                    features=features)  # fmt: skip
+                    features=features, peer_kwargs=peer_kwargs)  # fmt: skip
 
     def filter(self, *, peer: bool = False) -> Filter:
         """A random filter the workload may send; with ``peer``, one milvus-lite answers like Milvus."""
@@ -121,6 +126,26 @@ class Workload:
     def temp_name(self) -> str:
         self._temps += 1
         return f"{self.prefix}tmp{self._temps}"
+
+    def partition_name(self) -> str:
+        """A new partition's name (partition names are per collection: no prefix)."""
+        self._partitions_made += 1
+        return f"p{self._partitions_made}"
+
+    def write_partition(self) -> str:
+        """The partition a write goes to: one of the created ones half of the time, if any."""
+        created = self.partitions[1:]
+        return self.rng.choice(created) if created and self.rng.random() < 0.5 else DEFAULT_PARTITION
+
+    def read_partitions(self) -> list[str] | None:
+        """The ``partition_names`` of a read: None (every partition) most of the time, else a few of them."""
+        if self.rng.random() < 0.65:
+            return None
+        return self.rng.sample(self.partitions, self.rng.randint(1, len(self.partitions)))
+
+    def partition_kwargs(self, partition: str) -> dict[str, Any]:
+        """``partition_name`` for a write into ``partition``; the default one is sometimes left unnamed."""
+        return {} if partition == DEFAULT_PARTITION and self.rng.random() < 0.5 else {"partition_name": partition}
 
 
 def _strong(**kwargs: Any) -> dict[str, Any]:
@@ -170,33 +195,39 @@ def teardown(w: Workload) -> list[Step]:
 # ---- writes ------------------------------------------------------------------------------------------------------
 
 
-def _insert(w: Workload, n: int) -> list[Step]:
+def _insert(w: Workload, n: int, partition: str = DEFAULT_PARTITION) -> list[Step]:
     pks = w.fresh_pks(n)
     rows = w.new_rows(pks)
     features: frozenset[Feature] = frozenset()
     if w.rng.random() < 0.1 and not skipped(frozenset({Feature.JSON_SCALAR_DOCUMENT})):
         w.rng.choice(rows)["meta"] = w.rng.choice((3, "x", 1.5, True))
         features = frozenset({Feature.JSON_SCALAR_DOCUMENT})
-    w.model.write(rows)
+    w.model.write(rows, partition)
     return [w.step("insert", "insert", shape=Shape.VALUE, read=False,
                    expect={"insert_count": n, "ids": pks, "cost": 0}, features=features,
-                   collection_name=w.spec.name, data=[w.rows.payload(r) for r in rows])]  # fmt: skip
+                   collection_name=w.spec.name, data=[w.rows.payload(r) for r in rows],
+                   **w.partition_kwargs(partition))]  # fmt: skip
 
 
 def insert(w: Workload) -> list[Step]:
-    return _insert(w, w.rng.randint(1, 25))
+    return _insert(w, w.rng.randint(1, 25), w.write_partition())
 
 
 def upsert(w: Workload) -> list[Step]:
+    """Upsert keys of one partition, and new ones, into that partition (a key upserted into another partition
+    than its own is left out: Milvus versions differ on whether the old row stays)."""
     rng = w.rng
-    existing = w.live_pks(rng.randint(0, 12))
+    partition = w.write_partition()
+    own = w.model.in_partition(partition)
+    existing = rng.sample(own, min(rng.randint(0, 12), len(own)))
     pks = existing + w.fresh_pks(rng.randint(0 if existing else 1, 4))
     rng.shuffle(pks)
     rows = w.new_rows(pks)
-    w.model.write(rows)
+    w.model.write(rows, partition)
     return [w.step("upsert", "upsert", shape=Shape.VALUE, read=False,
                    expect={"upsert_count": len(pks), "ids": pks, "cost": 0},
-                   collection_name=w.spec.name, data=[w.rows.payload(r) for r in rows])]  # fmt: skip
+                   collection_name=w.spec.name, data=[w.rows.payload(r) for r in rows],
+                   **w.partition_kwargs(partition))]  # fmt: skip
 
 
 def delete_ids(w: Workload) -> list[Step]:
@@ -212,9 +243,14 @@ def delete_filter(w: Workload) -> list[Step]:
         if len(w.model.matching(f)) <= 0.4 * len(w.model.rows):
             break
         f = w.filter(peer=True)
-    pks = w.model.delete_where(f)
+    scope: dict[str, Any] = {}
+    if len(w.partitions) > 1 and w.rng.random() < 0.4:
+        scope = {"partition_name": w.rng.choice(w.partitions)}
+    pks = w.model.delete_where(f, [scope["partition_name"]] if scope else None)
+    # milvus-lite deletes a filter's matches in every partition (D19): it deletes the keys the model deletes.
+    peer = {"collection_name": w.spec.name, "filter": f"id in {pks}"} if scope else None
     return [w.step("delete filter", "delete", shape=Shape.PKS, read=False, expect=pks, features=f.features,
-                   collection_name=w.spec.name, filter=f.text)]  # fmt: skip
+                   peer_kwargs=peer, collection_name=w.spec.name, filter=f.text, **scope)]  # fmt: skip
 
 
 def flush(w: Workload) -> list[Step]:
@@ -230,6 +266,99 @@ def release_and_load(w: Workload) -> list[Step]:
                **_strong(collection_name=name, filter="id >= 0")),
         w.step("load", "load_collection", shape=Shape.ACK, read=False, expect=Expect.ANSWERS, collection_name=name),
     ]  # fmt: skip
+
+
+MAX_PARTITIONS: Final = 4  # the default one and up to 3 created
+_LOAD_STATE: Final = frozenset({Feature.PARTITION_LOAD_STATE})
+
+
+def create_partition(w: Workload) -> list[Step]:
+    """A new partition of the loaded collection (loaded with it), and a few rows in it."""
+    if len(w.partitions) >= MAX_PARTITIONS:
+        return drop_partition(w)
+    name = w.spec.name
+    partition = w.partition_name()
+    w.partitions.append(partition)
+    return [
+        w.step("create partition", "create_partition", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
+               collection_name=name, partition_name=partition),
+        w.step("has partition", "has_partition", shape=Shape.VALUE, read=True, expect=True, collection_name=name,
+               partition_name=partition),
+        _list_partitions(w),
+        *_insert(w, w.rng.randint(1, 15), partition),
+    ]  # fmt: skip
+
+
+def drop_partition(w: Workload) -> list[Step]:
+    """Release one created partition (Milvus drops only released ones), then drop it with its rows."""
+    created = w.partitions[1:]
+    if not created:
+        return create_partition(w)
+    name = w.spec.name
+    partition = w.rng.choice(created)
+    w.partitions.remove(partition)
+    w.model.drop_partition(partition)
+    return [
+        w.step("release partition", "release_partitions", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
+               features=_LOAD_STATE, keeps_rows=True, collection_name=name, partition_names=[partition]),
+        w.step("drop partition", "drop_partition", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
+               collection_name=name, partition_name=partition),
+        w.step("has dropped partition", "has_partition", shape=Shape.VALUE, read=True, expect=False,
+               collection_name=name, partition_name=partition),
+        _list_partitions(w),
+    ]  # fmt: skip
+
+
+def release_and_load_partition(w: Workload) -> list[Step]:
+    """Release one partition, fail to read it alone, read the rest, load it back."""
+    if len(w.partitions) < 2:
+        return create_partition(w)
+    name = w.spec.name
+    partition = w.rng.choice(w.partitions)
+    others = [p for p in w.partitions if p != partition]
+    rows = [query_projection(row, None) for row in w.model.matching(None, others)]
+    return [
+        w.step("release partition", "release_partitions", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
+               features=_LOAD_STATE, keeps_rows=True, collection_name=name, partition_names=[partition]),
+        w.step("query released partition", "query", shape=Shape.ROWS, read=False, expect=Expect.RAISES,
+               features=_LOAD_STATE, **_strong(collection_name=name, filter="id >= 0", partition_names=[partition])),
+        w.step("query loaded partitions", "query", shape=Shape.ROWS, read=True, expect=rows, features=_LOAD_STATE,
+               **_strong(collection_name=name, filter="id >= 0", output_fields=["*"], partition_names=others)),
+        w.step("load partition", "load_partitions", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
+               features=_LOAD_STATE, keeps_rows=True, collection_name=name, partition_names=[partition]),
+    ]  # fmt: skip
+
+
+def invalid_partition_op(w: Workload) -> list[Step]:
+    """A partition call both servers must refuse; nothing changes."""
+    rng = w.rng
+    name = w.spec.name
+    missing = f"p{w._partitions_made + 100}"
+    rows = w.new_rows(w.fresh_pks(rng.randint(1, 3)))
+    cases: list[tuple[str, str, dict[str, Any]]] = [
+        ("insert into a missing partition", "insert",
+         {"collection_name": name, "data": [w.rows.payload(r) for r in rows], "partition_name": missing}),
+        ("upsert into a missing partition", "upsert",
+         {"collection_name": name, "data": [w.rows.payload(r) for r in rows], "partition_name": missing}),
+        ("drop the default partition", "drop_partition", {"collection_name": name, "partition_name": DEFAULT_PARTITION}),
+        ("create a partition named with a dash", "create_partition", {"collection_name": name, "partition_name": "p-x"}),
+        ("create a partition in a missing collection", "create_partition",
+         {"collection_name": f"{w.prefix}never", "partition_name": "p1"}),
+        ("delete in a missing partition", "delete",
+         {"collection_name": name, "filter": "id >= 0", "partition_name": missing}),
+    ]  # fmt: skip
+    if len(w.partitions) > 1:
+        cases.append(("drop a loaded partition", "drop_partition",
+                      {"collection_name": name, "partition_name": rng.choice(w.partitions[1:])}))  # fmt: skip
+    label, method, kwargs = rng.choice(cases)
+    shape = Shape.PKS if method == "delete" else Shape.VALUE if method in ("insert", "upsert") else Shape.ACK
+    # milvus-lite drops a loaded partition and accepts any partition name.
+    features = {
+        "drop a loaded partition": frozenset({Feature.LITE_ACCEPTS_INVALID}),
+        "create a partition named with a dash": frozenset({Feature.COLLECTION_NAME_CHARACTERS}),
+    }.get(label, frozenset())
+    return [w.step(f"invalid partition op ({label})", method, shape=shape, read=False, expect=Expect.RAISES,
+                   features=features, **kwargs)]  # fmt: skip
 
 
 def temporary_collection(w: Workload) -> list[Step]:
@@ -363,11 +492,16 @@ def invalid_create(w: Workload) -> list[Step]:
 # ---- reads -------------------------------------------------------------------------------------------------------
 
 
+def _scoped(kwargs: dict[str, Any], partitions: list[str] | None) -> dict[str, Any]:
+    return kwargs if partitions is None else {**kwargs, "partition_names": partitions}
+
+
 def query(w: Workload) -> list[Step]:
     f = w.filter()
     fields = w.output_fields()
-    expect = [query_projection(row, fields) for row in w.model.matching(f)]
-    kwargs = _strong(collection_name=w.spec.name, filter=f.text)
+    partitions = w.read_partitions()
+    expect = [query_projection(row, fields) for row in w.model.matching(f, partitions)]
+    kwargs = _scoped(_strong(collection_name=w.spec.name, filter=f.text), partitions)
     if fields is not None:
         kwargs["output_fields"] = fields
     return [w.step("query", "query", shape=Shape.ROWS, read=True, expect=expect, features=f.features, **kwargs)]
@@ -379,8 +513,9 @@ def query_page(w: Workload) -> list[Step]:
     fields = w.output_fields()
     limit = rng.randint(1, 20)
     offset = 0 if rng.random() < 0.5 else rng.randint(1, 10)
-    rows = tuple(query_projection(row, fields) for row in w.model.matching(f))
-    kwargs = _strong(collection_name=w.spec.name, filter=f.text if f else "", limit=limit)
+    partitions = w.read_partitions()
+    rows = tuple(query_projection(row, fields) for row in w.model.matching(f, partitions))
+    kwargs = _scoped(_strong(collection_name=w.spec.name, filter=f.text if f else "", limit=limit), partitions)
     if offset:
         kwargs["offset"] = offset
     if fields is not None:
@@ -394,8 +529,10 @@ def query_page(w: Workload) -> list[Step]:
 def get(w: Workload) -> list[Step]:
     ids = w.live_pks(w.rng.randint(1, 6)) + w.absent_pks(w.rng.randint(0, 2))
     fields = w.output_fields()
-    expect = [query_projection(w.model.rows[pk], fields) for pk in sorted(ids) if pk in w.model.rows]
-    kwargs = _strong(collection_name=w.spec.name, ids=ids)
+    partitions = w.read_partitions()
+    visible = {row["id"] for row in w.model.matching(None, partitions)}
+    expect = [query_projection(w.model.rows[pk], fields) for pk in sorted(ids) if pk in visible]
+    kwargs = _scoped(_strong(collection_name=w.spec.name, ids=ids), partitions)
     if fields is not None:
         kwargs["output_fields"] = fields
     return [w.step("get", "get", shape=Shape.ROWS, read=True, expect=expect, **kwargs)]
@@ -403,9 +540,11 @@ def get(w: Workload) -> list[Step]:
 
 def count(w: Workload) -> list[Step]:
     f = w.maybe_filter()
-    return [w.step("count", "query", shape=Shape.COUNT, read=True, expect=len(w.model.matching(f)),
-                   features=f.features if f else frozenset(),
-                   **_strong(collection_name=w.spec.name, filter=f.text if f else "", output_fields=["count(*)"]))]  # fmt: skip
+    partitions = w.read_partitions()
+    kwargs = _strong(collection_name=w.spec.name, filter=f.text if f else "", output_fields=["count(*)"])
+    features = _with(f.features if f else frozenset(), Feature.COUNT_ALL_IN_PARTITIONS, not f and partitions is not None)
+    return [w.step("count", "query", shape=Shape.COUNT, read=True, expect=len(w.model.matching(f, partitions)),
+                   features=features, **_scoped(kwargs, partitions))]  # fmt: skip
 
 
 def search(w: Workload) -> list[Step]:
@@ -421,14 +560,17 @@ def search(w: Workload) -> list[Step]:
     if skipped(features):
         fields = ["id"]
         features = f.features if f else frozenset()
+    partitions = w.read_partitions()
     expect = SearchExpectation(
-        ranked=tuple(tuple(w.model.ranked(q, f, w.spec.metric)) for q in vectors),
-        entities={row["id"]: search_projection(row, fields) for row in w.model.matching(f)},
+        ranked=tuple(tuple(w.model.ranked(q, f, w.spec.metric, partitions)) for q in vectors),
+        entities={row["id"]: search_projection(row, fields) for row in w.model.matching(f, partitions)},
         limit=limit,
         offset=offset,
         metric=w.spec.metric,
     )
-    kwargs = _strong(collection_name=w.spec.name, data=vectors, limit=limit, filter=f.text if f else "")
+    kwargs = _scoped(
+        _strong(collection_name=w.spec.name, data=vectors, limit=limit, filter=f.text if f else ""), partitions
+    )
     if offset:
         kwargs["offset"] = offset
     if fields is not None:
@@ -456,6 +598,22 @@ def list_collections(w: Workload) -> list[Step]:
     return [_list(w)]
 
 
+def _list_partitions(w: Workload) -> Step:
+    return w.step("list partitions", "list_partitions", shape=Shape.NAMES, read=True,
+                  expect=NamesExpectation(prefix="", names=tuple(sorted(w.partitions))),
+                  collection_name=w.spec.name)  # fmt: skip
+
+
+def list_partitions(w: Workload) -> list[Step]:
+    return [_list_partitions(w)]
+
+
+def has_partition(w: Workload) -> list[Step]:
+    partition = w.rng.choice([*w.partitions, f"p{w._partitions_made + 1}", "p0"])
+    return [w.step("has partition", "has_partition", shape=Shape.VALUE, read=True,
+                   expect=partition in w.partitions, collection_name=w.spec.name, partition_name=partition)]  # fmt: skip
+
+
 def stats(w: Workload) -> list[Step]:
     return [w.step("stats", "get_collection_stats", shape=Shape.STATS, read=True, expect=w.model.written,
                    features=frozenset({Feature.ROW_COUNT}), collection_name=w.spec.name)]  # fmt: skip
@@ -477,6 +635,12 @@ def invalid_read(w: Workload) -> list[Step]:
          frozenset()),
         ("search missing collection", "search", _strong(collection_name=f"{w.prefix}never", data=[vector], limit=3),
          frozenset()),
+        ("query missing partition", "query",
+         _strong(collection_name=name, filter="id >= 0", partition_names=[*w.partitions[1:], "p0"]),
+         frozenset({Feature.LITE_ACCEPTS_INVALID})),
+        ("search missing partition", "search",
+         _strong(collection_name=name, data=[vector], limit=3, partition_names=["p0"]),
+         frozenset({Feature.LITE_ACCEPTS_INVALID})),
         ("search wrong dim", "search", _strong(collection_name=name, data=[vector[: DIM // 2]], limit=3),
          frozenset()),
         ("unknown output field", "query",
@@ -513,6 +677,10 @@ WRITES: Final[Sequence[Operation]] = (
     Operation("delete filter", 2, delete_filter),
     Operation("flush", 1, flush),
     Operation("release and load", 0.5, release_and_load),
+    Operation("create partition", 1.5, create_partition),
+    Operation("drop partition", 0.8, drop_partition),
+    Operation("release and load a partition", 0.8, release_and_load_partition),
+    Operation("invalid partition op", 0.8, invalid_partition_op),
     Operation("temporary collection", 0.7, temporary_collection),
     Operation("invalid write", 2, invalid_write),
     Operation("invalid create", 1, invalid_create),
@@ -527,6 +695,8 @@ READS: Final[Sequence[Operation]] = (
     Operation("describe", 0.3, describe),
     Operation("has collection", 0.5, has_collection),
     Operation("list collections", 0.5, list_collections),
+    Operation("list partitions", 0.4, list_partitions),
+    Operation("has partition", 0.4, has_partition),
     Operation("stats", 0.5, stats),
     Operation("invalid read", 1.5, invalid_read),
 )
