@@ -23,7 +23,7 @@ class Shape(Enum):
     COUNT = auto()  # count(*)
     SEARCH = auto()  # hits per query vector, best first
     DESCRIBE = auto()  # describe_collection without server-assigned ids
-    NAMES = auto()  # list_collections, restricted to this workload's names
+    NAMES = auto()  # list_collections (restricted to this workload's names), list_partitions, list_aliases
     STATS = auto()  # get_collection_stats row_count
 
 

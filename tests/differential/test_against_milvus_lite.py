@@ -104,6 +104,10 @@ def test_strata_answers_like_milvus_lite(
         with ThreadPoolExecutor(CONCURRENT_CALLS) as pool, dump_logs_on_failure(standalone):
             mismatches, model_only = run(workload, strata, lite, pool)
     finally:
+        for alias in workload.created_aliases:
+            for client in (strata, lite):
+                with contextlib.suppress(Exception):  # best effort, as below
+                    client.drop_alias(alias)
         for name in workload.created:
             for client in (strata, lite):
                 with contextlib.suppress(Exception):  # best effort: the workload drops what it made when it completes

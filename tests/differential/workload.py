@@ -10,8 +10,9 @@ and ``compare.py`` judges the answers.
 
 Adding an operation is one function ``(Workload) -> list[Step]`` and one line
 in ``WRITES`` or ``READS``. Partitions come and go (created, released and
-dropped); writes name one and reads may name some. Aliases, ARRAY fields and
-hybrid search are not in the workload yet.
+dropped); writes name one and reads may name some. Aliases come and go too,
+and calls may name the collection by one. ARRAY fields and hybrid search are
+not in the workload yet.
 """
 
 from __future__ import annotations
@@ -58,6 +59,9 @@ class Workload:
         self.collections: set[str] = set()  # the workload's collections that exist now
         self.created: set[str] = set()  # every name it created: what to drop if a run stops early
         self.partitions: list[str] = [DEFAULT_PARTITION]  # the main collection's partitions, oldest first
+        self.aliases: list[str] = []  # the main collection's aliases
+        self.created_aliases: set[str] = set()  # every alias it created: what to drop if a run stops early
+        self._aliases_made = 0
         self._next_pk = 0
         self._temps = 0
         self._partitions_made = 0
@@ -127,6 +131,18 @@ class Workload:
         self._temps += 1
         return f"{self.prefix}tmp{self._temps}"
 
+    def alias_name(self) -> str:
+        self._aliases_made += 1
+        name = f"{self.prefix}al{self._aliases_made}"
+        self.created_aliases.add(name)
+        return name
+
+    def target(self) -> str:
+        """The name a call gives the main collection: its own most of the time, else one of its aliases."""
+        if self.aliases and self.rng.random() < 0.3:
+            return self.rng.choice(self.aliases)
+        return self.spec.name
+
     def partition_name(self) -> str:
         """A new partition's name (partition names are per collection: no prefix)."""
         self._partitions_made += 1
@@ -177,7 +193,8 @@ def setup(w: Workload) -> list[Step]:
 def teardown(w: Workload) -> list[Step]:
     name = w.spec.name
     everything = [query_projection(row, None) for row in w.model.matching(None)]
-    steps = [
+    steps = [_drop_alias(w, alias) for alias in list(w.aliases)]
+    steps += [
         w.step("final rows", "query", shape=Shape.ROWS, read=True, expect=everything,
                **_strong(collection_name=name, filter="id >= 0", output_fields=["*"])),
         w.step("final count", "query", shape=Shape.COUNT, read=True, expect=len(everything),
@@ -205,7 +222,7 @@ def _insert(w: Workload, n: int, partition: str = DEFAULT_PARTITION) -> list[Ste
     w.model.write(rows, partition)
     return [w.step("insert", "insert", shape=Shape.VALUE, read=False,
                    expect={"insert_count": n, "ids": pks, "cost": 0}, features=features,
-                   collection_name=w.spec.name, data=[w.rows.payload(r) for r in rows],
+                   collection_name=w.target(), data=[w.rows.payload(r) for r in rows],
                    **w.partition_kwargs(partition))]  # fmt: skip
 
 
@@ -234,7 +251,7 @@ def delete_ids(w: Workload) -> list[Step]:
     ids = w.live_pks(w.rng.randint(1, 8)) + w.absent_pks(w.rng.randint(0, 2))
     w.model.delete_ids(ids)
     return [w.step("delete ids", "delete", shape=Shape.PKS, read=False, expect=sorted(ids),
-                   collection_name=w.spec.name, ids=ids)]  # fmt: skip
+                   collection_name=w.target(), ids=ids)]  # fmt: skip
 
 
 def delete_filter(w: Workload) -> list[Step]:
@@ -358,6 +375,100 @@ def invalid_partition_op(w: Workload) -> list[Step]:
         "create a partition named with a dash": frozenset({Feature.COLLECTION_NAME_CHARACTERS}),
     }.get(label, frozenset())
     return [w.step(f"invalid partition op ({label})", method, shape=shape, read=False, expect=Expect.RAISES,
+                   features=features, **kwargs)]  # fmt: skip
+
+
+MAX_ALIASES: Final = 2
+# milvus-lite drops a collection that has aliases, and a collection named by its alias.
+_LITE_DROPS: Final = frozenset({Feature.LITE_ACCEPTS_INVALID})
+
+
+def _list_aliases(w: Workload) -> Step:
+    return w.step("list aliases", "list_aliases", shape=Shape.NAMES, read=True,
+                  expect=NamesExpectation(prefix="", names=tuple(sorted(w.aliases))),
+                  collection_name=w.spec.name)  # fmt: skip
+
+
+def _drop_alias(w: Workload, alias: str) -> Step:
+    w.aliases.remove(alias)
+    return w.step("drop alias", "drop_alias", shape=Shape.ACK, read=False, expect=Expect.ANSWERS, alias=alias)
+
+
+def create_alias(w: Workload) -> list[Step]:
+    """A new alias of the main collection, then reads through it."""
+    if len(w.aliases) >= MAX_ALIASES:
+        return drop_alias(w)
+    alias = w.alias_name()
+    w.aliases.append(alias)
+    return [
+        w.step("create alias", "create_alias", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
+               collection_name=w.spec.name, alias=alias),
+        w.step("describe alias", "describe_alias", shape=Shape.VALUE, read=True,
+               expect={"alias": alias, "collection_name": w.spec.name}, alias=alias),
+        _list_aliases(w),
+        w.step("count via alias", "query", shape=Shape.COUNT, read=True, expect=len(w.model.rows),
+               **_strong(collection_name=alias, filter="", output_fields=["count(*)"])),
+    ]  # fmt: skip
+
+
+def drop_alias(w: Workload) -> list[Step]:
+    if not w.aliases:
+        return create_alias(w)
+    alias = w.rng.choice(w.aliases)
+    return [
+        _drop_alias(w, alias),
+        w.step("describe dropped alias", "describe_alias", shape=Shape.VALUE, read=True, expect=Expect.RAISES,
+               alias=alias),
+        w.step("query dropped alias", "query", shape=Shape.ROWS, read=True, expect=Expect.RAISES,
+               **_strong(collection_name=alias, filter="id >= 0")),
+        _list_aliases(w),
+    ]  # fmt: skip
+
+
+def alter_alias(w: Workload) -> list[Step]:
+    """Move an alias to a new, empty collection, read through it, move it back, drop that collection."""
+    if not w.aliases:
+        return create_alias(w)
+    alias = w.rng.choice(w.aliases)
+    other = w.temp_name()
+    w.created.add(other)
+    return [
+        w.step("create temp", "create_collection", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
+               collection_name=other, dimension=DIM, consistency_level=STRONG),
+        w.step("alter alias", "alter_alias", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
+               collection_name=other, alias=alias),
+        w.step("count via moved alias", "query", shape=Shape.COUNT, read=True, expect=0,
+               **_strong(collection_name=alias, filter="", output_fields=["count(*)"])),
+        w.step("drop temp with an alias", "drop_collection", shape=Shape.ACK, read=False, expect=Expect.RAISES,
+               features=_LITE_DROPS, collection_name=other),
+        w.step("alter alias back", "alter_alias", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
+               collection_name=w.spec.name, alias=alias),
+        w.step("count via alias", "query", shape=Shape.COUNT, read=True, expect=len(w.model.rows),
+               **_strong(collection_name=alias, filter="", output_fields=["count(*)"])),
+        w.step("drop temp", "drop_collection", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
+               collection_name=other),
+    ]  # fmt: skip
+
+
+def invalid_alias_op(w: Workload) -> list[Step]:
+    """An alias call both servers must refuse; nothing changes."""
+    rng = w.rng
+    missing = f"{w.prefix}al{w._aliases_made + 100}"
+    cases: list[tuple[str, str, dict[str, Any]]] = [
+        ("alias named as a collection", "create_alias", {"collection_name": w.spec.name, "alias": w.spec.name}),
+        ("alias of a missing collection", "create_alias",
+         {"collection_name": f"{w.prefix}never", "alias": missing}),
+        ("alter a missing alias", "alter_alias", {"collection_name": w.spec.name, "alias": missing}),
+        ("describe a missing alias", "describe_alias", {"alias": missing}),
+    ]  # fmt: skip
+    if w.aliases:
+        cases += [
+            ("drop the collection via an alias", "drop_collection", {"collection_name": rng.choice(w.aliases)}),
+            ("drop a collection with aliases", "drop_collection", {"collection_name": w.spec.name}),
+        ]
+    label, method, kwargs = rng.choice(cases)
+    features = _LITE_DROPS if method == "drop_collection" else frozenset()
+    return [w.step(f"invalid alias op ({label})", method, shape=Shape.ACK, read=False, expect=Expect.RAISES,
                    features=features, **kwargs)]  # fmt: skip
 
 
@@ -501,7 +612,7 @@ def query(w: Workload) -> list[Step]:
     fields = w.output_fields()
     partitions = w.read_partitions()
     expect = [query_projection(row, fields) for row in w.model.matching(f, partitions)]
-    kwargs = _scoped(_strong(collection_name=w.spec.name, filter=f.text), partitions)
+    kwargs = _scoped(_strong(collection_name=w.target(), filter=f.text), partitions)
     if fields is not None:
         kwargs["output_fields"] = fields
     return [w.step("query", "query", shape=Shape.ROWS, read=True, expect=expect, features=f.features, **kwargs)]
@@ -532,7 +643,7 @@ def get(w: Workload) -> list[Step]:
     partitions = w.read_partitions()
     visible = {row["id"] for row in w.model.matching(None, partitions)}
     expect = [query_projection(w.model.rows[pk], fields) for pk in sorted(ids) if pk in visible]
-    kwargs = _scoped(_strong(collection_name=w.spec.name, ids=ids), partitions)
+    kwargs = _scoped(_strong(collection_name=w.target(), ids=ids), partitions)
     if fields is not None:
         kwargs["output_fields"] = fields
     return [w.step("get", "get", shape=Shape.ROWS, read=True, expect=expect, **kwargs)]
@@ -541,7 +652,7 @@ def get(w: Workload) -> list[Step]:
 def count(w: Workload) -> list[Step]:
     f = w.maybe_filter()
     partitions = w.read_partitions()
-    kwargs = _strong(collection_name=w.spec.name, filter=f.text if f else "", output_fields=["count(*)"])
+    kwargs = _strong(collection_name=w.target(), filter=f.text if f else "", output_fields=["count(*)"])
     features = _with(f.features if f else frozenset(), Feature.COUNT_ALL_IN_PARTITIONS, not f and partitions is not None)
     return [w.step("count", "query", shape=Shape.COUNT, read=True, expect=len(w.model.matching(f, partitions)),
                    features=features, **_scoped(kwargs, partitions))]  # fmt: skip
@@ -569,7 +680,7 @@ def search(w: Workload) -> list[Step]:
         metric=w.spec.metric,
     )
     kwargs = _scoped(
-        _strong(collection_name=w.spec.name, data=vectors, limit=limit, filter=f.text if f else ""), partitions
+        _strong(collection_name=w.target(), data=vectors, limit=limit, filter=f.text if f else ""), partitions
     )
     if offset:
         kwargs["offset"] = offset
@@ -681,6 +792,10 @@ WRITES: Final[Sequence[Operation]] = (
     Operation("drop partition", 0.8, drop_partition),
     Operation("release and load a partition", 0.8, release_and_load_partition),
     Operation("invalid partition op", 0.8, invalid_partition_op),
+    Operation("create alias", 0.8, create_alias),
+    Operation("drop alias", 0.4, drop_alias),
+    Operation("alter alias", 0.4, alter_alias),
+    Operation("invalid alias op", 0.5, invalid_alias_op),
     Operation("temporary collection", 0.7, temporary_collection),
     Operation("invalid write", 2, invalid_write),
     Operation("invalid create", 1, invalid_create),
@@ -697,6 +812,7 @@ READS: Final[Sequence[Operation]] = (
     Operation("list collections", 0.5, list_collections),
     Operation("list partitions", 0.4, list_partitions),
     Operation("has partition", 0.4, has_partition),
+    Operation("list aliases", 0.3, lambda w: [_list_aliases(w)]),
     Operation("stats", 0.5, stats),
     Operation("invalid read", 1.5, invalid_read),
 )
