@@ -3,7 +3,8 @@
 Values are drawn from small pools so that filters hit rows: integers in
 [-6, 6] (now and then a large one), doubles on a 0.25 grid, words that share
 prefixes, suffixes and the LIKE metacharacters, JSON documents whose keys are
-sometimes absent, JSON ``null``, or of another type. About one new row in ten
+sometimes absent, JSON ``null``, or of another type, INT64 arrays of 0 to 4
+small values (repeats allowed). About one new row in ten
 copies the vector of an existing row, so searches meet exact ties.
 """
 
@@ -20,9 +21,9 @@ from pymilvus.milvus_client.index import IndexParams
 
 DIM = 8
 MAX_LENGTH = 32
-SCALAR_FIELDS = ("id", "i", "d", "s", "b", "meta")
-FIELDS = (*SCALAR_FIELDS, "v")
-NULLABLE_CANDIDATES = ("d", "s", "meta")
+MAX_CAPACITY = 4  # of the ARRAY field ``arr``
+FIELDS = ("id", "i", "d", "s", "b", "meta", "arr", "v")
+NULLABLE_CANDIDATES = ("d", "s", "meta", "arr")
 WORDS = (
     "apple",
     "apricot",
@@ -48,7 +49,8 @@ Row = Mapping[str, Any]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CollectionSpec:
-    """One collection of the workload: int64 ``id``, scalars, JSON ``meta``, a FLAT-indexed 8-d vector ``v``."""
+    """One collection of the workload: int64 ``id``, scalars, JSON ``meta``, an INT64 ARRAY ``arr``, a FLAT-indexed
+    8-d vector ``v``."""
 
     name: str
     metric: Literal["L2", "IP"]
@@ -68,6 +70,8 @@ class CollectionSpec:
         schema.add_field("s", DataType.VARCHAR, max_length=MAX_LENGTH, nullable="s" in self.nullable)
         schema.add_field("b", DataType.BOOL)
         schema.add_field("meta", DataType.JSON, nullable="meta" in self.nullable)
+        schema.add_field("arr", DataType.ARRAY, element_type=DataType.INT64, max_capacity=MAX_CAPACITY,
+                         nullable="arr" in self.nullable)  # fmt: skip
         schema.add_field("v", DataType.FLOAT_VECTOR, dim=DIM)
         return schema
 
@@ -95,6 +99,7 @@ class RowMaker:
             "s": None if "s" in nullable and rng.random() < 0.15 else rng.choice(WORDS),
             "b": rng.random() < 0.5,
             "meta": None if "meta" in nullable and rng.random() < 0.15 else self._document(),
+            "arr": None if "arr" in nullable and rng.random() < 0.15 else self.array(),
             "v": list(vector_of["v"]) if vector_of is not None else self.vector(),
         }
 
@@ -103,6 +108,9 @@ class RowMaker:
         return {
             k: v for k, v in row.items() if not (v is None and k in self._spec.nullable and self._rng.random() < 0.5)
         }
+
+    def array(self) -> list[int]:
+        return self._rng.choices(JSON_INTS, k=self._rng.randint(0, MAX_CAPACITY))
 
     def vector(self) -> list[float]:
         """A random vector, already rounded to float32 so the model holds what the servers store."""

@@ -33,6 +33,7 @@ class Feature(Enum):
     JSON_IN = "`in` on a JSON path"
     JSON_ARRAY_LENGTH = "`array_length` on a JSON path"
     JSON_LIST_EQUALITY = "a JSON path compared with a list literal"
+    ARRAY_LIST_EQUALITY = "an ARRAY field compared with a list literal"
     # Calls milvus-lite does not implement (UNIMPLEMENTED).
     PARTITION_LOAD_STATE = "release_partitions / load_partitions, and reads while a partition is released"
     # Filters milvus-lite answers differently.
@@ -42,6 +43,8 @@ class Feature(Enum):
     JSON_EXISTS = "`exists` on a JSON path"
     NOT_IN_NULL = "`not in`, or `not (... in ...)`, on a nullable field"
     LIKE_ESCAPE = "`like` with an escaped `%` or `_`"
+    ARRAY_NEGATED = "an ARRAY predicate under `not` or `!=` (a null array, an element past the end)"
+    NULL_ARRAY_LENGTH = "`array_length` of a nullable ARRAY field"
     # Filters both servers fail on where Milvus answers.
     INT64_VS_DOUBLE = "an INT64 field beyond ±2**53 compared with a double"
     # Calls milvus-lite answers differently.
@@ -77,6 +80,7 @@ LITE_UNSUPPORTED: Final[frozenset[Feature]] = frozenset(
         Feature.JSON_IN,
         Feature.JSON_ARRAY_LENGTH,
         Feature.JSON_LIST_EQUALITY,
+        Feature.ARRAY_LIST_EQUALITY,
         Feature.PARTITION_LOAD_STATE,
     }
 )
@@ -99,6 +103,8 @@ KNOWN_DIFFERENCES: Final[Mapping[Feature, KnownDifference]] = {
     Feature.LITE_ACCEPTS_INVALID: KnownDifference(report="D15", handling=Handling.MODEL),
     Feature.COLLECTION_NAME_CHARACTERS: KnownDifference(report="D17", handling=Handling.MODEL),
     Feature.COUNT_ALL_IN_PARTITIONS: KnownDifference(report="D20", handling=Handling.MODEL),
+    Feature.ARRAY_NEGATED: KnownDifference(report="D23", handling=Handling.MODEL),
+    Feature.NULL_ARRAY_LENGTH: KnownDifference(report="D24", handling=Handling.MODEL),
 }
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from tests.differential.data import JSON_INTS, SMALL_INTS, WORDS, CollectionSpec, Row
+from tests.differential.data import JSON_INTS, MAX_CAPACITY, SMALL_INTS, WORDS, CollectionSpec, Row
 from tests.differential.differences import Feature
 from tests.differential.semantics import (
     MIRRORED,
@@ -49,10 +49,14 @@ INVALID_FILTERS: Final = (
     "s in [1, 2]",
     "v > 1",
     'i + "a" > 1',
+    "arr > 1",
 )
+# Filters Milvus and Strata refuse and milvus-lite answers (D15).
+LITE_ACCEPTED_INVALID_FILTERS: Final = ('array_contains(arr, "x")', 'arr[0] == "x"')
 
 
 _JSON_NEGATED: Final = frozenset({Feature.JSON_NEGATED})
+_ARRAY_NEGATED: Final = frozenset({Feature.ARRAY_NEGATED})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -122,6 +126,10 @@ class FilterMaker:
             (1, self.json_membership),
             (1, self.json_array_length),
             (0.5, self.json_list_equality),
+            (2, self.array_contains),
+            (1, self.array_length),
+            (2, self.array_element),
+            (0.5, self.array_equality),
         )
 
     def filter(self, depth: int = 2) -> Filter:
@@ -439,6 +447,67 @@ class FilterMaker:
 
         return Filter(text=f"array_length({path_text(path)}) {op} {n}", truth=truth, features=frozenset(features),
                       if_negated=_JSON_NEGATED)  # fmt: skip
+
+    def array_contains(self) -> Filter:
+        rng = self._rng
+        fn = rng.choice(("array_contains", "array_contains_any", "array_contains_all", "ARRAY_CONTAINS"))
+        values = rng.sample(JSON_INTS, rng.randint(1, 3))
+        arg: object = values[0] if fn.lower() == "array_contains" else values
+
+        def truth(row: Row) -> Truth:
+            arr = row["arr"]
+            if arr is None:
+                return None
+            match fn.lower():
+                case "array_contains_all":
+                    return all(v in arr for v in values)
+                case "array_contains_any":
+                    return any(v in arr for v in values)
+                case _:
+                    return values[0] in arr
+
+        return Filter(text=f"{fn}(arr, {literal(arg)})", truth=truth, if_negated=_ARRAY_NEGATED)
+
+    def array_length(self) -> Filter:
+        op = self._rng.choice(tuple(OPS))
+        n = self._rng.randint(0, MAX_CAPACITY)
+
+        def truth(row: Row) -> Truth:
+            arr = row["arr"]
+            return None if arr is None else OPS[op](len(arr), n)
+
+        features = (_ARRAY_NEGATED if op == "!=" else frozenset()) | (
+            {Feature.NULL_ARRAY_LENGTH} if self._nullable("arr") else frozenset()
+        )
+        return Filter(text=f"array_length(arr) {op} {n}", truth=truth, features=features, if_negated=_ARRAY_NEGATED)
+
+    def array_element(self) -> Filter:
+        """``arr[k] op c``: false where ``arr`` is shorter than ``k + 1`` (``!=`` too), which ``not`` makes true."""
+        rng = self._rng
+        k = rng.randint(0, MAX_CAPACITY - 1)
+        op = rng.choice(tuple(OPS))
+        c = rng.choice(JSON_INTS)
+
+        def truth(row: Row) -> Truth:
+            arr = row["arr"]
+            if arr is None:
+                return None
+            return k < len(arr) and OPS[op](arr[k], c)
+
+        return Filter(text=f"arr[{k}] {op} {c}", truth=truth,
+                      features=_ARRAY_NEGATED if op == "!=" else frozenset(), if_negated=_ARRAY_NEGATED)  # fmt: skip
+
+    def array_equality(self) -> Filter:
+        seen = self._sample("arr")
+        values = list(seen) if seen is not None and self._rng.random() < 0.7 else self._rng.sample(JSON_INTS, 2)
+        op = self._rng.choice(("==", "!="))
+
+        def truth(row: Row) -> Truth:
+            arr = row["arr"]
+            return None if arr is None else (list(arr) == values) == (op == "==")
+
+        return Filter(text=f"arr {op} {literal(values)}", truth=truth,
+                      features=frozenset({Feature.ARRAY_LIST_EQUALITY}))
 
     def json_list_equality(self) -> Filter:
         seen = json_value(self._rng.choice(list(self._rows.values())), ("tags",)) if self._rows else MISSING

@@ -92,7 +92,7 @@ class Step:
 
 def _render(key: str, value: object) -> str:
     if key == "schema":
-        return "<schema id INT64 pk, i INT64, d DOUBLE, s VARCHAR(32), b BOOL, meta JSON, v FLOAT_VECTOR(8)>"
+        return "<schema id INT64 pk, i INT64, d DOUBLE, s VARCHAR(32), b BOOL, meta JSON, arr ARRAY<INT64>(4), v FLOAT_VECTOR(8)>"
     if key == "index_params":
         return "<FLAT on v>"
     if key == "data" and isinstance(value, list) and len(value) > 3:

@@ -11,8 +11,8 @@ and ``compare.py`` judges the answers.
 Adding an operation is one function ``(Workload) -> list[Step]`` and one line
 in ``WRITES`` or ``READS``. Partitions come and go (created, released and
 dropped); writes name one and reads may name some. Aliases come and go too,
-and calls may name the collection by one. ARRAY fields and hybrid search are
-not in the workload yet.
+and calls may name the collection by one. Hybrid search is not in the
+workload yet.
 """
 
 from __future__ import annotations
@@ -25,9 +25,17 @@ from typing import Any, Final
 
 from pymilvus import CollectionSchema, DataType, MilvusClient
 
-from tests.differential.data import DIM, FIELDS, MAX_LENGTH, NULLABLE_CANDIDATES, CollectionSpec, RowMaker
+from tests.differential.data import (
+    DIM,
+    FIELDS,
+    MAX_CAPACITY,
+    MAX_LENGTH,
+    NULLABLE_CANDIDATES,
+    CollectionSpec,
+    RowMaker,
+)
 from tests.differential.differences import Feature, model_only, skipped
-from tests.differential.filters import INVALID_FILTERS, Filter, FilterMaker
+from tests.differential.filters import INVALID_FILTERS, LITE_ACCEPTED_INVALID_FILTERS, Filter, FilterMaker
 from tests.differential.model import DEFAULT_PARTITION, Model, query_projection, search_projection
 from tests.differential.steps import STRONG, Expect, NamesExpectation, PageExpectation, SearchExpectation, Shape, Step
 
@@ -508,7 +516,7 @@ def invalid_write(w: Workload) -> list[Step]:
     good = w.new_rows(w.fresh_pks(rng.randint(0, 2)))
     bad = w.new_rows(w.fresh_pks(1))[0]
     kind = rng.choice(("dim", "varchar", "null", "type", "unknown field", "missing collection", "upsert dim",
-                       "delete filter", "recreate", "nan"))  # fmt: skip
+                       "delete filter", "recreate", "nan", "array capacity", "array element"))  # fmt: skip
     features: frozenset[Feature] = frozenset()
     match kind:
         case "dim":
@@ -533,6 +541,10 @@ def invalid_write(w: Workload) -> list[Step]:
         case "recreate":
             return [w.step("recreate", "create_collection", shape=Shape.ACK, read=False, expect=Expect.RAISES,
                            collection_name=name, dimension=DIM // 2)]  # fmt: skip
+        case "array capacity":
+            bad["arr"] = [1] * (MAX_CAPACITY + 1)
+        case "array element":
+            bad["arr"] = [1, rng.choice(("x", 1.5))]
         case "nan":
             bad["v"][rng.randrange(DIM)] = rng.choice((math.nan, math.inf, -math.inf))
             features = frozenset({Feature.LITE_ACCEPTS_INVALID})
@@ -746,6 +758,9 @@ def invalid_read(w: Workload) -> list[Step]:
          frozenset()),
         ("search missing collection", "search", _strong(collection_name=f"{w.prefix}never", data=[vector], limit=3),
          frozenset()),
+        ("query with an array filter on a string", "query",
+         _strong(collection_name=name, filter=rng.choice(LITE_ACCEPTED_INVALID_FILTERS)),
+         frozenset({Feature.LITE_ACCEPTS_INVALID})),
         ("query missing partition", "query",
          _strong(collection_name=name, filter="id >= 0", partition_names=[*w.partitions[1:], "p0"]),
          frozenset({Feature.LITE_ACCEPTS_INVALID})),
