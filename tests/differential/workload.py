@@ -11,19 +11,20 @@ and ``compare.py`` judges the answers.
 Adding an operation is one function ``(Workload) -> list[Step]`` and one line
 in ``WRITES`` or ``READS``. Partitions come and go (created, released and
 dropped); writes name one and reads may name some. Aliases come and go too,
-and calls may name the collection by one. Hybrid search is not in the
-workload yet.
+and calls may name the collection by one.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pymilvus import CollectionSchema, DataType, MilvusClient
+from pymilvus import AnnSearchRequest, CollectionSchema, DataType, MilvusClient, RRFRanker, WeightedRanker
 
 from tests.differential.data import (
     DIM,
@@ -701,6 +702,92 @@ def search(w: Workload) -> list[Step]:
     return [w.step("search", "search", shape=Shape.SEARCH, read=True, expect=expect, features=features, **kwargs)]
 
 
+def _sub_limit(rng: random.Random, ranked: Sequence[Sequence[tuple[int, float]]]) -> int | None:
+    """A sub search's limit (1..10) that cuts no query vector's ranking inside a tie (which key made the cut would
+    be arbitrary, and so would the fused scores); None when every limit does."""
+    fits = [
+        n for n in range(1, 11)
+        if all(len(r) <= n or not _close(r[n - 1][1], r[n][1]) for r in ranked)
+    ]  # fmt: skip
+    return rng.choice(fits) if fits else None
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-6)
+
+
+def _tied(hits: Sequence[tuple[int, float]]) -> bool:
+    return any(_close(a[1], b[1]) for a, b in itertools.pairwise(hits))
+
+
+def _normalised(metric: str, distance: float) -> float:
+    """A distance mapped to [0, 1], larger better, as a weighted ranker with ``norm_score`` does."""
+    if metric == "L2":
+        return 1 - 2 * math.atan(distance) / math.pi
+    return 0.5 + math.atan(distance) / math.pi
+
+
+def _weighted(metric: str, weight: float, _rank: int, distance: float) -> float:
+    return weight * _normalised(metric, distance)
+
+
+def hybrid_search(w: Workload) -> list[Step]:
+    """Two ANN searches on ``v`` (their own vectors, filters and limits) fused by RRF or a weighted ranker."""
+    rng = w.rng
+    live = list(w.model.rows.values())
+    nq = rng.randint(1, 2)
+    partitions = w.read_partitions()
+    metric = w.spec.metric
+    subs = []
+    for _ in range(2):
+        vectors = [list(rng.choice(live)["v"]) if live and rng.random() < 0.4 else w.rows.vector() for _ in range(nq)]
+        f = w.maybe_filter(0.5)
+        ranked = [w.model.ranked(q, f, metric, partitions) for q in vectors]
+        sub_limit = _sub_limit(rng, ranked)
+        if sub_limit is None:
+            return search(w)
+        subs.append((vectors, f, [r[:sub_limit] for r in ranked], sub_limit))
+    weigh: list[Callable[[int, float], float]]
+    # RRF scores ranks, and the order of equal distances is arbitrary: only without ties inside a sub search's hits.
+    if rng.random() < 0.5 and not any(_tied(hits) for _, _, ranked, _ in subs for hits in ranked):
+        k = rng.choice((10, 60))
+        ranker: Any = RRFRanker(k)
+        weigh = [lambda rank, _d: 1 / (k + rank)] * 2
+    else:
+        weights = [rng.choice((0.2, 0.5, 1.0)) for _ in subs]
+        ranker = WeightedRanker(*weights)
+        weigh = [functools.partial(_weighted, metric, wt) for wt in weights]
+    fused = []
+    for j in range(nq):
+        scores: dict[int, float] = {}
+        for (_, _, ranked, _), score in zip(subs, weigh, strict=True):
+            for rank, (pk, d) in enumerate(ranked[j], start=1):
+                scores[pk] = scores.get(pk, 0.0) + score(rank, d)
+        fused.append(tuple(sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))))
+    fields = w.output_fields() or ["id"]
+    features = frozenset().union(*(f.features for _, f, _, _ in subs if f is not None))
+    limit = rng.randint(1, 10)
+    offset = 0 if rng.random() < 0.7 else rng.randint(1, 3)
+    expect = SearchExpectation(
+        ranked=tuple(fused),
+        entities={row["id"]: search_projection(row, fields) for row in w.model.matching(None, partitions)},
+        limit=limit,
+        offset=offset,
+        metric="IP",  # fused scores: larger is better
+    )
+    reqs = [
+        AnnSearchRequest(data=vectors, anns_field="v", param={"metric_type": metric}, limit=sub_limit,
+                         expr=f.text if f else "")
+        for vectors, f, _, sub_limit in subs
+    ]  # fmt: skip
+    kwargs = _scoped(_strong(collection_name=w.target(), reqs=reqs, ranker=ranker, limit=limit,
+                             output_fields=fields), partitions)  # fmt: skip
+    if offset:
+        kwargs["offset"] = offset
+    return [w.step("hybrid search", "hybrid_search", shape=Shape.SEARCH, read=True, expect=expect, features=features,
+                   **kwargs)]  # fmt: skip
+
+
 def describe(w: Workload) -> list[Step]:
     return [w.step("describe", "describe_collection", shape=Shape.DESCRIBE, read=True, expect=Expect.ANSWERS,
                    collection_name=w.spec.name)]  # fmt: skip
@@ -822,6 +909,7 @@ READS: Final[Sequence[Operation]] = (
     Operation("get", 2, get),
     Operation("count", 3, count),
     Operation("search", 6, search),
+    Operation("hybrid search", 2, hybrid_search),
     Operation("describe", 0.3, describe),
     Operation("has collection", 0.5, has_collection),
     Operation("list collections", 0.5, list_collections),
