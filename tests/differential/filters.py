@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -99,6 +99,16 @@ def negation(a: Filter, word: str = "not") -> Filter:
         return None if x is None else not x
 
     return Filter(text=f"{word} ({a.text})", truth=truth, features=a.features | a.if_negated, if_negated=a.if_negated)
+
+
+def _contains(fn: str, have: Collection[object], values: Sequence[object]) -> bool:
+    """``json_contains*`` / ``array_contains*`` (any spelling) of ``values[0]`` or ``values`` in ``have``."""
+    name = fn.lower()
+    if name.endswith("_all"):
+        return all(v in have for v in values)
+    if name.endswith("_any"):
+        return any(v in have for v in values)
+    return values[0] in have
 
 
 class FilterMaker:
@@ -372,14 +382,7 @@ class FilterMaker:
                 return None
             if not isinstance(tags, list):
                 return False
-            have = {t for t in tags if is_number(t)}
-            match fn.lower():
-                case "json_contains_all":
-                    return all(v in have for v in values)
-                case "json_contains_any":
-                    return any(v in have for v in values)
-                case _:
-                    return values[0] in have
+            return _contains(fn, {t for t in tags if is_number(t)}, values)
 
         return Filter(text=f"{fn}({path_text(path)}, {literal(arg)})", truth=truth, if_negated=_JSON_NEGATED)
 
@@ -456,15 +459,7 @@ class FilterMaker:
 
         def truth(row: Row) -> Truth:
             arr = row["arr"]
-            if arr is None:
-                return None
-            match fn.lower():
-                case "array_contains_all":
-                    return all(v in arr for v in values)
-                case "array_contains_any":
-                    return any(v in arr for v in values)
-                case _:
-                    return values[0] in arr
+            return None if arr is None else _contains(fn, arr, values)
 
         return Filter(text=f"{fn}(arr, {literal(arg)})", truth=truth, if_negated=_ARRAY_NEGATED)
 
