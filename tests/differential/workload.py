@@ -20,7 +20,7 @@ import functools
 import itertools
 import math
 import random
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -33,6 +33,7 @@ from tests.differential.data import (
     MAX_LENGTH,
     NULLABLE_CANDIDATES,
     CollectionSpec,
+    Row,
     RowMaker,
 )
 from tests.differential.differences import Feature, model_only, skipped
@@ -685,8 +686,16 @@ def search(w: Workload) -> list[Step]:
         fields = ["id"]
         features = f.features if f else frozenset()
     partitions = w.read_partitions()
+    ranked = [w.model.ranked(q, f, w.spec.metric, partitions) for q in vectors]
+    group = rng.choice(("i", "b")) if rng.random() < 0.2 else None
+    if group is not None:
+        winners = [_group_winners(r, w.model.rows, group) for r in ranked]
+        if all(g is not None for g in winners):
+            ranked, offset = [g for g in winners if g is not None], 0
+        else:
+            group = None
     expect = SearchExpectation(
-        ranked=tuple(tuple(w.model.ranked(q, f, w.spec.metric, partitions)) for q in vectors),
+        ranked=tuple(tuple(r) for r in ranked),
         entities={row["id"]: search_projection(row, fields) for row in w.model.matching(f, partitions)},
         limit=limit,
         offset=offset,
@@ -695,11 +704,31 @@ def search(w: Workload) -> list[Step]:
     kwargs = _scoped(
         _strong(collection_name=w.target(), data=vectors, limit=limit, filter=f.text if f else ""), partitions
     )
+    if group is not None:
+        kwargs["group_by_field"] = group
     if offset:
         kwargs["offset"] = offset
     if fields is not None:
         kwargs["output_fields"] = fields
     return [w.step("search", "search", shape=Shape.SEARCH, read=True, expect=expect, features=features, **kwargs)]
+
+
+def _group_winners(
+    ranked: Sequence[tuple[int, float]], rows: Mapping[int, Row], field: str
+) -> list[tuple[int, float]] | None:
+    """A grouping search's hits (group size 1): the best row of each value of ``field``, best first; None when a
+    group's best two rows tie (which one wins would be the server's choice)."""
+    winners: dict[Any, tuple[int, float]] = {}
+    runner_up: dict[Any, float] = {}
+    for pk, d in ranked:
+        value = rows[pk][field]
+        if value not in winners:
+            winners[value] = (pk, d)
+        elif value not in runner_up:
+            runner_up[value] = d
+    if any(_close(winners[v][1], d) for v, d in runner_up.items()):
+        return None
+    return list(winners.values())
 
 
 def _sub_limit(rng: random.Random, ranked: Sequence[Sequence[tuple[int, float]]]) -> int | None:
