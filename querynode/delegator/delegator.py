@@ -54,6 +54,7 @@ import functools
 import json
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import grpc
 import numpy as np
@@ -88,6 +89,9 @@ from streamingnode.message import body_table, header
 
 # Worker answers that mean the segments there may be gone or stale: reload before reading them.
 WORKER_LOST = {ErrorCode.SEGMENT_NOT_FOUND, ErrorCode.NOT_READY, ErrorCode.UNAVAILABLE, ErrorCode.NODE_NOT_FOUND}
+
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -501,7 +505,8 @@ class Delegator:
                 sealed, stores = self._sealed_in(snap, spec), self._growing_in(spec)
             yield sealed, stores
 
-    async def _remote(self, placement: Placement, sids: list[int], call: Awaitable[pa.Table]) -> pa.Table:
+    async def _remote(self, placement: Placement, sids: list[int], call: Awaitable[_T]) -> _T:
+        """``call``'s answer; a worker's failure becomes ``_read_failed`` for its segments."""
         try:
             return await call
         except (grpc.aio.AioRpcError, StrataError) as err:
@@ -601,20 +606,17 @@ class Delegator:
         read_ts = await self.tsafe.wait(spec.guarantee_ts, timeout=spec.timeout, what=f"query {self.vchannel}")
         self._check_readable()
 
-        async def remote(placement: Placement, sids: list[int]) -> tuple[pa.Table | None, int]:
-            try:
-                return await self._workers.query(
-                    placement.address,
-                    collection_id=self.collection_id,
-                    segment_ids=sids,
-                    read_ts=read_ts,
-                    read=spec.to_proto(),
-                    limit=limit,
-                    count_only=count_only,
-                    timeout=spec.timeout,
-                )
-            except (grpc.aio.AioRpcError, StrataError) as err:
-                raise self._read_failed(placement, sids, err) from err
+        def remote(placement: Placement, sids: list[int]) -> Awaitable[tuple[pa.Table | None, int]]:
+            return self._remote(placement, sids, self._workers.query(
+                placement.address,
+                collection_id=self.collection_id,
+                segment_ids=sids,
+                read_ts=read_ts,
+                read=spec.to_proto(),
+                limit=limit,
+                count_only=count_only,
+                timeout=spec.timeout,
+            ))
 
         async def growing(stores: list[GrowingStore]) -> tuple[pa.Table | None, int]:
             if not stores:
