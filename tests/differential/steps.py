@@ -99,3 +99,13 @@ def _render(key: str, value: object) -> str:
         ids = [row.get("id") for row in value if isinstance(row, dict)]
         return f"<{len(value)} rows, ids {ids}; first {value[0]!r}>" if ids else f"<{len(value)} vectors>"
     return repr(value)
+
+
+def strong(**kwargs: Any) -> dict[str, Any]:
+    """A read's arguments at Strong consistency."""
+    return {**kwargs, "consistency_level": STRONG}
+
+
+def scoped(kwargs: dict[str, Any], partitions: list[str] | None) -> dict[str, Any]:
+    """A read's arguments limited to ``partitions`` (None: all of them)."""
+    return kwargs if partitions is None else {**kwargs, "partition_names": partitions}

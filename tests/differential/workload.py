@@ -10,8 +10,8 @@ and ``compare.py`` judges the answers.
 
 Adding an operation is one function ``(Workload) -> list[Step]`` and one line
 in ``WRITES`` or ``READS``. Partitions come and go (created, released and
-dropped); writes name one and reads may name some. Aliases come and go too,
-and calls may name the collection by one.
+dropped; ``catalog.py``); writes name one and reads may name some. Aliases
+come and go too (``catalog.py``), and calls may name the collection by one.
 """
 
 from __future__ import annotations
@@ -26,6 +26,20 @@ from typing import Any, Final
 
 from pymilvus import AnnSearchRequest, CollectionSchema, DataType, MilvusClient, RRFRanker, WeightedRanker
 
+from tests.differential.catalog import (
+    alter_alias,
+    create_alias,
+    create_partition,
+    drop_alias,
+    drop_alias_step,
+    drop_partition,
+    has_partition,
+    invalid_alias_op,
+    invalid_partition_op,
+    list_aliases,
+    list_partitions,
+    release_and_load_partition,
+)
 from tests.differential.data import (
     DIM,
     FIELDS,
@@ -39,7 +53,17 @@ from tests.differential.data import (
 from tests.differential.differences import Feature, model_only, skipped
 from tests.differential.filters import INVALID_FILTERS, LITE_ACCEPTED_INVALID_FILTERS, Filter, FilterMaker
 from tests.differential.model import DEFAULT_PARTITION, Model, query_projection, search_projection
-from tests.differential.steps import STRONG, Expect, NamesExpectation, PageExpectation, SearchExpectation, Shape, Step
+from tests.differential.steps import (
+    STRONG,
+    Expect,
+    NamesExpectation,
+    PageExpectation,
+    SearchExpectation,
+    Shape,
+    Step,
+    scoped,
+    strong,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,10 +95,10 @@ class Workload:
         self.partitions: list[str] = [DEFAULT_PARTITION]  # the main collection's partitions, oldest first
         self.aliases: list[str] = []  # the main collection's aliases
         self.created_aliases: set[str] = set()  # every alias it created: what to drop if a run stops early
-        self._aliases_made = 0
+        self.aliases_made = 0
         self._next_pk = 0
         self._temps = 0
-        self._partitions_made = 0
+        self.partitions_made = 0
         self._index = 0
 
     def steps(self) -> Iterator[Step]:
@@ -142,8 +166,8 @@ class Workload:
         return f"{self.prefix}tmp{self._temps}"
 
     def alias_name(self) -> str:
-        self._aliases_made += 1
-        name = f"{self.prefix}al{self._aliases_made}"
+        self.aliases_made += 1
+        name = f"{self.prefix}al{self.aliases_made}"
         self.created_aliases.add(name)
         return name
 
@@ -155,8 +179,8 @@ class Workload:
 
     def partition_name(self) -> str:
         """A new partition's name (partition names are per collection: no prefix)."""
-        self._partitions_made += 1
-        return f"p{self._partitions_made}"
+        self.partitions_made += 1
+        return f"p{self.partitions_made}"
 
     def write_partition(self) -> str:
         """The partition a write goes to: one of the created ones half of the time, if any."""
@@ -173,9 +197,19 @@ class Workload:
         """``partition_name`` for a write into ``partition``; the default one is sometimes left unnamed."""
         return {} if partition == DEFAULT_PARTITION and self.rng.random() < 0.5 else {"partition_name": partition}
 
-
-def _strong(**kwargs: Any) -> dict[str, Any]:
-    return {**kwargs, "consistency_level": STRONG}
+    def insert_rows(self, n: int, partition: str = DEFAULT_PARTITION) -> list[Step]:
+        """An insert of ``n`` new rows into ``partition`` (now and then one with a scalar JSON document)."""
+        pks = self.fresh_pks(n)
+        rows = self.new_rows(pks)
+        features: frozenset[Feature] = frozenset()
+        if self.rng.random() < 0.1 and not skipped(frozenset({Feature.JSON_SCALAR_DOCUMENT})):
+            self.rng.choice(rows)["meta"] = self.rng.choice((3, "x", 1.5, True))
+            features = frozenset({Feature.JSON_SCALAR_DOCUMENT})
+        self.model.write(rows, partition)
+        return [self.step("insert", "insert", shape=Shape.VALUE, read=False,
+                          expect={"insert_count": n, "ids": pks, "cost": 0}, features=features,
+                          collection_name=self.target(), data=[self.rows.payload(r) for r in rows],
+                          **self.partition_kwargs(partition))]  # fmt: skip
 
 
 def _with(features: frozenset[Feature], flag: Feature, on: bool) -> frozenset[Feature]:
@@ -196,19 +230,19 @@ def setup(w: Workload) -> list[Step]:
         w.step("has", "has_collection", shape=Shape.VALUE, read=True, expect=True, collection_name=name),
         w.step("describe", "describe_collection", shape=Shape.DESCRIBE, read=True, expect=Expect.ANSWERS,
                collection_name=name),
-        *_insert(w, w.rng.randint(40, 80)),
+        *w.insert_rows(w.rng.randint(40, 80)),
     ]  # fmt: skip
 
 
 def teardown(w: Workload) -> list[Step]:
     name = w.spec.name
     everything = [query_projection(row, None) for row in w.model.matching(None)]
-    steps = [_drop_alias(w, alias) for alias in list(w.aliases)]
+    steps = [drop_alias_step(w, alias) for alias in list(w.aliases)]
     steps += [
         w.step("final rows", "query", shape=Shape.ROWS, read=True, expect=everything,
-               **_strong(collection_name=name, filter="id >= 0", output_fields=["*"])),
+               **strong(collection_name=name, filter="id >= 0", output_fields=["*"])),
         w.step("final count", "query", shape=Shape.COUNT, read=True, expect=len(everything),
-               **_strong(collection_name=name, filter="", output_fields=["count(*)"])),
+               **strong(collection_name=name, filter="", output_fields=["count(*)"])),
         w.step("drop", "drop_collection", shape=Shape.ACK, read=False, expect=Expect.ANSWERS, collection_name=name),
     ]  # fmt: skip
     w.collections.discard(name)
@@ -222,22 +256,8 @@ def teardown(w: Workload) -> list[Step]:
 # ---- writes ------------------------------------------------------------------------------------------------------
 
 
-def _insert(w: Workload, n: int, partition: str = DEFAULT_PARTITION) -> list[Step]:
-    pks = w.fresh_pks(n)
-    rows = w.new_rows(pks)
-    features: frozenset[Feature] = frozenset()
-    if w.rng.random() < 0.1 and not skipped(frozenset({Feature.JSON_SCALAR_DOCUMENT})):
-        w.rng.choice(rows)["meta"] = w.rng.choice((3, "x", 1.5, True))
-        features = frozenset({Feature.JSON_SCALAR_DOCUMENT})
-    w.model.write(rows, partition)
-    return [w.step("insert", "insert", shape=Shape.VALUE, read=False,
-                   expect={"insert_count": n, "ids": pks, "cost": 0}, features=features,
-                   collection_name=w.target(), data=[w.rows.payload(r) for r in rows],
-                   **w.partition_kwargs(partition))]  # fmt: skip
-
-
 def insert(w: Workload) -> list[Step]:
-    return _insert(w, w.rng.randint(1, 25), w.write_partition())
+    return w.insert_rows(w.rng.randint(1, 25), w.write_partition())
 
 
 def upsert(w: Workload) -> list[Step]:
@@ -290,196 +310,9 @@ def release_and_load(w: Workload) -> list[Step]:
         w.step("release", "release_collection", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
                collection_name=name),
         w.step("query released", "query", shape=Shape.ROWS, read=False, expect=Expect.RAISES,
-               **_strong(collection_name=name, filter="id >= 0")),
+               **strong(collection_name=name, filter="id >= 0")),
         w.step("load", "load_collection", shape=Shape.ACK, read=False, expect=Expect.ANSWERS, collection_name=name),
     ]  # fmt: skip
-
-
-MAX_PARTITIONS: Final = 4  # the default one and up to 3 created
-_LOAD_STATE: Final = frozenset({Feature.PARTITION_LOAD_STATE})
-
-
-def create_partition(w: Workload) -> list[Step]:
-    """A new partition of the loaded collection (loaded with it), and a few rows in it."""
-    if len(w.partitions) >= MAX_PARTITIONS:
-        return drop_partition(w)
-    name = w.spec.name
-    partition = w.partition_name()
-    w.partitions.append(partition)
-    return [
-        w.step("create partition", "create_partition", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
-               collection_name=name, partition_name=partition),
-        w.step("has partition", "has_partition", shape=Shape.VALUE, read=True, expect=True, collection_name=name,
-               partition_name=partition),
-        _list_partitions(w),
-        *_insert(w, w.rng.randint(1, 15), partition),
-    ]  # fmt: skip
-
-
-def drop_partition(w: Workload) -> list[Step]:
-    """Release one created partition (Milvus drops only released ones), then drop it with its rows."""
-    created = w.partitions[1:]
-    if not created:
-        return create_partition(w)
-    name = w.spec.name
-    partition = w.rng.choice(created)
-    w.partitions.remove(partition)
-    w.model.drop_partition(partition)
-    return [
-        w.step("release partition", "release_partitions", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
-               features=_LOAD_STATE, keeps_rows=True, collection_name=name, partition_names=[partition]),
-        w.step("drop partition", "drop_partition", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
-               collection_name=name, partition_name=partition),
-        w.step("has dropped partition", "has_partition", shape=Shape.VALUE, read=True, expect=False,
-               collection_name=name, partition_name=partition),
-        _list_partitions(w),
-    ]  # fmt: skip
-
-
-def release_and_load_partition(w: Workload) -> list[Step]:
-    """Release one partition, fail to read it alone, read the rest, load it back."""
-    if len(w.partitions) < 2:
-        return create_partition(w)
-    name = w.spec.name
-    partition = w.rng.choice(w.partitions)
-    others = [p for p in w.partitions if p != partition]
-    rows = [query_projection(row, None) for row in w.model.matching(None, others)]
-    return [
-        w.step("release partition", "release_partitions", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
-               features=_LOAD_STATE, keeps_rows=True, collection_name=name, partition_names=[partition]),
-        w.step("query released partition", "query", shape=Shape.ROWS, read=False, expect=Expect.RAISES,
-               features=_LOAD_STATE, **_strong(collection_name=name, filter="id >= 0", partition_names=[partition])),
-        w.step("query loaded partitions", "query", shape=Shape.ROWS, read=True, expect=rows, features=_LOAD_STATE,
-               **_strong(collection_name=name, filter="id >= 0", output_fields=["*"], partition_names=others)),
-        w.step("load partition", "load_partitions", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
-               features=_LOAD_STATE, keeps_rows=True, collection_name=name, partition_names=[partition]),
-    ]  # fmt: skip
-
-
-def invalid_partition_op(w: Workload) -> list[Step]:
-    """A partition call both servers must refuse; nothing changes."""
-    rng = w.rng
-    name = w.spec.name
-    missing = f"p{w._partitions_made + 100}"
-    rows = w.new_rows(w.fresh_pks(rng.randint(1, 3)))
-    cases: list[tuple[str, str, dict[str, Any]]] = [
-        ("insert into a missing partition", "insert",
-         {"collection_name": name, "data": [w.rows.payload(r) for r in rows], "partition_name": missing}),
-        ("upsert into a missing partition", "upsert",
-         {"collection_name": name, "data": [w.rows.payload(r) for r in rows], "partition_name": missing}),
-        ("drop the default partition", "drop_partition", {"collection_name": name, "partition_name": DEFAULT_PARTITION}),
-        ("create a partition named with a dash", "create_partition", {"collection_name": name, "partition_name": "p-x"}),
-        ("create a partition in a missing collection", "create_partition",
-         {"collection_name": f"{w.prefix}never", "partition_name": "p1"}),
-        ("delete in a missing partition", "delete",
-         {"collection_name": name, "filter": "id >= 0", "partition_name": missing}),
-    ]  # fmt: skip
-    if len(w.partitions) > 1:
-        cases.append(("drop a loaded partition", "drop_partition",
-                      {"collection_name": name, "partition_name": rng.choice(w.partitions[1:])}))  # fmt: skip
-    label, method, kwargs = rng.choice(cases)
-    shape = Shape.PKS if method == "delete" else Shape.VALUE if method in ("insert", "upsert") else Shape.ACK
-    # milvus-lite drops a loaded partition and accepts any partition name.
-    features = {
-        "drop a loaded partition": frozenset({Feature.LITE_ACCEPTS_INVALID}),
-        "create a partition named with a dash": frozenset({Feature.COLLECTION_NAME_CHARACTERS}),
-    }.get(label, frozenset())
-    return [w.step(f"invalid partition op ({label})", method, shape=shape, read=False, expect=Expect.RAISES,
-                   features=features, **kwargs)]  # fmt: skip
-
-
-MAX_ALIASES: Final = 2
-# milvus-lite drops a collection that has aliases, and a collection named by its alias.
-_LITE_DROPS: Final = frozenset({Feature.LITE_ACCEPTS_INVALID})
-
-
-def _list_aliases(w: Workload) -> Step:
-    return w.step("list aliases", "list_aliases", shape=Shape.NAMES, read=True,
-                  expect=NamesExpectation(prefix="", names=tuple(sorted(w.aliases))),
-                  collection_name=w.spec.name)  # fmt: skip
-
-
-def _drop_alias(w: Workload, alias: str) -> Step:
-    w.aliases.remove(alias)
-    return w.step("drop alias", "drop_alias", shape=Shape.ACK, read=False, expect=Expect.ANSWERS, alias=alias)
-
-
-def create_alias(w: Workload) -> list[Step]:
-    """A new alias of the main collection, then reads through it."""
-    if len(w.aliases) >= MAX_ALIASES:
-        return drop_alias(w)
-    alias = w.alias_name()
-    w.aliases.append(alias)
-    return [
-        w.step("create alias", "create_alias", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
-               collection_name=w.spec.name, alias=alias),
-        w.step("describe alias", "describe_alias", shape=Shape.VALUE, read=True,
-               expect={"alias": alias, "collection_name": w.spec.name}, alias=alias),
-        _list_aliases(w),
-        w.step("count via alias", "query", shape=Shape.COUNT, read=True, expect=len(w.model.rows),
-               **_strong(collection_name=alias, filter="", output_fields=["count(*)"])),
-    ]  # fmt: skip
-
-
-def drop_alias(w: Workload) -> list[Step]:
-    if not w.aliases:
-        return create_alias(w)
-    alias = w.rng.choice(w.aliases)
-    return [
-        _drop_alias(w, alias),
-        w.step("describe dropped alias", "describe_alias", shape=Shape.VALUE, read=True, expect=Expect.RAISES,
-               alias=alias),
-        w.step("query dropped alias", "query", shape=Shape.ROWS, read=True, expect=Expect.RAISES,
-               **_strong(collection_name=alias, filter="id >= 0")),
-        _list_aliases(w),
-    ]  # fmt: skip
-
-
-def alter_alias(w: Workload) -> list[Step]:
-    """Move an alias to a new, empty collection, read through it, move it back, drop that collection."""
-    if not w.aliases:
-        return create_alias(w)
-    alias = w.rng.choice(w.aliases)
-    other = w.temp_name()
-    w.created.add(other)
-    return [
-        w.step("create temp", "create_collection", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
-               collection_name=other, dimension=DIM, consistency_level=STRONG),
-        w.step("alter alias", "alter_alias", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
-               collection_name=other, alias=alias),
-        w.step("count via moved alias", "query", shape=Shape.COUNT, read=True, expect=0,
-               **_strong(collection_name=alias, filter="", output_fields=["count(*)"])),
-        w.step("drop temp with an alias", "drop_collection", shape=Shape.ACK, read=False, expect=Expect.RAISES,
-               features=_LITE_DROPS, collection_name=other),
-        w.step("alter alias back", "alter_alias", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
-               collection_name=w.spec.name, alias=alias),
-        w.step("count via alias", "query", shape=Shape.COUNT, read=True, expect=len(w.model.rows),
-               **_strong(collection_name=alias, filter="", output_fields=["count(*)"])),
-        w.step("drop temp", "drop_collection", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
-               collection_name=other),
-    ]  # fmt: skip
-
-
-def invalid_alias_op(w: Workload) -> list[Step]:
-    """An alias call both servers must refuse; nothing changes."""
-    rng = w.rng
-    missing = f"{w.prefix}al{w._aliases_made + 100}"
-    cases: list[tuple[str, str, dict[str, Any]]] = [
-        ("alias named as a collection", "create_alias", {"collection_name": w.spec.name, "alias": w.spec.name}),
-        ("alias of a missing collection", "create_alias",
-         {"collection_name": f"{w.prefix}never", "alias": missing}),
-        ("alter a missing alias", "alter_alias", {"collection_name": w.spec.name, "alias": missing}),
-        ("describe a missing alias", "describe_alias", {"alias": missing}),
-    ]  # fmt: skip
-    if w.aliases:
-        cases += [
-            ("drop the collection via an alias", "drop_collection", {"collection_name": rng.choice(w.aliases)}),
-            ("drop a collection with aliases", "drop_collection", {"collection_name": w.spec.name}),
-        ]
-    label, method, kwargs = rng.choice(cases)
-    features = _LITE_DROPS if method == "drop_collection" else frozenset()
-    return [w.step(f"invalid alias op ({label})", method, shape=Shape.ACK, read=False, expect=Expect.RAISES,
-                   features=features, **kwargs)]  # fmt: skip
 
 
 def temporary_collection(w: Workload) -> list[Step]:
@@ -617,16 +450,12 @@ def invalid_create(w: Workload) -> list[Step]:
 # ---- reads -------------------------------------------------------------------------------------------------------
 
 
-def _scoped(kwargs: dict[str, Any], partitions: list[str] | None) -> dict[str, Any]:
-    return kwargs if partitions is None else {**kwargs, "partition_names": partitions}
-
-
 def query(w: Workload) -> list[Step]:
     f = w.filter()
     fields = w.output_fields()
     partitions = w.read_partitions()
     expect = [query_projection(row, fields) for row in w.model.matching(f, partitions)]
-    kwargs = _scoped(_strong(collection_name=w.target(), filter=f.text), partitions)
+    kwargs = scoped(strong(collection_name=w.target(), filter=f.text), partitions)
     if fields is not None:
         kwargs["output_fields"] = fields
     return [w.step("query", "query", shape=Shape.ROWS, read=True, expect=expect, features=f.features, **kwargs)]
@@ -640,7 +469,7 @@ def query_page(w: Workload) -> list[Step]:
     offset = 0 if rng.random() < 0.5 else rng.randint(1, 10)
     partitions = w.read_partitions()
     rows = tuple(query_projection(row, fields) for row in w.model.matching(f, partitions))
-    kwargs = _scoped(_strong(collection_name=w.spec.name, filter=f.text if f else "", limit=limit), partitions)
+    kwargs = scoped(strong(collection_name=w.spec.name, filter=f.text if f else "", limit=limit), partitions)
     if offset:
         kwargs["offset"] = offset
     if fields is not None:
@@ -657,7 +486,7 @@ def get(w: Workload) -> list[Step]:
     partitions = w.read_partitions()
     visible = {row["id"] for row in w.model.matching(None, partitions)}
     expect = [query_projection(w.model.rows[pk], fields) for pk in sorted(ids) if pk in visible]
-    kwargs = _scoped(_strong(collection_name=w.target(), ids=ids), partitions)
+    kwargs = scoped(strong(collection_name=w.target(), ids=ids), partitions)
     if fields is not None:
         kwargs["output_fields"] = fields
     return [w.step("get", "get", shape=Shape.ROWS, read=True, expect=expect, **kwargs)]
@@ -666,10 +495,10 @@ def get(w: Workload) -> list[Step]:
 def count(w: Workload) -> list[Step]:
     f = w.maybe_filter()
     partitions = w.read_partitions()
-    kwargs = _strong(collection_name=w.target(), filter=f.text if f else "", output_fields=["count(*)"])
+    kwargs = strong(collection_name=w.target(), filter=f.text if f else "", output_fields=["count(*)"])
     features = _with(f.features if f else frozenset(), Feature.COUNT_ALL_IN_PARTITIONS, not f and partitions is not None)
     return [w.step("count", "query", shape=Shape.COUNT, read=True, expect=len(w.model.matching(f, partitions)),
-                   features=features, **_scoped(kwargs, partitions))]  # fmt: skip
+                   features=features, **scoped(kwargs, partitions))]  # fmt: skip
 
 
 def search(w: Workload) -> list[Step]:
@@ -701,8 +530,8 @@ def search(w: Workload) -> list[Step]:
         offset=offset,
         metric=w.spec.metric,
     )
-    kwargs = _scoped(
-        _strong(collection_name=w.target(), data=vectors, limit=limit, filter=f.text if f else ""), partitions
+    kwargs = scoped(
+        strong(collection_name=w.target(), data=vectors, limit=limit, filter=f.text if f else ""), partitions
     )
     if group is not None:
         kwargs["group_by_field"] = group
@@ -809,7 +638,7 @@ def hybrid_search(w: Workload) -> list[Step]:
                          expr=f.text if f else "")
         for vectors, f, _, sub_limit in subs
     ]  # fmt: skip
-    kwargs = _scoped(_strong(collection_name=w.target(), reqs=reqs, ranker=ranker, limit=limit,
+    kwargs = scoped(strong(collection_name=w.target(), reqs=reqs, ranker=ranker, limit=limit,
                              output_fields=fields), partitions)  # fmt: skip
     if offset:
         kwargs["offset"] = offset
@@ -837,22 +666,6 @@ def list_collections(w: Workload) -> list[Step]:
     return [_list(w)]
 
 
-def _list_partitions(w: Workload) -> Step:
-    return w.step("list partitions", "list_partitions", shape=Shape.NAMES, read=True,
-                  expect=NamesExpectation(prefix="", names=tuple(sorted(w.partitions))),
-                  collection_name=w.spec.name)  # fmt: skip
-
-
-def list_partitions(w: Workload) -> list[Step]:
-    return [_list_partitions(w)]
-
-
-def has_partition(w: Workload) -> list[Step]:
-    partition = w.rng.choice([*w.partitions, f"p{w._partitions_made + 1}", "p0"])
-    return [w.step("has partition", "has_partition", shape=Shape.VALUE, read=True,
-                   expect=partition in w.partitions, collection_name=w.spec.name, partition_name=partition)]  # fmt: skip
-
-
 def stats(w: Workload) -> list[Step]:
     return [w.step("stats", "get_collection_stats", shape=Shape.STATS, read=True, expect=w.model.written,
                    features=frozenset({Feature.ROW_COUNT}), collection_name=w.spec.name)]  # fmt: skip
@@ -865,46 +678,46 @@ def invalid_read(w: Workload) -> list[Step]:
     bad = rng.choice(INVALID_FILTERS)
     vector = w.rows.vector()
     choices: list[tuple[str, str, dict[str, Any], frozenset[Feature]]] = [
-        ("invalid query filter", "query", _strong(collection_name=name, filter=bad), frozenset()),
-        ("invalid search filter", "search", _strong(collection_name=name, data=[vector], limit=3, filter=bad),
+        ("invalid query filter", "query", strong(collection_name=name, filter=bad), frozenset()),
+        ("invalid search filter", "search", strong(collection_name=name, data=[vector], limit=3, filter=bad),
          frozenset()),
-        ("invalid count filter", "query", _strong(collection_name=name, filter=bad, output_fields=["count(*)"]),
+        ("invalid count filter", "query", strong(collection_name=name, filter=bad, output_fields=["count(*)"]),
          frozenset()),
-        ("query missing collection", "query", _strong(collection_name=f"{w.prefix}never", filter="id >= 0"),
+        ("query missing collection", "query", strong(collection_name=f"{w.prefix}never", filter="id >= 0"),
          frozenset()),
-        ("search missing collection", "search", _strong(collection_name=f"{w.prefix}never", data=[vector], limit=3),
+        ("search missing collection", "search", strong(collection_name=f"{w.prefix}never", data=[vector], limit=3),
          frozenset()),
         ("query with an array filter on a string", "query",
-         _strong(collection_name=name, filter=rng.choice(LITE_ACCEPTED_INVALID_FILTERS)),
+         strong(collection_name=name, filter=rng.choice(LITE_ACCEPTED_INVALID_FILTERS)),
          frozenset({Feature.LITE_ACCEPTS_INVALID})),
         ("query missing partition", "query",
-         _strong(collection_name=name, filter="id >= 0", partition_names=[*w.partitions[1:], "p0"]),
+         strong(collection_name=name, filter="id >= 0", partition_names=[*w.partitions[1:], "p0"]),
          frozenset({Feature.LITE_ACCEPTS_INVALID})),
         ("search missing partition", "search",
-         _strong(collection_name=name, data=[vector], limit=3, partition_names=["p0"]),
+         strong(collection_name=name, data=[vector], limit=3, partition_names=["p0"]),
          frozenset({Feature.LITE_ACCEPTS_INVALID})),
-        ("search wrong dim", "search", _strong(collection_name=name, data=[vector[: DIM // 2]], limit=3),
+        ("search wrong dim", "search", strong(collection_name=name, data=[vector[: DIM // 2]], limit=3),
          frozenset()),
         ("unknown output field", "query",
-         _strong(collection_name=name, filter="id >= 0", output_fields=["i", "nope"]),
+         strong(collection_name=name, filter="id >= 0", output_fields=["i", "nope"]),
          frozenset({Feature.UNKNOWN_OUTPUT_FIELD})),
         ("search unknown output field", "search",
-         _strong(collection_name=name, data=[vector], limit=3, output_fields=["i", "nope"]),
+         strong(collection_name=name, data=[vector], limit=3, output_fields=["i", "nope"]),
          frozenset({Feature.UNKNOWN_OUTPUT_FIELD})),
-        ("empty filter without limit", "query", _strong(collection_name=name, filter=""),
+        ("empty filter without limit", "query", strong(collection_name=name, filter=""),
          frozenset({Feature.EMPTY_FILTER_NO_LIMIT})),
-        ("count with fields", "query", _strong(collection_name=name, filter="id >= 0", output_fields=["count(*)", "i"]),
+        ("count with fields", "query", strong(collection_name=name, filter="id >= 0", output_fields=["count(*)", "i"]),
          frozenset({Feature.COUNT_WITH_FIELDS})),
         ("search with another metric", "search",
-         _strong(collection_name=name, data=[vector], limit=3,
+         strong(collection_name=name, data=[vector], limit=3,
                  search_params={"metric_type": "IP" if w.spec.metric == "L2" else "L2"}),
          frozenset({Feature.LITE_ACCEPTS_INVALID})),
-        ("search limit 16385", "search", _strong(collection_name=name, data=[vector], limit=16385),
+        ("search limit 16385", "search", strong(collection_name=name, data=[vector], limit=16385),
          frozenset({Feature.LITE_ACCEPTS_INVALID})),
         ("search limit + offset 17000", "search",
-         _strong(collection_name=name, data=[vector], limit=16000, offset=1000),
+         strong(collection_name=name, data=[vector], limit=16000, offset=1000),
          frozenset({Feature.LITE_ACCEPTS_INVALID})),
-        ("query negative offset", "query", _strong(collection_name=name, filter="id >= 0", limit=5, offset=-1),
+        ("query negative offset", "query", strong(collection_name=name, filter="id >= 0", limit=5, offset=-1),
          frozenset({Feature.LITE_ACCEPTS_INVALID})),
     ]  # fmt: skip
     allowed = [c for c in choices if not skipped(c[3])]
@@ -944,7 +757,7 @@ READS: Final[Sequence[Operation]] = (
     Operation("list collections", 0.5, list_collections),
     Operation("list partitions", 0.4, list_partitions),
     Operation("has partition", 0.4, has_partition),
-    Operation("list aliases", 0.3, lambda w: [_list_aliases(w)]),
+    Operation("list aliases", 0.3, list_aliases),
     Operation("stats", 0.5, stats),
     Operation("invalid read", 1.5, invalid_read),
 )
