@@ -293,6 +293,7 @@ class CoordinatorService(JobRPCs, coordinator_pb2_grpc.CoordinatorServicer):
             state=pb.LOAD_STATE_LOADED if all_ready else pb.LOAD_STATE_LOADING,
             progress=progress,
             loaded_partitions=self._query.loaded_partitions(meta),
+            load_error=next((v.load_error for v in views if v.load_error), ""),
             channels=[
                 pb.ChannelPlacement(
                     vchannel=v.vchannel,
@@ -301,6 +302,7 @@ class CoordinatorService(JobRPCs, coordinator_pb2_grpc.CoordinatorServicer):
                     address=v.address,
                     ready=v.ready,
                     replica_id=v.replica_id,
+                    load_error=v.load_error,
                 )
                 for v in views
             ],

@@ -269,34 +269,38 @@ class LoadCollectionRequest(_message.Message):
     def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., replica_number: _Optional[int] = ..., partition_names: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ChannelPlacement(_message.Message):
-    __slots__ = ("vchannel", "pchannel", "node_id", "address", "ready", "replica_id")
+    __slots__ = ("vchannel", "pchannel", "node_id", "address", "ready", "replica_id", "load_error")
     VCHANNEL_FIELD_NUMBER: _ClassVar[int]
     PCHANNEL_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     READY_FIELD_NUMBER: _ClassVar[int]
     REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
+    LOAD_ERROR_FIELD_NUMBER: _ClassVar[int]
     vchannel: str
     pchannel: str
     node_id: int
     address: str
     ready: bool
     replica_id: int
-    def __init__(self, vchannel: _Optional[str] = ..., pchannel: _Optional[str] = ..., node_id: _Optional[int] = ..., address: _Optional[str] = ..., ready: _Optional[bool] = ..., replica_id: _Optional[int] = ...) -> None: ...
+    load_error: str
+    def __init__(self, vchannel: _Optional[str] = ..., pchannel: _Optional[str] = ..., node_id: _Optional[int] = ..., address: _Optional[str] = ..., ready: _Optional[bool] = ..., replica_id: _Optional[int] = ..., load_error: _Optional[str] = ...) -> None: ...
 
 class QueryViewResponse(_message.Message):
-    __slots__ = ("status", "state", "channels", "progress", "loaded_partitions")
+    __slots__ = ("status", "state", "channels", "progress", "loaded_partitions", "load_error")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     CHANNELS_FIELD_NUMBER: _ClassVar[int]
     PROGRESS_FIELD_NUMBER: _ClassVar[int]
     LOADED_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    LOAD_ERROR_FIELD_NUMBER: _ClassVar[int]
     status: _common_pb2.Status
     state: LoadState
     channels: _containers.RepeatedCompositeFieldContainer[ChannelPlacement]
     progress: int
     loaded_partitions: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., state: _Optional[_Union[LoadState, str]] = ..., channels: _Optional[_Iterable[_Union[ChannelPlacement, _Mapping]]] = ..., progress: _Optional[int] = ..., loaded_partitions: _Optional[_Iterable[int]] = ...) -> None: ...
+    load_error: str
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., state: _Optional[_Union[LoadState, str]] = ..., channels: _Optional[_Iterable[_Union[ChannelPlacement, _Mapping]]] = ..., progress: _Optional[int] = ..., loaded_partitions: _Optional[_Iterable[int]] = ..., load_error: _Optional[str] = ...) -> None: ...
 
 class AssignmentDiscoverRequest(_message.Message):
     __slots__ = ()

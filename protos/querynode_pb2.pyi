@@ -241,7 +241,7 @@ class GetDataDistributionRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ChannelDistribution(_message.Message):
-    __slots__ = ("collection_id", "vchannel", "tsafe", "growing_rows", "sealed_segments", "serviceable", "sealed_rows", "replica_id", "offline_segments")
+    __slots__ = ("collection_id", "vchannel", "tsafe", "growing_rows", "sealed_segments", "serviceable", "sealed_rows", "replica_id", "offline_segments", "load_failures")
     COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]
     VCHANNEL_FIELD_NUMBER: _ClassVar[int]
     TSAFE_FIELD_NUMBER: _ClassVar[int]
@@ -251,6 +251,7 @@ class ChannelDistribution(_message.Message):
     SEALED_ROWS_FIELD_NUMBER: _ClassVar[int]
     REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
     OFFLINE_SEGMENTS_FIELD_NUMBER: _ClassVar[int]
+    LOAD_FAILURES_FIELD_NUMBER: _ClassVar[int]
     collection_id: int
     vchannel: str
     tsafe: int
@@ -260,7 +261,32 @@ class ChannelDistribution(_message.Message):
     sealed_rows: int
     replica_id: int
     offline_segments: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, collection_id: _Optional[int] = ..., vchannel: _Optional[str] = ..., tsafe: _Optional[int] = ..., growing_rows: _Optional[int] = ..., sealed_segments: _Optional[_Iterable[int]] = ..., serviceable: _Optional[bool] = ..., sealed_rows: _Optional[int] = ..., replica_id: _Optional[int] = ..., offline_segments: _Optional[_Iterable[int]] = ...) -> None: ...
+    load_failures: _containers.RepeatedCompositeFieldContainer[SegmentLoadFailure]
+    def __init__(self, collection_id: _Optional[int] = ..., vchannel: _Optional[str] = ..., tsafe: _Optional[int] = ..., growing_rows: _Optional[int] = ..., sealed_segments: _Optional[_Iterable[int]] = ..., serviceable: _Optional[bool] = ..., sealed_rows: _Optional[int] = ..., replica_id: _Optional[int] = ..., offline_segments: _Optional[_Iterable[int]] = ..., load_failures: _Optional[_Iterable[_Union[SegmentLoadFailure, _Mapping]]] = ...) -> None: ...
+
+class SegmentLoadFailure(_message.Message):
+    __slots__ = ("segment_id", "node_id", "code", "reason", "attempts")
+    SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    segment_id: int
+    node_id: int
+    code: int
+    reason: str
+    attempts: int
+    def __init__(self, segment_id: _Optional[int] = ..., node_id: _Optional[int] = ..., code: _Optional[int] = ..., reason: _Optional[str] = ..., attempts: _Optional[int] = ...) -> None: ...
+
+class BrokenChannel(_message.Message):
+    __slots__ = ("collection_id", "vchannel", "reason")
+    COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]
+    VCHANNEL_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    collection_id: int
+    vchannel: str
+    reason: str
+    def __init__(self, collection_id: _Optional[int] = ..., vchannel: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class LoadedSegment(_message.Message):
     __slots__ = ("collection_id", "segment_id", "rows")
@@ -273,11 +299,13 @@ class LoadedSegment(_message.Message):
     def __init__(self, collection_id: _Optional[int] = ..., segment_id: _Optional[int] = ..., rows: _Optional[int] = ...) -> None: ...
 
 class GetDataDistributionResponse(_message.Message):
-    __slots__ = ("node_id", "channels", "segments")
+    __slots__ = ("node_id", "channels", "segments", "broken")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     CHANNELS_FIELD_NUMBER: _ClassVar[int]
     SEGMENTS_FIELD_NUMBER: _ClassVar[int]
+    BROKEN_FIELD_NUMBER: _ClassVar[int]
     node_id: int
     channels: _containers.RepeatedCompositeFieldContainer[ChannelDistribution]
     segments: _containers.RepeatedCompositeFieldContainer[LoadedSegment]
-    def __init__(self, node_id: _Optional[int] = ..., channels: _Optional[_Iterable[_Union[ChannelDistribution, _Mapping]]] = ..., segments: _Optional[_Iterable[_Union[LoadedSegment, _Mapping]]] = ...) -> None: ...
+    broken: _containers.RepeatedCompositeFieldContainer[BrokenChannel]
+    def __init__(self, node_id: _Optional[int] = ..., channels: _Optional[_Iterable[_Union[ChannelDistribution, _Mapping]]] = ..., segments: _Optional[_Iterable[_Union[LoadedSegment, _Mapping]]] = ..., broken: _Optional[_Iterable[_Union[BrokenChannel, _Mapping]]] = ...) -> None: ...

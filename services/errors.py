@@ -37,6 +37,8 @@ class ErrorCode(IntEnum):
     SEGMENT_NOT_FOUND = 20
     PARTITION_NOT_FOUND = 21
     PARTITION_NOT_LOADED = 22
+    SEGMENT_LOAD_FAILED = 23
+    INDEX_NOT_SUPPORTED = 24
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +74,8 @@ CODE_TABLE: dict[ErrorCode, CodeInfo] = {
     ErrorCode.SEGMENT_NOT_FOUND: CodeInfo(grpc.StatusCode.NOT_FOUND, 1, 600),
     ErrorCode.PARTITION_NOT_FOUND: CodeInfo(grpc.StatusCode.NOT_FOUND, 1, 200),
     ErrorCode.PARTITION_NOT_LOADED: CodeInfo(grpc.StatusCode.FAILED_PRECONDITION, 1, 201),
+    ErrorCode.SEGMENT_LOAD_FAILED: CodeInfo(grpc.StatusCode.UNAVAILABLE, 1, 604),
+    ErrorCode.INDEX_NOT_SUPPORTED: CodeInfo(grpc.StatusCode.INVALID_ARGUMENT, 1, 701),
 }
 
 
@@ -112,6 +116,18 @@ class PartitionNotLoaded(StrataError):
 
 class NotSupported(StrataError):
     code = ErrorCode.NOT_SUPPORTED
+
+
+class SegmentLoadFailed(StrataError):
+    """A sealed segment a load needs cannot be loaded; reads of it fail until it is."""
+
+    code = ErrorCode.SEGMENT_LOAD_FAILED
+
+
+class IndexNotSupported(StrataError):
+    """An index this server cannot build (a type, or a kind of field, it has no index for)."""
+
+    code = ErrorCode.INDEX_NOT_SUPPORTED
 
 
 class ChannelNotExist(StrataError):

@@ -3,7 +3,10 @@
 ``STRATA_FAILPOINTS="flusher.after_files=kill,wal.truncate=kill"`` arms points
 in a process (read once, at the first call). ``kill`` sends SIGKILL to the
 process itself, which is what ``kill -9`` from outside does, but at an exact
-step. An unarmed point costs one dict lookup. Points in the code:
+step; ``error`` raises ``FailpointError`` there, as a missing or corrupt file
+would (the caller's error handling is what is tested); ``sleep:SECONDS`` makes
+the step that long (a slow disk, a big segment). An unarmed point costs
+one dict lookup. Points in the code:
 
 | point | where |
 |---|---|
@@ -16,6 +19,10 @@ step. An unarmed point costs one dict lookup. Points in the code:
 | ``compaction.after_outputs`` | a plan's outputs are recorded hidden (or an L0 plan's targets updated), not committed |
 | ``compaction.after_commit`` | a plan committed (outputs visible, inputs dropped), outputs' job id not cleared |
 | ``import.after_job`` / ``import.after_outputs`` | the same two steps of an import |
+| ``worker.load_segment`` | a worker is about to read a sealed segment's rows |
+| ``worker.load_index`` | a worker is about to load (or build) a sealed segment's vector index |
+| ``delegator.read_keys`` | a delegator is about to read a sealed segment's keys and PK stats |
+| ``delegator.load_l0`` | a delegator is about to read an L0 segment's deletes |
 
 A point named ``name@N`` fires on its N-th pass only (``flusher.after_files@2=kill``).
 """
@@ -24,11 +31,20 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections import Counter
 
 import structlog
 
+from services.errors import StrataError
+
 _ENV = "STRATA_FAILPOINTS"
+
+
+class FailpointError(StrataError):
+    """What an ``error`` failpoint raises: an unexpected failure at that step, as a missing or
+    corrupt object in storage raises (``services.storage.errors``)."""
+
 _armed: dict[str, str] | None = None
 _passes: Counter[str] = Counter()
 
@@ -56,4 +72,10 @@ def failpoint(name: str) -> None:
     if action == "kill":
         structlog.get_logger().bind(component="failpoint").critical("failpoint kill", point=name)
         os.kill(os.getpid(), signal.SIGKILL)
+    if action.startswith("sleep:"):
+        time.sleep(float(action.removeprefix("sleep:")))  # points that may sleep run in threads
+        return
+    if action == "error":
+        structlog.get_logger().bind(component="failpoint").warning("failpoint error", point=name)
+        raise FailpointError(f"failpoint {name}: injected error")
     raise RuntimeError(f"failpoint {name}: unknown action {action!r}")

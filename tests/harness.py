@@ -24,9 +24,10 @@ def free_port() -> int:
 class Standalone:
     """``strata standalone`` as a child process in its own process group."""
 
-    def __init__(self, data_dir: Path, port: int | None = None) -> None:
+    def __init__(self, data_dir: Path, port: int | None = None, env: dict[str, str] | None = None) -> None:
         self.data_dir = data_dir
         self.port = port or free_port()
+        self.env = dict(env or {})  # added to the environment of every process it starts
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = data_dir.parent / f"{data_dir.name}-standalone.log"
 
@@ -38,7 +39,7 @@ class Standalone:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = open(self.log_path, "ab")  # noqa: SIM115 - closed below, child keeps its copy
-        env = {**os.environ, "STRATA_LOG_LEVEL": os.environ.get("STRATA_LOG_LEVEL", "INFO")}
+        env = {**os.environ, "STRATA_LOG_LEVEL": os.environ.get("STRATA_LOG_LEVEL", "INFO"), **self.env}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "services.cli", "standalone", "--data-dir", str(self.data_dir), "--port", str(self.port)],
             cwd=REPO,

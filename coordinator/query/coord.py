@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 import grpc
@@ -56,6 +57,13 @@ from services.segment_pb import position_to_pb, segment_to_pb
 
 QUERY_NODE_ROLE = "querynode"
 UNUSED_SEGMENT_GRACE_SECONDS = 30.0  # a worker segment no delegator routes to is released after this
+# A segment that failed to load this many times in a row (0 + 1 + 2 s of backoff) holds up its load
+# with an error (load_collection fails with it, reads fail at once) instead of a longer wait.
+PERSISTENT_AFTER_ATTEMPTS = 3
+# Load failures of a worker that is gone or not serving: the checker places the segment again.
+TRANSIENT_LOAD_ERRORS = frozenset(
+    {ErrorCode.UNAVAILABLE, ErrorCode.NODE_NOT_FOUND, ErrorCode.NOT_READY, ErrorCode.SEGMENT_NOT_FOUND}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,10 +75,36 @@ class ChannelState:
     serviceable: bool  # its initial segments are loaded: it takes SyncDistribution
     replica_id: int = 0
     offline: frozenset[int] = frozenset()  # segments to load again before it can serve
+    # segment -> its last failed load, for segments that have not loaded since
+    failures: Mapping[int, SegmentFailure] = field(default_factory=dict)
 
     @property
     def ready_to_read(self) -> bool:
         return self.serviceable and not self.offline
+
+    @property
+    def load_error(self) -> str:
+        """Why it cannot serve, when an offline segment keeps failing to load for a reason that
+        placing it elsewhere does not fix (not a lost worker: the checker moves those)."""
+        for sid in sorted(self.offline):
+            f = self.failures.get(sid)
+            if f is not None and f.persistent:
+                return f.reason
+        return ""
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentFailure:
+    """A delegator's report of a segment's failed loads."""
+
+    code: int
+    attempts: int
+    reason: str
+
+    @property
+    def persistent(self) -> bool:
+        """Failed often enough, and not for a lost worker, to be reported rather than waited out."""
+        return self.attempts >= PERSISTENT_AFTER_ATTEMPTS and self.code not in TRANSIENT_LOAD_ERRORS
 
 
 @dataclass(slots=True)
@@ -87,6 +121,7 @@ class ChannelView:
     address: str
     ready: bool
     replica_id: int = 1
+    load_error: str = ""
 
 
 def _index_spec(i: IndexMeta) -> querynode_pb2.IndexSpec:
@@ -109,6 +144,9 @@ class QueryCoordinator:
         self._channels: dict[tuple[int, int], dict[str, int]] = {}  # (collection, replica) -> vchannel -> node
         self._sent: dict[tuple[int, str], dict[int, int]] = {}  # (node, vchannel) -> placements it confirmed
         self._dist: dict[int, NodeDist] = {}
+        # vchannel -> (times in a row, why) its delegator broke, until one is ready again
+        self._broken: dict[str, tuple[int, str]] = {}
+        self._loading: set[int] = set()  # loaded collections not ready yet, as of the last check
         self._unused_since: dict[tuple[int, int, int], float] = {}  # (node, collection, segment) -> first seen unused
         self._stubs = StubCache(querynode_pb2_grpc.QueryNodeStub)
         self._stub = self._stubs.get
@@ -122,6 +160,7 @@ class QueryCoordinator:
             self._loads[load.collection_id] = load
             self._load_ts[load.collection_id] = await self._tso.allocate()
             self._replicas[load.collection_id] = replicas.get(load.collection_id, {})
+        self._loading = set(self._loads)  # until a check finds them ready
         self._tasks.add(asyncio.create_task(self._watch_nodes(), name="querycoord-nodes"))
         self._tasks.add(asyncio.create_task(self._loop(), name="querycoord-checker"))
 
@@ -194,6 +233,7 @@ class QueryCoordinator:
             for vchannel, node_id in self._channels.pop(key).items():
                 node = self._nodes.get(node_id)
                 self._sent.pop((node_id, vchannel), None)
+                self._broken.pop(vchannel, None)
                 if node is not None:
                     with contextlib.suppress(grpc.aio.AioRpcError):
                         await self._stub(node.address).UnwatchChannel(
@@ -221,6 +261,10 @@ class QueryCoordinator:
             self._loads[meta.collection_id] = load
             self._wake.set()
 
+    def loading(self) -> bool:
+        """Whether a loaded collection was not ready to read at the last check (a load, a restart)."""
+        return bool(self._loading)
+
     def is_loaded(self, collection_id: int) -> bool:
         return collection_id in self._loads
 
@@ -245,9 +289,16 @@ class QueryCoordinator:
                 node = self._nodes.get(node_id)
                 state = self._dist.get(node_id, NodeDist()).channels.get(vchannel)
                 ready = node is not None and state is not None and state.ready_to_read and state.tsafe >= load_ts
-                views.append(ChannelView(vchannel, pchannel, node_id, node.address if node else "", ready, rid))
+                error = "" if ready else (state.load_error if state is not None else "") or self._broken_error(vchannel)
+                views.append(ChannelView(vchannel, pchannel, node_id, node.address if node else "", ready, rid, error))
         progress = 100 * sum(v.ready for v in views) // max(len(views), 1)
         return views, progress, bool(views) and all(v.ready for v in views)
+
+    def _broken_error(self, vchannel: str) -> str:
+        """Why the vchannel's delegators keep breaking, once it happened often enough in a row to
+        report (one break, such as a truncated resume position, is mended by watching it again)."""
+        times, reason = self._broken.get(vchannel, (0, ""))
+        return reason if times >= PERSISTENT_AFTER_ATTEMPTS else ""
 
     # -- the checker -------------------------------------------------------------------------------
 
@@ -300,6 +351,11 @@ class QueryCoordinator:
             indexes = [_index_spec(i) for i in await self._catalog.list_indexes(collection_id)]
             for rid, nodes in replicas.items():
                 await self._check_replica(meta, rid, set(nodes), indexes)
+            if self.view(meta)[2]:
+                self._loading.discard(collection_id)
+            else:
+                self._loading.add(collection_id)
+        self._loading &= set(self._loads)
         await self._release_worker_segments()
 
     async def _unwatch_foreign(self, meta: CollectionMeta, replicas: dict[int, frozenset[int]]) -> None:
@@ -407,9 +463,11 @@ class QueryCoordinator:
         """``target``: the L1 segments the delegator should serve (FLUSHED, of loaded partitions)."""
         flushed = {s.segment_id: s for s in self._flushed(vchannel)}
         l0 = [m for sid, m in sorted(flushed.items()) if m.level == SegmentLevel.L0 and sid not in state.sealed]
+        # Offline segments too: one that failed to load and was then compacted or dropped away
+        # must stop holding its delegator's reads.
         release = sorted(
             sid
-            for sid in state.sealed
+            for sid in state.sealed | state.offline
             if sid not in flushed or (flushed[sid].level == SegmentLevel.L1 and sid not in target)
         )
         confirmed = self._sent.get((node_id, vchannel), {})
@@ -529,11 +587,20 @@ class QueryCoordinator:
                         c.serviceable,
                         c.replica_id,
                         frozenset(c.offline_segments),
+                        {f.segment_id: SegmentFailure(f.code, f.attempts, f.reason) for f in c.load_failures},
                     )
                     for c in resp.channels
                 },
                 segments={(s.collection_id, s.segment_id): s.rows for s in resp.segments},
             )
+            for b in resp.broken:
+                self._log.warning("delegator broke", vchannel=b.vchannel, node=node_id, reason=b.reason)
+                times = self._broken.get(b.vchannel, (0, ""))[0] + 1
+                self._broken[b.vchannel] = (times, f"the delegator of {b.vchannel} on query node {node_id} stopped: {b.reason}")
+        for states in (d.channels for d in dist.values()):
+            for vchannel, st in states.items():
+                if st.ready_to_read:
+                    self._broken.pop(vchannel, None)
         for node_id, vchannel in list(self._sent):
             if vchannel not in dist.get(node_id, NodeDist()).channels:
                 del self._sent[(node_id, vchannel)]  # its delegator is gone: a new one starts from scratch

@@ -1,13 +1,14 @@
 """The delegator of one vchannel in one replica: growing data here, sealed segments on workers.
 
-Lifetime (``start`` to ``stop``), one task:
+Lifetime (``start`` to ``stop``), one task and its consumer:
 
 1. read the deletes of the FLUSHED L0 segments ``WatchChannel`` named, then
    load its FLUSHED L1 segments onto the workers it named (``sync``); from
    then on the delegator is *serviceable*;
-2. consume the vchannel from the checkpoint: inserts go to growing segments
-   (skipping segments served sealed), deletes everywhere; each TimeTick
-   advances tsafe.
+2. meanwhile, from the start, consume the vchannel from the checkpoint:
+   inserts go to growing segments (skipping segments served sealed), deletes
+   everywhere; each TimeTick advances tsafe. What arrives while a segment
+   loads reaches it as in any handoff (below).
 
 What ends a version of a key — a delete, or an insert of the key in another
 segment — is applied to growing data here and **forwarded** to the sealed
@@ -39,7 +40,9 @@ a released segment leaves its worker only once no pinned snapshot names it.
 A forward or read that fails on a worker takes that worker's segments out of
 the distribution (*offline*); reads then fail with NOT_READY until the
 coordinator has them loaded again (possibly elsewhere), and the proxy can use
-another replica meanwhile.
+another replica meanwhile. A segment whose load fails is recorded with its
+reason (``load_failures.py``) and retried with a backoff; with no other copy of
+its rows here it is offline too, so no read answers without them.
 
 If the WAL no longer holds the position to resume from (``PositionTruncated``),
 the delegator stops and reports itself *broken*; the coordinator watches the
@@ -66,6 +69,7 @@ from protos import querynode_pb2 as qpb
 from protos.common_pb2 import Message, MessageType
 from querynode.delegator.cutlog import CutLog
 from querynode.delegator.distribution import Distribution, Placement, Snapshot
+from querynode.delegator.load_failures import LoadFailures
 from querynode.delegator.shard_data import ShardData
 from querynode.delegator.tsafe import TSafe
 from querynode.index.base import search_params
@@ -77,6 +81,7 @@ from querynode.segments.sealed import load_deletes
 from querynode.worker.client import WorkerClient
 from querynode.worker.segment import search_rows
 from services.errors import ErrorCode, NotReady, PositionTruncated, StrataError
+from services.failpoints import failpoint
 from services.position import Position
 from services.schema import TIMESTAMP_COLUMN, CollectionSchema
 from services.segment import SegmentMeta
@@ -188,6 +193,9 @@ class Delegator:
         self.dist = Distribution()
         self.l0_segments: set[int] = set()
         self.offline: set[int] = set()
+        # Segments whose last load failed (and why); those with no other copy here are offline too.
+        self.load_failures = LoadFailures()
+        self.failure = ""  # why the delegator broke, when it did
         # Segments whose rows come from elsewhere (released, or compacted away): their inserts are skipped.
         self.excluded: set[int] = set(excluded)
         self._rows: dict[int, int] = {}  # rows per sealed segment served
@@ -223,19 +231,25 @@ class Delegator:
 
     async def _run(self) -> None:
         try:
-            await self.sync(l0=self._initial_l0, placements=self._initial)
-            self.serviceable = True
-            self._log.info("delegator serviceable", sealed=len(self.dist.current.sealed), l0=len(self.l0_segments),
-                           offline=sorted(self.offline))
-            await self._consume()
-        except PositionTruncated as err:
+            async with asyncio.TaskGroup() as tg:
+                # Consume from the checkpoint while the sealed segments load, as after a handoff: the
+                # cut log takes what arrives meanwhile to them. The delegator keeps its place near the
+                # WAL's head instead of asking, after a long load, for a position truncated meanwhile.
+                tg.create_task(self._consume(), name=f"delegator-consume-{self.vchannel}")
+                await self.sync(l0=self._initial_l0, placements=self._initial)
+                self.serviceable = True
+                self._log.info("delegator serviceable", sealed=len(self.dist.current.sealed),
+                               l0=len(self.l0_segments), offline=sorted(self.offline))
+        except* PositionTruncated as group:
+            reason = "; ".join(str(e) for e in group.exceptions)
+            self.failure = f"resume position truncated: {reason}"
             self.broken = True
-            self._log.warning("resume position truncated, the channel must be watched again", reason=err.message)
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # task boundary: report broken so the coordinator watches the channel again
+            self._log.warning("resume position truncated, the channel must be watched again", reason=reason)
+        except* Exception as group:  # task boundary: report broken so the coordinator watches the channel again
+            err = group.exceptions[0]
+            self.failure = f"{type(err).__name__}: {err}"
             self.broken = True
-            self._log.exception("delegator failed")
+            self._log.error("delegator failed", exc_info=err)
 
     async def _consume(self) -> None:
         cp = self._checkpoint
@@ -346,15 +360,20 @@ class Delegator:
                 current = self.dist.current.sealed.get(placed.meta.segment_id)
                 if current is not None and current.node_id == placed.placement.node_id:
                     continue
+                if not self.load_failures.due(placed.meta.segment_id):
+                    failed.append(placed.meta.segment_id)  # failed lately: tried again after its backoff
+                    continue
                 ready = await self._prepare(placed, moving_from=current)
                 if ready is None:
                     failed.append(placed.meta.segment_id)
                 else:
                     prepared.append(ready)
             if failed and release:
+                # What serves now keeps serving (a compaction's inputs hold its outputs' rows).
                 self._log.warning("sync deferred: a load failed, nothing is swapped", failed=failed,
                                   release=sorted(release))
                 return
+            self._missing(failed)
             if prepared or release:
                 await self._publish(prepared, list(release))
 
@@ -366,6 +385,7 @@ class Delegator:
             # this delegator started from): nothing to read.
             self.l0_segments.add(meta.segment_id)
             return
+        failpoint("delegator.load_l0")
         pks, ts = await asyncio.to_thread(load_deletes, self._storage, self.schema, meta)
         async with self._lock:
             self.data.add_deletes(pks, ts)
@@ -374,6 +394,7 @@ class Delegator:
 
     def _read_keys(self, meta: SegmentMeta) -> tuple[list[SegmentStats], pa.Array, np.ndarray, tuple[pa.Array, np.ndarray]]:
         """The segment's PK stats, its rows' keys and timestamps, and its own deletes (delta logs)."""
+        failpoint("delegator.read_keys")
         reader = SegmentReader(self._storage, self.schema)
         manifest = reader.read_manifest(meta.manifest)
         rows = reader.read_inserts(manifest, columns=[self._pk, TIMESTAMP_COLUMN])
@@ -385,14 +406,15 @@ class Delegator:
     async def _prepare(self, placed: PlacedSegment, *, moving_from: Placement | None) -> _Prepared | None:
         """Load the segment on its worker with every cut recorded so far (and its own deletes); not published.
 
-        Returns None (logged) when it cannot be loaded; the growing copy, if any, keeps serving.
+        Returns None when it cannot be loaded (``_load_failed``): a growing or sealed copy here, if
+        any, keeps serving; a segment with none is offline until a later load succeeds.
         """
         meta, target = placed.meta, placed.placement
         sid = meta.segment_id
         try:
             stats, keys, stamps, (own_pks, own_ts) = await asyncio.to_thread(self._read_keys, meta)
-        except StrataError as err:
-            self._log.warning("segment load failed", segment=sid, node=target.node_id, error=str(err))
+        except Exception as err:  # any failure to read it is a failed load, reported and retried
+            self._load_failed(placed, err)
             return None
         oracle = Oracle()
         oracle.stats[sid] = stats
@@ -412,11 +434,27 @@ class Delegator:
                 indexes=self.indexes,
                 cuts={sid: (pks, ts)},
             )
-        except (grpc.aio.AioRpcError, StrataError) as err:
-            self._log.warning("segment load failed", segment=sid, node=target.node_id, error=str(err))
+        except Exception as err:  # the worker's failure (an in-process worker raises what it met)
+            self._load_failed(placed, err)
             return None
         return _Prepared(placed=placed, oracle=oracle, stats=stats, keys=keys, stamps=stamps, mark=mark,
                          moving_from=moving_from, cuts=len(pks))
+
+    def _load_failed(self, placed: PlacedSegment, err: BaseException) -> None:
+        """Record a failed load (it is tried again after a backoff)."""
+        sid = placed.meta.segment_id
+        failure = self.load_failures.record(sid, placed.placement.node_id, err)
+        self._log.warning("segment load failed", segment=sid, node=placed.placement.node_id,
+                          attempts=failure.attempts, error=failure.reason)
+
+    def _missing(self, failed: Sequence[int]) -> None:
+        """Segments that failed to load and have no other copy here (none growing, none sealed:
+        flushed before this delegator's checkpoint, or imported) would leave their rows out of
+        every answer: they go offline, so reads fail until they load."""
+        missing = [sid for sid in failed if sid not in self.data.growing and sid not in self.dist.current.sealed]
+        if missing:
+            self.offline.update(missing)
+            self._log.warning("segments offline", segments=missing, reason="load failed")
 
     async def _publish(self, prepared: list[_Prepared], release: list[int]) -> None:
         """Under the data lock: cuts that arrived since each load, then one snapshot with every
@@ -438,7 +476,10 @@ class Delegator:
                     if len(pks):
                         await self._workers.cut(p.placed.placement.address, self.collection_id, {sid: (pks, ts)})
             except (grpc.aio.AioRpcError, StrataError) as err:
-                self._log.warning("segment load failed", segments=sorted(new), error=str(err))
+                for p in prepared:
+                    self._load_failed(p.placed, err)
+                if not release:
+                    self._missing([p.placed.meta.segment_id for p in prepared])
                 return
             for p in prepared:
                 sid = p.placed.meta.segment_id
@@ -452,6 +493,7 @@ class Delegator:
                 self.data.growing.pop(sid, None)
                 self._partition_of[sid] = p.placed.meta.partition_id
                 self.offline.discard(sid)
+                self.load_failures.forget(sid)
                 self._rows[sid] = len(p.keys)
             held = {sid: self.dist.current.sealed[sid] for sid in release if sid in self.dist.current.sealed}
             snap = self.dist.update(add={p.placed.meta.segment_id: p.placed.placement for p in prepared},
@@ -461,6 +503,7 @@ class Delegator:
                 self.cutlog.drop(sid)
                 self.l0_segments.discard(sid)
                 self.offline.discard(sid)
+                self.load_failures.forget(sid)
                 self._rows.pop(sid, None)
                 self.excluded.add(sid)
         for p in prepared:
@@ -481,11 +524,20 @@ class Delegator:
     # -- reads -----------------------------------------------------------------------------------
 
     def _check_readable(self) -> None:
-        if self.offline:
+        if not self.serviceable:
+            raise NotReady(f"{self.vchannel}: its sealed segments are still loading")
+        if not self.offline:
+            return
+        failed = [f for sid in sorted(self.offline) if (f := self.load_failures.get(sid)) is not None]
+        if failed:
             raise NotReady(
-                f"{self.vchannel}: sealed segments {sorted(self.offline)} are being loaded again; retry or use "
-                "another replica"
+                f"{self.vchannel}: {failed[0].describe()}; reads fail until it is loaded (retried), so that no "
+                "answer leaves its rows out"
             )
+        raise NotReady(
+            f"{self.vchannel}: sealed segments {sorted(self.offline)} are being loaded again; retry or use "
+            "another replica"
+        )
 
     def _mask(self, spec: ReadSpec, store: GrowingStore) -> np.ndarray | None:
         return read_mask(

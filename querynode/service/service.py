@@ -18,7 +18,7 @@ from querynode.delegator.distribution import Placement
 from querynode.index.base import parse_params, search_params
 from querynode.worker.client import WorkerClient, segment_read
 from querynode.worker.cuts import decode_cuts
-from querynode.worker.indexes import field_index_spec
+from querynode.worker.indexes import vector_index_specs
 from querynode.worker.worker import Worker
 from services.aiogather import gather_all
 from services.arrowio import table_to_ipc
@@ -181,7 +181,7 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
     @rpc_method(pb.StatusResponse)
     async def LoadSegments(self, request: pb.LoadSegmentsRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
         schema = CollectionSchema.from_json(request.schema_json)
-        indexes = [field_index_spec(i.field_name, i.index_id, dict(i.params)) for i in request.indexes]
+        indexes = vector_index_specs(schema, ((i.field_name, i.index_id, dict(i.params)) for i in request.indexes))
         await self.worker.load(
             request.collection_id,
             schema,
@@ -249,12 +249,27 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
                     serviceable=d.serviceable,
                     replica_id=d.replica_id,
                     offline_segments=sorted(d.offline),
+                    load_failures=[
+                        pb.SegmentLoadFailure(
+                            segment_id=f.segment_id,
+                            node_id=f.node_id,
+                            code=int(f.code),
+                            reason=f.describe(),
+                            attempts=f.attempts,
+                        )
+                        for f in d.load_failures
+                    ],
                 )
                 for v, d in self.delegators.items()
                 if not d.broken
             ],
             segments=[
                 pb.LoadedSegment(collection_id=c, segment_id=s, rows=n) for c, s, n in self.worker.loaded()
+            ],
+            broken=[
+                pb.BrokenChannel(collection_id=d.collection_id, vchannel=v, reason=d.failure)
+                for v, d in self.delegators.items()
+                if d.broken
             ],
         )
 

@@ -19,7 +19,7 @@ from protos import querynode_pb2 as pb
 from protos import querynode_pb2_grpc
 from querynode.index.base import parse_params, search_params
 from querynode.worker.cuts import encode_cuts
-from querynode.worker.indexes import field_index_spec
+from querynode.worker.indexes import vector_index_specs
 from querynode.worker.worker import SegmentRead, Worker
 from services.arrowio import ipc_to_table, table_to_ipc
 from services.errors import InvalidArgument
@@ -71,7 +71,7 @@ class WorkerClient:
         cuts: dict[int, tuple[pa.Array, np.ndarray]],
     ) -> None:
         if (worker := self._here(address)) is not None:
-            specs = [field_index_spec(i.field_name, i.index_id, dict(i.params)) for i in indexes]
+            specs = vector_index_specs(schema, ((i.field_name, i.index_id, dict(i.params)) for i in indexes))
             await worker.load(collection_id, schema, list(segments), specs, cuts)
             return
         resp = await self._stubs.get(address).LoadSegments(

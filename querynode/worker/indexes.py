@@ -9,11 +9,12 @@ may also come as top-level keys. Invalid values raise ``InvalidArgument``
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from querynode.index.spec import IndexSpec
 from services.errors import InvalidArgument
+from services.schema import CollectionSchema
 
 _META_KEYS = {"index_type", "metric_type", "params"}
 
@@ -46,3 +47,18 @@ def index_spec(params: Mapping[str, str]) -> IndexSpec:
 
 def field_index_spec(field_name: str, index_id: int, params: Mapping[str, str]) -> FieldIndexSpec:
     return FieldIndexSpec(field_name=field_name, index_id=index_id, spec=index_spec(params))
+
+
+def vector_index_specs(
+    schema: CollectionSchema, indexes: Iterable[tuple[str, int, Mapping[str, str]]]
+) -> list[FieldIndexSpec]:
+    """The specs of the indexes on vector fields: ``(field_name, index_id, params)`` each.
+
+    Indexes on other fields are left out (the proxy refuses to create them; a catalog written
+    before it did may still hold one): filters on those fields scan the column.
+    """
+    return [
+        field_index_spec(name, index_id, params)
+        for name, index_id, params in indexes
+        if schema.has_field(name) and schema.field(name).dtype.is_vector
+    ]

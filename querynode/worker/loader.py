@@ -31,6 +31,7 @@ from querynode.index.store import load_index, save_index
 from querynode.segments.growing import GrowingStore
 from querynode.worker.indexes import FieldIndexSpec
 from querynode.worker.segment import FieldIndex, WorkerSegment
+from services.failpoints import failpoint
 from services.schema import CollectionSchema
 from services.segment import SegmentMeta
 from services.storage.objectstore import ObjectStore
@@ -46,6 +47,7 @@ def load_segment(
     indexes: Sequence[FieldIndexSpec],
     threads: int = 1,
 ) -> WorkerSegment:
+    failpoint("worker.load_segment")
     reader = SegmentReader(storage, schema)
     manifest = reader.read_manifest(meta.manifest)
     store = GrowingStore(schema)
@@ -65,6 +67,7 @@ def load_segment(
         if not f.dtype.is_vector:
             continue  # scalar indexes: filters are evaluated vectorised over the columns
         vectors = store.vector_matrix(f.name)
+        failpoint("worker.load_index")
         index = load_index(storage, meta.collection_id, meta.segment_id, spec.index_id, f.field_id, spec.spec, vectors)
         if index is None:
             index = build_index(spec.spec, vectors, options=dataclasses.replace(DEFAULT_OPTIONS, threads=threads))

@@ -36,7 +36,7 @@ from protos import coordinator_pb2, querynode_pb2, querynode_pb2_grpc
 from services.aiogather import gather_all
 from services.arrowio import ipc_to_table
 from services.coordclient import CoordinatorClient
-from services.errors import ErrorCode, PartitionNotLoaded, StrataError
+from services.errors import ErrorCode, PartitionNotLoaded, SegmentLoadFailed, StrataError
 from services.grpcutil import StubCache, raise_for_status
 from services.proxy.localnode import LocalQueryNode
 from services.proxy.metacache import CollectionEntry
@@ -170,6 +170,10 @@ class ReadRouter:
                 start = next(self._turn) % len(ready)
                 return ready[start:] + ready[:start], read
             self._views.pop(coll.collection_id, None)
+            failed = {c.replica_id: c.load_error for c in view.channels if c.load_error}
+            if failed and len(failed) == len(by_replica):
+                # Every replica is held up by a load that failed: waiting would end the same way.
+                raise SegmentLoadFailed(f"collection {coll.name} cannot be read: {next(iter(failed.values()))}")
             if loop.time() >= deadline:
                 waiting = sorted({c.vchannel for c in view.channels if not c.ready})
                 raise StrataError(

@@ -21,7 +21,7 @@ from protos import coordinator_pb2
 from querynode.segments.reduce import merge_topk
 from querynode.worker.indexes import index_spec
 from services.coordclient import CoordinatorClient
-from services.errors import ErrorCode, InvalidArgument, NotSupported, StrataError
+from services.errors import ErrorCode, IndexNotSupported, InvalidArgument, NotSupported, SegmentLoadFailed, StrataError
 from services.expr import parse_filter
 from services.grpcutil import raise_for_status
 from services.proxy import convert
@@ -232,6 +232,9 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
         view = await self._reads.load_view(coll)
         if view.state == coordinator_pb2.LOAD_STATE_NOT_LOAD:
             raise StrataError(f"collection not loaded[collection={coll.name}]", ErrorCode.COLLECTION_NOT_LOADED)
+        if view.load_error:
+            # load_collection (which polls this) fails with the reason instead of waiting out its timeout.
+            raise SegmentLoadFailed(f"load of collection {coll.name} failed (retried in the background): {view.load_error}")
         return milvus_pb2.GetLoadingProgressResponse(status=success(), progress=view.progress, refresh_progress=view.progress)
 
     # ---- indexes -------------------------------------------------------------------------------
@@ -249,6 +252,14 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
             params.setdefault("metric_type", DEFAULT_INDEX_METRIC)
             params.setdefault("index_type", "AUTOINDEX")
             index_spec(params)  # InvalidArgument naming a bad index type or build parameter
+        else:
+            # Refused before anything is written: a worker builds vector indexes only, and an index
+            # it cannot build must not be accepted (and then fail every load).
+            raise IndexNotSupported(
+                f"index type {params.get('index_type') or 'AUTOINDEX'} on field {field.name} "
+                f"({field.dtype.name}) is not supported: Strata builds indexes on vector fields only "
+                "(FLAT, HNSW, AUTOINDEX); filters on scalar and JSON fields scan the column"
+            )
         resp = await (await self._stub()).CreateIndex(
             coordinator_pb2.CreateIndexRequest(
                 collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),

@@ -115,3 +115,34 @@ def test_bad_index_params_are_refused(milvus: MilvusClient) -> None:
             milvus.create_index(name, params)
     assert milvus.list_indexes(name) == []
     milvus.drop_collection(name)
+
+
+def test_indexes_no_worker_can_build_are_refused_before_anything_is_written(milvus: MilvusClient) -> None:
+    """A scalar or JSON-path index was accepted, then failed every segment load (reads counted 0)."""
+    name = unique_name("scalaridx")
+    schema = MilvusClient.create_schema(auto_id=False)
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    schema.add_field("tag", DataType.INT64)
+    schema.add_field("j", DataType.JSON)
+    schema.add_field("v", DataType.FLOAT_VECTOR, dim=4)
+    milvus.create_collection(name, schema=schema)
+    for field, kwargs in (
+        ("j", {"index_type": "INVERTED", "params": {"json_path": "j['a']", "json_cast_type": "double"}}),
+        ("tag", {"index_type": "STL_SORT"}),
+        ("tag", {}),
+    ):
+        params = milvus.prepare_index_params()
+        params.add_index(field, **kwargs)
+        with pytest.raises(MilvusException) as err:
+            milvus.create_index(name, params)
+        assert err.value.code == 701 and f"on field {field}" in err.value.message, err.value
+    assert milvus.list_indexes(name) == []
+    params = milvus.prepare_index_params()
+    params.add_index("v", metric_type="L2")
+    milvus.create_index(name, params)
+    milvus.insert(name, [{"id": i, "tag": i, "j": {"a": i}, "v": [float(i), 0, 0, 1]} for i in range(150)])
+    milvus.flush(name)
+    milvus.load_collection(name)
+    count = milvus.query(name, filter="", output_fields=["count(*)"], consistency_level="Strong")[0]["count(*)"]
+    assert count == 150
+    milvus.drop_collection(name)
