@@ -144,7 +144,8 @@ class Coordinator:
         self.ddl = DDL(self.catalog, self.ids, self.tso, self._producer, names, self.query.release, self.data)
         # Compaction and bulk import on Spark need the object storage the segments live in.
         self.jobs = None if c.storage is None else OfflineJobs(
-            meta, self.data, self.catalog, self.ids, self.tso, storage_uri=c.storage, config=c.jobs
+            meta, self.data, self.catalog, self.ids, self.tso, storage_uri=c.storage, config=c.jobs,
+            loading=self.query.loading,
         )
         service = CoordinatorService(
             tso=self.tso,

@@ -128,6 +128,9 @@ class JobsConfig:
     compaction_delete_ratio: float = 0.2
     # Fold a vchannel's L0 deletes into its segments once this many settled L0 segments piled up.
     l0_trigger_segments: int = 16
+    # A compaction job waits while loaded collections are loading (after a restart, say: its Spark
+    # JVM would compete with the index loads and builds), but at most this long.
+    compaction_yield_seconds: float = 600.0
 
     def validate(self) -> None:
         check_spark_master(self.spark_master)
@@ -140,6 +143,7 @@ class JobsConfig:
         if not 0 < self.compaction_delete_ratio <= 1:
             raise ValueError(f"compaction_delete_ratio must be in (0, 1], got {self.compaction_delete_ratio}")
         check_positive(self.l0_trigger_segments)
+        check_non_negative(self.compaction_yield_seconds)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -186,6 +190,9 @@ class StreamingNodeConfig:
     wal_segment_bytes: int = 64 << 20
     # Seconds between truncations of each WAL below its vchannels' checkpoints.
     truncate_interval_seconds: float = 2.0
+    # Truncation never passes an open reader's position (a consumer loading, or slower than the
+    # flusher) unless that reader read nothing for this long (streamingnode/wal/holds.py).
+    wal_read_hold_seconds: float = 600.0
     # A growing segment is sealed (and written to object storage) at this size or row count;
     # the WAL is kept from the oldest growing segment on, so these bound it.
     segment_max_bytes: int = 128 << 20
@@ -199,7 +206,7 @@ class StreamingNodeConfig:
         self.common.validate()
         if self.tick_interval_seconds <= 0:
             raise ValueError("tick interval must be positive")
-        for name in ("wal_segment_bytes", "truncate_interval_seconds", "flush_segment_buffer_bytes",
+        for name in ("wal_segment_bytes", "truncate_interval_seconds", "wal_read_hold_seconds", "flush_segment_buffer_bytes",
                      "flush_memory_limit_bytes", "segment_max_bytes", "segment_max_rows"):
             check_positive(getattr(self, name))
         check_storage_uri(self.storage)

@@ -163,6 +163,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(section="streamingnode", key="truncate_interval_seconds", target=StreamingNodeConfig,
             field="truncate_interval_seconds", help="seconds between WAL truncations below the checkpoints",
             check=check_positive),
+    Setting(section="streamingnode", key="wal_read_hold_seconds", target=StreamingNodeConfig,
+            field="wal_read_hold_seconds",
+            help="truncation keeps an open reader's records unless it read nothing for this long",
+            check=check_positive),
     Setting(section="streamingnode", key="segment_max_bytes", target=StreamingNodeConfig,
             field="segment_max_bytes", help="a growing segment is sealed at this many bytes", check=check_positive),
     Setting(section="streamingnode", key="segment_max_rows", target=StreamingNodeConfig,
@@ -216,6 +220,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(section="jobs", key="l0_trigger_segments", target=JobsConfig, field="l0_trigger_segments",
             help="L0 delete segments of a vchannel that start folding them into its segments",
             check=check_positive),
+    Setting(section="jobs", key="compaction_yield_seconds", target=JobsConfig, field="compaction_yield_seconds",
+            help="a compaction waits at most this long for loads in progress to finish",
+            check=check_non_negative),
 )  # fmt: skip
 
 BY_NAME = {s.name: s for s in SETTINGS}

@@ -85,6 +85,7 @@ class StreamingNode:
             on_open=self.flushers.on_open,
             on_close=self.flushers.on_close,
             recovery=EtcdRecoveryStore(self._store),
+            read_hold_seconds=c.wal_read_hold_seconds,
         )
         manager = self.manager
 

@@ -24,7 +24,9 @@ coordinator starts, its hidden outputs are dropped, their files collected);
 after 3 the outputs. Failpoints ``compaction.after_job``,
 ``compaction.after_outputs`` and ``compaction.after_commit`` sit between the
 steps. A request (pymilvus ``compact()``) runs its L0 plans first, then plans
-mix compaction over what they produced.
+mix compaction over what they produced. A job waits for its Spark run while
+loaded collections are loading (``jobs.compaction_yield_seconds`` at most):
+after a restart, the loads come first.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ from services.ttl import expire_before
 
 _REQUEST = "datacoord/compaction/"
 FINISHED_RETENTION_SECONDS = 24 * 3600.0
+LOAD_POLL_SECONDS = 1.0  # how often a compaction that yields to loads looks again
 
 
 class JobRunner(Protocol):
@@ -121,6 +124,7 @@ class CompactionManager:
         config: JobsConfig,
         slot: asyncio.Semaphore,
         import_floor: Callable[[int], int | None],
+        loading: Callable[[], bool] = lambda: False,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._store = store
@@ -133,6 +137,7 @@ class CompactionManager:
         self._config = config
         self._slot = slot
         self._import_floor = import_floor
+        self._loading = loading
         self._clock = clock
         self._requests: dict[int, CompactionRequest] = {}
         self._busy: set[str] = set()  # vchannels with a plan being planned or run
@@ -377,6 +382,7 @@ class CompactionManager:
             mix=tuple(mix_plans_),
             l0=tuple(l0_plans_),
         )
+        await self._yield_to_loads(meta.collection_id)
         async with self._slot:
             running = []
             for rec in records:
@@ -399,6 +405,17 @@ class CompactionManager:
         for rec in running:
             final.append(await self._commit(rec, planned[rec.job_id], result))
         return final
+
+    async def _yield_to_loads(self, collection_id: int) -> None:
+        """Wait while collections are loading (``jobs.compaction_yield_seconds`` at most): a restart's
+        loads read and index every segment, and a Spark JVM beside them slows them down."""
+        limit = self._config.compaction_yield_seconds
+        if limit <= 0 or not self._loading():
+            return
+        self._log.info("compaction waits for loads to finish", collection_id=collection_id, at_most=limit)
+        deadline = time.monotonic() + limit
+        while self._loading() and time.monotonic() < deadline:
+            await asyncio.sleep(LOAD_POLL_SECONDS)
 
     async def _commit(self, rec: JobRecord, choice: L0Choice | MixChoice, result: JobResult) -> JobRecord:
         if result.error:

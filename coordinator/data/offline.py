@@ -3,11 +3,14 @@
 Both share one job slot (a Spark job at a time: a standalone machine has few
 cores) and one ``SparkRunner``. Built only when the coordinator has object
 storage; ``start`` after the data and query coordinators, ``stop`` before them.
+``loading`` tells whether loaded collections are still loading: compaction
+jobs wait for that (``CompactionManager``).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from coordinator.catalog import Catalog
 from coordinator.data.compaction import CompactionManager, JobRunner
@@ -31,6 +34,7 @@ class OfflineJobs:
         storage_uri: str,
         config: JobsConfig,
         runner: JobRunner | None = None,
+        loading: Callable[[], bool] = lambda: False,
     ) -> None:
         if runner is None:
             from services.jobs.runner import SparkRunner
@@ -42,7 +46,7 @@ class OfflineJobs:
         )
         self.compaction = CompactionManager(
             store, data, catalog, ids, tso, runner, storage_uri=storage_uri, config=config, slot=slot,
-            import_floor=self.imports.floor,
+            import_floor=self.imports.floor, loading=loading,
         )
 
     async def start(self) -> None:

@@ -78,8 +78,16 @@ class HandlerService(streaming_pb2_grpc.StreamingNodeHandlerServicer):
         try:
             wal = self._manager.get(request.pchannel, request.term)
             policy = _policy(request)
+        except StrataError as err:
+            yield streaming_pb2.ConsumeResponse(status=error_status(err))
+            return
+        # The scanner holds the log from its start on before the start is checked: no truncation
+        # can come in between.
+        scanner = wal.scanner(policy, request.vchannel)
+        try:
             wal.check_start(policy)
         except StrataError as err:
+            scanner.release()
             yield streaming_pb2.ConsumeResponse(status=error_status(err))
             return
         # A pump reads ahead into a bounded queue; each response carries what is already there.
@@ -87,7 +95,7 @@ class HandlerService(streaming_pb2_grpc.StreamingNodeHandlerServicer):
 
         async def pump() -> None:
             try:
-                async for item in wal.read(policy, request.vchannel):
+                async for item in scanner:
                     await queue.put(item)
             finally:
                 with contextlib.suppress(asyncio.QueueFull):
@@ -119,10 +127,13 @@ class HandlerService(streaming_pb2_grpc.StreamingNodeHandlerServicer):
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await reader
-        # The WAL closed under us (removed or moved): tell the consumer to re-resolve.
-        yield streaming_pb2.ConsumeResponse(
-            status=error_status(StrataError(f"wal {request.pchannel} closed", ErrorCode.WAL_CLOSED))
-        )
+            scanner.release()
+        # The scanner failed (a reader idle so long the WAL abandoned it: POSITION_TRUNCATED), or the
+        # WAL closed under us (removed or moved): the consumer rebuilds, or re-resolves.
+        failed = reader.exception() if reader.done() and not reader.cancelled() else None
+        if not isinstance(failed, StrataError):
+            failed = StrataError(f"wal {request.pchannel} closed", ErrorCode.WAL_CLOSED)
+        yield streaming_pb2.ConsumeResponse(status=error_status(failed))
 
     @rpc_method(streaming_pb2.GetCollectionRowsResponse)
     async def GetCollectionRows(

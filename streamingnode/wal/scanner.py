@@ -38,7 +38,8 @@ from enum import Enum
 import structlog
 
 from protos.common_pb2 import Message, MessageType
-from services.errors import InvalidArgument, WALClosed
+from services.errors import InvalidArgument, PositionTruncated, WALClosed
+from streamingnode.wal.holds import ReadHolds
 from streamingnode.wal.wab import Entry, Evicted, WriteAheadBuffer, WriteAheadBufferReader
 from streamingnode.walimpls.wal import DeliverPolicy, DeliverPolicyKind, LogEntry, MessageID, Scanner, WALImpl
 
@@ -111,8 +112,10 @@ class SwitchableScanner:
         is_closing: Callable[[], bool] = lambda: False,
         backoff: Backoff | None = None,
         sleep: Sleep = asyncio.sleep,
+        holds: ReadHolds | None = None,
     ) -> None:
         self._impl = impl
+        self._holds = holds
         self._buffer = buffer
         self._vchannel = vchannel
         self._is_closing = is_closing
@@ -134,12 +137,20 @@ class SwitchableScanner:
         self._backend: Scanner | None = None
         self._entries: AsyncIterator[LogEntry] | None = None
         self._iterated = False
+        # What the WAL must not truncate while this scanner exists: where it would restart the backend.
+        self._hold = None if holds is None else holds.open(self._start.message_id)
         self.stats = ScannerStats()
         self._log = structlog.get_logger().bind(component="wal-scanner", pchannel=impl.channel, term=impl.term)
 
     @property
     def mode(self) -> ScanMode:
         return self._mode
+
+    def release(self) -> None:
+        """Let the WAL truncate past this scanner (iteration does it when it ends; a scanner that is
+        never iterated must be released by its owner)."""
+        if self._hold is not None and self._holds is not None:
+            self._holds.close(self._hold)
 
     def __aiter__(self) -> AsyncIterator[tuple[MessageID, Message]]:
         if self._iterated:
@@ -149,8 +160,14 @@ class SwitchableScanner:
 
     async def _run(self) -> AsyncIterator[tuple[MessageID, Message]]:
         vchannel = self._vchannel
+        holds, hold = self._holds, self._hold
         try:
             while True:
+                if hold is not None and hold.abandoned:
+                    raise PositionTruncated(
+                        f"the reader of {self._impl.channel} at {hold.position} was idle too long; the log "
+                        "may have been truncated past it"
+                    )
                 if self._mode is ScanMode.TAILING:
                     entry = await self._next_from_buffer()
                 else:
@@ -169,12 +186,15 @@ class SwitchableScanner:
                 self._high, self._high_id = msg.timetick, message_id
                 if msg.last_confirmed:
                     self._start = DeliverPolicy.start_from(MessageID.from_bytes(msg.last_confirmed))
+                if hold is not None and holds is not None:
+                    holds.move(hold, self._start.message_id)
                 is_tick = msg.type == MessageType.TIME_TICK
                 if is_tick and self._mode is ScanMode.CATCH_UP:
                     await self._try_tail(msg.timetick)
                 if is_tick or not vchannel or msg.vchannel == vchannel:
                     yield message_id, msg
         finally:
+            self.release()
             await self._close_backend()
 
     async def _next_from_buffer(self) -> Entry | _Step:

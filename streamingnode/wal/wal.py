@@ -46,6 +46,7 @@ from services.position import Position
 from services.tsoutil import physical_ms
 from streamingnode.message import header, new_time_tick
 from streamingnode.shard import ShardManager
+from streamingnode.wal.holds import DEFAULT_MAX_AGE_SECONDS, ReadHolds
 from streamingnode.wal.recovery import RecoveryHandle, RecoverySnapshot
 from streamingnode.wal.scanner import Backoff, SwitchableScanner
 from streamingnode.wal.shard_interceptor import Expansion, ShardInterceptor
@@ -101,6 +102,7 @@ class WAL:
         shard: ShardInterceptor | None = None,
         recovery: RecoveryHandle | None = None,
         snapshot_interval: float = 10.0,
+        read_hold_seconds: float = DEFAULT_MAX_AGE_SECONDS,
     ) -> None:
         self.impl = impl
         self.channel = impl.channel
@@ -113,6 +115,7 @@ class WAL:
         self._backoff.validate()
         self._clock = clock
         self._shard = shard
+        self._holds = ReadHolds(impl.channel, max_age=read_hold_seconds, clock=clock)
         self._queue: asyncio.Queue[_Pending] = asyncio.Queue()
         self._closing = False
         self._writer: asyncio.Task[None] | None = None
@@ -212,10 +215,14 @@ class WAL:
         return self._saved
 
     async def truncate(self, upto: MessageID) -> MessageID | None:
-        """Let the backend drop records below ``upto``, never past the saved snapshot; returns the bound used."""
+        """Let the backend drop records below ``upto``, never past the saved snapshot nor a reader's
+        hold (``holds.py``); returns the bound used (None: nothing may go)."""
         if self._saved is None:
             return None
-        bound = min(upto, MessageID.from_bytes(self._saved.message_id))
+        held = self._holds.bound(min(upto, MessageID.from_bytes(self._saved.message_id)))
+        if held is None:
+            return None  # an open reader needs the whole log
+        bound = held
         failpoint("wal.truncate")
         await self.impl.truncate(bound)
         return bound
@@ -444,6 +451,7 @@ class WAL:
             vchannel=vchannel,
             is_closing=lambda: self._closing,
             backoff=self._backoff,
+            holds=self._holds,
         )
 
     def read(self, policy: DeliverPolicy, vchannel: str = "") -> AsyncIterator[tuple[MessageID, Message]]:

@@ -14,6 +14,7 @@ import structlog
 
 from services.errors import ChannelNotExist, WALClosed
 from streamingnode.shard import SealPolicy, ShardManager
+from streamingnode.wal.holds import DEFAULT_MAX_AGE_SECONDS
 from streamingnode.wal.ids import IDSource
 from streamingnode.wal.recovery import RecoveryStore
 from streamingnode.wal.shard_interceptor import ShardInterceptor
@@ -54,8 +55,10 @@ class WALManager:
         seal_policy: SealPolicy | None = None,
         recovery: RecoveryStore | None = None,
         snapshot_interval: float = 10.0,
+        read_hold_seconds: float = DEFAULT_MAX_AGE_SECONDS,
     ) -> None:
         self._opener = opener
+        self._read_hold_seconds = read_hold_seconds
         # With a recovery store every WAL saves snapshots and reopens from the newest one.
         self._recovery = recovery
         self._snapshot_interval = snapshot_interval
@@ -85,6 +88,7 @@ class WALManager:
             shard=shard,
             recovery=None if self._recovery is None else self._recovery.handle(pchannel),
             snapshot_interval=self._snapshot_interval,
+            read_hold_seconds=self._read_hold_seconds,
         )
         try:
             await wal.start()

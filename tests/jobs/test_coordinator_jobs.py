@@ -77,6 +77,7 @@ class World:
         self.runner = SessionRunner(spark)
         self.clock = Clock()
         self.config = JobsConfig(compaction_interval_seconds=0, compaction_min_age_seconds=0, compaction_min_segments=2)
+        self.loading = False  # what the query coordinator would say: collections still loading
 
     async def start(self) -> None:
         self.tso = TimestampOracle(self.store)
@@ -87,7 +88,7 @@ class World:
         self.data = DataCoordinator(self.store, self.catalog, self.tso, None, clock=self.clock)  # type: ignore[arg-type]
         await self.data.start()
         self.jobs = OfflineJobs(self.store, self.data, self.catalog, self.ids, self.tso, storage_uri=self.uri,
-                                config=self.config, runner=self.runner)
+                                config=self.config, runner=self.runner, loading=lambda: self.loading)
         await self.jobs.start()
 
     async def stop(self) -> None:
@@ -195,6 +196,20 @@ async def test_a_manual_compaction_switches_from_inputs_to_outputs_in_one_commit
         SegmentReader(world.files, schema()).read_manifest(live[0].manifest))
     assert sorted(stored.column("id").to_pylist()) == expected  # the deleted rows are not in the file
     assert live[0].rows == 150 and live[0].position is not None and live[0].position.timetick == 200
+
+
+async def test_a_compaction_waits_while_collections_load(world: World) -> None:
+    """After a restart the loads come first: no Spark job runs beside them."""
+    meta = await world.collection()
+    await world.flushed_l1(1, range(0, 100), 100)
+    await world.flushed_l1(2, range(100, 200), 200)
+    world.loading = True
+    req = await world.compaction.request(meta)
+    await asyncio.sleep(2.5)  # LOAD_POLL_SECONDS twice over
+    assert world.runner.runs == 0 and world.compaction.state(req.request_id)[0].phase != "DONE"
+    world.loading = False
+    jobs = await _finished(world, req.request_id)
+    assert [(j.kind, j.state) for j in jobs] == [(JobKind.MIX, JobState.COMMITTED)] and world.runner.runs == 1
 
 
 async def test_an_input_that_changes_while_the_job_runs_fails_the_plan_and_hides_its_outputs(world: World) -> None:
