@@ -1,9 +1,15 @@
-"""Crash injection: named points where a test can make the process die on the spot.
+"""Fault injection: named points where a test can make the process die or an I/O call fail.
 
 ``STRATA_FAILPOINTS="flusher.after_files=kill,wal.truncate=kill"`` arms points
-in a process (read once, at the first call). ``kill`` sends SIGKILL to the
-process itself, which is what ``kill -9`` from outside does, but at an exact
-step. An unarmed point costs one dict lookup. Points in the code:
+in a process (read once, at the first call; :func:`arm` replaces the set in
+the test's own process). An unarmed point costs one dict lookup. Actions:
+
+| action | what the point does |
+|---|---|
+| ``kill`` | sends SIGKILL to the process itself, what ``kill -9`` from outside does, but at an exact step |
+| an errno name (``ENOSPC``, ``EIO``, ``EDQUOT``, ...) | raises ``OSError`` with that errno, as the I/O call after the point would |
+
+Points in the code:
 
 | point | where |
 |---|---|
@@ -16,12 +22,15 @@ step. An unarmed point costs one dict lookup. Points in the code:
 | ``compaction.after_outputs`` | a plan's outputs are recorded hidden (or an L0 plan's targets updated), not committed |
 | ``compaction.after_commit`` | a plan committed (outputs visible, inputs dropped), outputs' job id not cleared |
 | ``import.after_job`` / ``import.after_outputs`` | the same two steps of an import |
+| ``wal.local.write`` | the local WAL is about to write a batch's bytes to a segment file |
+| ``wal.local.fsync`` | the local WAL is about to fsync a segment file (its bytes are written) |
 
 A point named ``name@N`` fires on its N-th pass only (``flusher.after_files@2=kill``).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 from collections import Counter
@@ -34,12 +43,26 @@ _passes: Counter[str] = Counter()
 
 
 def _load() -> dict[str, str]:
-    spec = os.environ.get(_ENV, "")
+    return _parse(os.environ.get(_ENV, ""))
+
+
+def _parse(spec: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in filter(None, (p.strip() for p in spec.split(","))):
         name, _, action = item.partition("=")
         out[name.strip()] = action.strip() or "kill"
     return out
+
+
+def arm(spec: str) -> None:
+    """Replace the armed points of this process with ``spec`` (the ``STRATA_FAILPOINTS`` syntax).
+
+    For tests that inject faults in their own process (child processes still read the
+    variable); ``arm("")`` disarms every point. Pass counts start again.
+    """
+    global _armed
+    _armed = _parse(spec)
+    _passes.clear()
 
 
 def failpoint(name: str) -> None:
@@ -56,4 +79,7 @@ def failpoint(name: str) -> None:
     if action == "kill":
         structlog.get_logger().bind(component="failpoint").critical("failpoint kill", point=name)
         os.kill(os.getpid(), signal.SIGKILL)
+    code = getattr(errno, action, None)
+    if action.startswith("E") and isinstance(code, int):
+        raise OSError(code, f"{os.strerror(code)} (failpoint {name})")
     raise RuntimeError(f"failpoint {name}: unknown action {action!r}")
