@@ -315,11 +315,10 @@ class WAL:
             try:
                 if batch:
                     await self._write(batch)
+                elif self._unsettled_since is not None:
+                    await self._settle()
                 elif not await self._self_flush():
-                    if self._unsettled_since is None:
-                        await self._volatile_tick()
-                    else:
-                        await self._settle()
+                    await self._volatile_tick()
                 self._maybe_capture()
             except asyncio.CancelledError:
                 for p in batch:
@@ -356,20 +355,21 @@ class WAL:
         return True
 
     async def _settle(self) -> None:
-        """Persist a lone TimeTick after a failed append, once the backend takes writes again.
+        """After a failed append, persist what an idle tick owes: due Flushes, else a lone TimeTick.
 
         A failed append invalidated the buffer, so every reader went back to the
         backend, and there volatile TimeTicks never arrive: tsafe would stand
         still until the next write. A persisted TimeTick lets readers catch up
-        and return to the buffer. Tried at every idle tick while it fails,
-        spaced out to at most one try a second.
+        and return to the buffer. Tried at idle ticks while it fails, spaced
+        out to at most one try a second.
         """
         assert self._wab is not None and self._unsettled_since is not None
         now = self._clock()
         if now < self._settle_at:
             return
         try:
-            await self._persist([], fresh=True)
+            if not await self._self_flush():
+                await self._persist([], fresh=True)
         except Exception as err:  # still failing: the appenders hear why, this tick tries again later
             self._log.debug("timetick not persisted", error=str(err))
             self._settle_delay = min(max(self._settle_delay * 2, self._tick_interval), _SETTLE_MAX_DELAY)
