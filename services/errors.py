@@ -7,6 +7,7 @@ to pymilvus). Domain code raises these; service edges translate them.
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -39,6 +40,8 @@ class ErrorCode(IntEnum):
     PARTITION_NOT_LOADED = 22
     SEGMENT_LOAD_FAILED = 23
     INDEX_NOT_SUPPORTED = 24
+    DISK_QUOTA_EXHAUSTED = 25
+    IO_FAILED = 26
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +79,11 @@ CODE_TABLE: dict[ErrorCode, CodeInfo] = {
     ErrorCode.PARTITION_NOT_LOADED: CodeInfo(grpc.StatusCode.FAILED_PRECONDITION, 1, 201),
     ErrorCode.SEGMENT_LOAD_FAILED: CodeInfo(grpc.StatusCode.UNAVAILABLE, 1, 604),
     ErrorCode.INDEX_NOT_SUPPORTED: CodeInfo(grpc.StatusCode.INVALID_ARGUMENT, 1, 701),
+    # commonpb.ErrorCode_DiskQuotaExhausted (54) and merr.ErrServiceDiskLimitExceeded (7), which
+    # Milvus converts into each other.
+    ErrorCode.DISK_QUOTA_EXHAUSTED: CodeInfo(grpc.StatusCode.RESOURCE_EXHAUSTED, 54, 7),
+    # merr.ErrIoFailed.
+    ErrorCode.IO_FAILED: CodeInfo(grpc.StatusCode.UNAVAILABLE, 1, 1001),
 }
 
 
@@ -168,6 +176,39 @@ class PositionTruncated(StrataError):
     """A reader asked to start below the oldest record the WAL still has."""
 
     code = ErrorCode.POSITION_TRUNCATED
+
+
+class DiskQuotaExhausted(StrataError):
+    """A write found no space on its disk (``ENOSPC``, ``EDQUOT``); nothing of it was acknowledged."""
+
+    code = ErrorCode.DISK_QUOTA_EXHAUSTED
+
+
+class IOFailed(StrataError):
+    """A write failed with an I/O error (``EIO`` and other ``OSError``); nothing of it was acknowledged."""
+
+    code = ErrorCode.IO_FAILED
+
+
+# Milvus's wording for a refused write when the disk quota is used up (its quota center's reason).
+DISK_QUOTA_MESSAGE = "disk quota exceeded, please allocate more resources"
+_NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def disk_error(err: OSError, what: str) -> StrataError:
+    """The error to report for ``err`` raised while ``what`` wrote to disk.
+
+    No space left (``ENOSPC``, ``EDQUOT``) becomes :class:`DiskQuotaExhausted` with Milvus's
+    wording; any other ``OSError`` becomes :class:`IOFailed`. Chained to ``err``.
+    """
+    detail = f"{what}: {err.strerror or err}"
+    out: StrataError
+    if err.errno in _NO_SPACE:
+        out = DiskQuotaExhausted(f"{DISK_QUOTA_MESSAGE}: {detail}")
+    else:
+        out = IOFailed(f"IO failed: {detail}")
+    out.__cause__ = err
+    return out
 
 
 def error_from_code(code: int, message: str) -> StrataError:

@@ -1,12 +1,17 @@
-"""Crash injection: named points where a test can make the process die on the spot.
+"""Fault injection: named points where a test can make the process die or an I/O call fail.
 
 ``STRATA_FAILPOINTS="flusher.after_files=kill,wal.truncate=kill"`` arms points
-in a process (read once, at the first call). ``kill`` sends SIGKILL to the
-process itself, which is what ``kill -9`` from outside does, but at an exact
-step; ``error`` raises ``FailpointError`` there, as a missing or corrupt file
-would (the caller's error handling is what is tested); ``sleep:SECONDS`` makes
-the step that long (a slow disk, a big segment). An unarmed point costs
-one dict lookup. Points in the code:
+in a process (read once, at the first call; :func:`arm` replaces the set in
+the test's own process). An unarmed point costs one dict lookup. Actions:
+
+| action | what the point does |
+|---|---|
+| ``kill`` | sends SIGKILL to the process itself, what ``kill -9`` from outside does, but at an exact step |
+| an errno name (``ENOSPC``, ``EIO``, ``EDQUOT``, ...) | raises ``OSError`` with that errno, as the I/O call after the point would |
+| ``error`` | raises ``FailpointError`` (a ``StrataError``), as a missing or corrupt object in storage would |
+| ``sleep:SECONDS`` | makes the step that long (a slow disk, a big segment); for points that run in threads |
+
+Points in the code:
 
 | point | where |
 |---|---|
@@ -23,12 +28,15 @@ one dict lookup. Points in the code:
 | ``worker.load_index`` | a worker is about to load (or build) a sealed segment's vector index |
 | ``delegator.read_keys`` | a delegator is about to read a sealed segment's keys and PK stats |
 | ``delegator.load_l0`` | a delegator is about to read an L0 segment's deletes |
+| ``wal.local.write`` | the local WAL is about to write a batch's bytes to a segment file |
+| ``wal.local.fsync`` | the local WAL is about to fsync a segment file (its bytes are written) |
 
 A point named ``name@N`` fires on its N-th pass only (``flusher.after_files@2=kill``).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import time
@@ -50,12 +58,26 @@ _passes: Counter[str] = Counter()
 
 
 def _load() -> dict[str, str]:
-    spec = os.environ.get(_ENV, "")
+    return _parse(os.environ.get(_ENV, ""))
+
+
+def _parse(spec: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in filter(None, (p.strip() for p in spec.split(","))):
         name, _, action = item.partition("=")
         out[name.strip()] = action.strip() or "kill"
     return out
+
+
+def arm(spec: str) -> None:
+    """Replace the armed points of this process with ``spec`` (the ``STRATA_FAILPOINTS`` syntax).
+
+    For tests that inject faults in their own process (child processes still read the
+    variable); ``arm("")`` disarms every point. Pass counts start again.
+    """
+    global _armed
+    _armed = _parse(spec)
+    _passes.clear()
 
 
 def failpoint(name: str) -> None:
@@ -78,4 +100,7 @@ def failpoint(name: str) -> None:
     if action == "error":
         structlog.get_logger().bind(component="failpoint").warning("failpoint error", point=name)
         raise FailpointError(f"failpoint {name}: injected error")
+    code = getattr(errno, action, None)
+    if action.startswith("E") and isinstance(code, int):
+        raise OSError(code, f"{os.strerror(code)} (failpoint {name})")
     raise RuntimeError(f"failpoint {name}: unknown action {action!r}")

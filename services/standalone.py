@@ -9,6 +9,11 @@ they find each other exactly as in a cluster. The launcher logs one
 ``standalone ready`` line once the proxy answers and every pchannel is
 assigned, and on SIGINT/SIGTERM stops the processes in reverse order, then
 etcd. Children die with the launcher (``PR_SET_PDEATHSIG``) if it is killed.
+
+etcd is watched: if it exits (killed, or stopped by a full disk) it is started
+again on the same data directory and ports, with a backoff while it keeps
+failing, and a ``NOSPACE`` alarm is cleared (``services/etcd/supervisor.py``);
+the roles ride out the gap. A role that exits still stops everything (status 1).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import structlog
 from services.cli import NODE_COMMAND
 from services.etcd.metastore import MetaStore
 from services.etcd.process import EtcdProcess
+from services.etcd.supervisor import EtcdSupervisor
 from services.procutil import die_with_parent
 
 log = structlog.get_logger().bind(component="standalone")
@@ -61,13 +67,16 @@ async def _cluster_ready(endpoint: str, port: int, pchannels: int) -> bool:
     with socket.socket() as s:
         if s.connect_ex(("127.0.0.1", port)) != 0:
             return False
-    store = await MetaStore.connect(endpoint)
     try:
-        kvs = await store.scan("streamingcoord/pchannel/")
-        assigned = [kv for kv in kvs if json.loads(kv.value)["state"] == "ASSIGNED"]
-        return len(assigned) >= pchannels
-    finally:
-        await store.close()
+        store = await MetaStore.connect(endpoint)
+        try:
+            kvs = await store.scan("streamingcoord/pchannel/")
+        finally:
+            await store.close()
+    except Exception:  # etcd away (the supervisor restarts it): not ready yet
+        return False
+    assigned = [kv for kv in kvs if json.loads(kv.value)["state"] == "ASSIGNED"]
+    return len(assigned) >= pchannels
 
 
 def run_standalone(
@@ -86,6 +95,7 @@ def run_standalone(
     signal.signal(signal.SIGTERM, on_signal)
     etcd = EtcdProcess(root / "etcd", binary=etcd_binary)
     etcd.start()
+    supervisor = EtcdSupervisor(etcd)
 
     children: dict[str, subprocess.Popen[bytes]] = {}
     code = 0
@@ -102,6 +112,7 @@ def run_standalone(
         ready = False
         deadline = time.monotonic() + 120
         while not stop_requested:
+            supervisor.check()
             dead = [r for r, p in children.items() if p.poll() is not None]
             if dead:
                 log.error("role exited", roles=dead, logs=str(logs))

@@ -24,12 +24,21 @@ def free_port() -> int:
 class Standalone:
     """``strata standalone`` as a child process in its own process group."""
 
-    def __init__(self, data_dir: Path, port: int | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        port: int | None = None,
+        env: dict[str, str] | None = None,
+        *,
+        log_path: Path | None = None,
+    ) -> None:
+        """``env``: added to the environment of every process it starts; ``log_path``: the launcher's
+        own output (default: beside ``data_dir``)."""
         self.data_dir = data_dir
         self.port = port or free_port()
-        self.env = dict(env or {})  # added to the environment of every process it starts
+        self.env = dict(env or {})
         self.proc: subprocess.Popen[bytes] | None = None
-        self.log_path = data_dir.parent / f"{data_dir.name}-standalone.log"
+        self.log_path = log_path or data_dir.parent / f"{data_dir.name}-standalone.log"
 
     @property
     def uri(self) -> str:
@@ -65,6 +74,25 @@ class Standalone:
         for f in sorted((self.data_dir / "logs").glob("*.log")):
             parts.append(f"--- {f.name}\n" + f.read_text(errors="replace")[-5000:])
         return "\n".join(parts)
+
+    def children(self) -> dict[str, int]:
+        """The launcher's live child processes: ``{"etcd" | role: pid}``."""
+        assert self.proc is not None
+        out: dict[str, int] = {}
+        try:
+            pids = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
+        except FileNotFoundError:
+            return out
+        for pid in map(int, pids):
+            try:
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except FileNotFoundError:
+                continue
+            if Path(argv[0].decode()).name == "etcd":
+                out["etcd"] = pid
+            elif b"services.cli" in argv and len(argv) > argv.index(b"services.cli") + 1:
+                out[argv[argv.index(b"services.cli") + 1].decode()] = pid
+        return out
 
     def stop(self, timeout: float = 60.0) -> int:
         """SIGTERM and wait: the clean shutdown path."""

@@ -1,4 +1,9 @@
-"""The embedded etcd child process of ``strata standalone`` (and of the tests)."""
+"""The embedded etcd child process of ``strata standalone`` (and of the tests).
+
+``start()`` may be called again after the child exited: it starts etcd on the
+same data directory and the same ports, so clients reconnect to the same
+address (``services/etcd/supervisor.py`` does that for the launcher).
+"""
 
 from __future__ import annotations
 
@@ -119,6 +124,18 @@ class EtcdProcess:
             time.sleep(0.05)
         self.stop()
         raise TimeoutError("etcd did not start in time")
+
+    @property
+    def pid(self) -> int | None:
+        """The process id of the current etcd child (None before the first start)."""
+        return None if self._proc is None else self._proc.pid
+
+    def exit_code(self) -> int | None:
+        """The exit status of the etcd child once it has exited (reaping it), else None.
+
+        Negative for a signal, as ``Popen.returncode``. None also before the first start.
+        """
+        return None if self._proc is None else self._proc.poll()
 
     def stop(self, timeout: float = 10.0) -> None:
         if self._proc is None or self._proc.poll() is not None:

@@ -40,7 +40,14 @@ from dataclasses import dataclass
 import structlog
 
 from protos.common_pb2 import Message, MessageType
-from services.errors import ChannelFenced, PositionTruncated, StrataError, WALClosed
+from services.errors import (
+    ChannelFenced,
+    DiskQuotaExhausted,
+    IOFailed,
+    PositionTruncated,
+    StrataError,
+    WALClosed,
+)
 from services.failpoints import failpoint
 from services.position import Position
 from services.tsoutil import physical_ms
@@ -56,6 +63,8 @@ from streamingnode.walimpls.wal import DeliverPolicy, DeliverPolicyKind, Message
 
 #: Messages the proxy writes; any other kind comes from the coordinator (DDL, ManualFlush).
 _DATA = frozenset({MessageType.INSERT, MessageType.DELETE})
+#: At most this many seconds between two tries to persist a TimeTick after a failed append.
+_SETTLE_MAX_DELAY = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +139,10 @@ class WAL:
         self._snapshot_wake = asyncio.Event()
         self._saved: Position | None = None  # the newest snapshot in the recovery store
         self._saver: asyncio.Task[None] | None = None
+        # Set when an append failed: until a TimeTick is persisted again, idle ticks try to persist one.
+        self._unsettled_since: float | None = None
+        self._settle_delay = 0.0
+        self._settle_at = 0.0
         self._log = structlog.get_logger().bind(component="wal", pchannel=self.channel, term=self.term)
 
     async def start(self) -> None:
@@ -309,6 +322,8 @@ class WAL:
             try:
                 if batch:
                     await self._write(batch)
+                elif self._unsettled_since is not None:
+                    await self._settle()
                 elif not await self._self_flush():
                     await self._volatile_tick()
                 self._maybe_capture()
@@ -317,6 +332,11 @@ class WAL:
                     if not p.future.done():
                         p.future.set_exception(WALClosed(f"wal {self.channel} closed"))
                 raise
+            except (DiskQuotaExhausted, IOFailed) as err:  # the disk: the next batch repairs first
+                self._log.warning("wal append failed", error=str(err), messages=sum(len(p.messages) for p in batch))
+                for p in batch:
+                    if not p.future.done():
+                        p.future.set_exception(err)
             except Exception as err:  # fail this batch's callers, keep the WAL running
                 self._log.exception("wal append failed")
                 for p in batch:
@@ -340,6 +360,30 @@ class WAL:
             self._wab.wake_readers()
         self._shard.committed(ex, now_ms)
         return True
+
+    async def _settle(self) -> None:
+        """After a failed append, persist what an idle tick owes: due Flushes, else a lone TimeTick.
+
+        A failed append invalidated the buffer, so every reader went back to the
+        backend, and there volatile TimeTicks never arrive: tsafe would stand
+        still until the next write. A persisted TimeTick lets readers catch up
+        and return to the buffer. Tried at idle ticks while it fails, spaced
+        out to at most one try a second.
+        """
+        assert self._wab is not None and self._unsettled_since is not None
+        now = self._clock()
+        if now < self._settle_at:
+            return
+        try:
+            if not await self._self_flush():
+                await self._persist([], fresh=True)
+        except Exception as err:  # still failing: the appenders hear why, this tick tries again later
+            self._log.debug("timetick not persisted", error=str(err))
+            self._settle_delay = min(max(self._settle_delay * 2, self._tick_interval), _SETTLE_MAX_DELAY)
+            self._settle_at = now + self._settle_delay
+            return
+        finally:
+            self._wab.wake_readers()
 
     async def _volatile_tick(self) -> None:
         assert self._wab is not None and self._last_tick_id is not None
@@ -435,7 +479,13 @@ class WAL:
             # The batch may or may not be in the log, and it is not in the buffer:
             # tailing readers must go back to the backend.
             self._wab.invalidate(ts + n)
+            if self._unsettled_since is None:
+                self._unsettled_since = self._clock()
             raise
+        if self._unsettled_since is not None:
+            self._log.info("wal writes again", after_seconds=round(self._clock() - self._unsettled_since, 3))
+        self._unsettled_since = None
+        self._settle_delay, self._settle_at = 0.0, 0.0
         self._last_tick_id = ids[-1]
         self._folded = Position(ids[-1].to_bytes(), ts + n)
         for msg in stamped:

@@ -7,6 +7,7 @@ The WAL is a real local WAL with the shard interceptor; the coordinator side is
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -38,6 +39,7 @@ from streamingnode.wal.shard_interceptor import ShardInterceptor
 from streamingnode.wal.wal import WAL
 from streamingnode.walimpls.registry import build_opener
 from tests.streamingnode.fakes import CountingAllocator
+from tests.tmpfs import fill, tmpfs
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -221,3 +223,41 @@ async def test_a_restart_after_partial_syncs_writes_every_row_exactly_once(world
     finally:
         await flusher.stop()
         await wal.close()
+
+
+@pytest.mark.needs_root
+async def test_a_sync_that_finds_the_disk_full_is_retried_and_nothing_moves_past_it(
+    world: World, tmp_path: Path
+) -> None:
+    with tmpfs(tmp_path / "disk", "1m") as disk:
+        w = dataclasses.replace(world, storage=ObjectStore.from_uri((disk / "storage").as_uri()))
+        wal, flusher = await w.open(1, FAST)
+        try:
+            [created] = await wal.append([new_create_collection(V, 1, SCHEMA.to_json())])
+            await w.data.collection_created([(V, Position(created.message_id.to_bytes(), created.timetick))])
+            for i in range(10):
+                await wal.append([new_insert(V, 1, 2, _rows(i * 100, 100))])
+            filler = fill(disk)
+            flush_ts = await w.tso.allocate(1)
+            await wal.append([new_manual_flush(V, 1, flush_ts)])
+
+            # The sync cannot write its files: it is retried, and the checkpoint and the
+            # truncation stay before the rows it holds.
+            await asyncio.sleep(2.0)  # several retries and checkpoint/truncation rounds
+            assert not w.data.flush_state(w.meta, [], flush_ts)
+            assert flusher.syncer.synced == 0
+            cp = w.data.checkpoint(V)
+            assert cp is None or cp.timetick < flush_ts
+            first = wal.impl.first_message_id()
+            assert first is not None and first.seq <= 2, "the WAL was truncated past rows not in storage"
+            assert not [p for p in (disk / "storage").rglob("*") if p.is_file()], "a failed write left a file"
+
+            filler.unlink()
+            await _until("flushed", lambda: w.data.flush_state(w.meta, [], flush_ts))
+            ids, _ = _read_back(w)
+            assert sorted(ids) == list(range(1000)), f"{len(ids)} rows, {len(set(ids))} distinct"
+            await _until("checkpoint", lambda: (c := w.data.checkpoint(V)) is not None and c.timetick >= flush_ts)
+            await _until("truncated", lambda: (f := wal.impl.first_message_id()) is not None and f.seq > 2)
+        finally:
+            await flusher.stop()
+            await wal.close()

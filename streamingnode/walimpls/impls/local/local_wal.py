@@ -12,6 +12,14 @@ writer task takes every queued request, writes them in one worker-thread
 call ending in one fsync, then resolves them all. While that thread runs,
 new requests queue up and form the next batch, so the fsync rate adapts to
 the disk instead of to the number of callers.
+
+Disk faults: a batch whose write or fsync fails with an ``OSError`` (no
+space, an I/O error) is answered with ``DiskQuotaExhausted`` or ``IOFailed``
+and nothing of it is acknowledged or shown to scanners; its seqs are handed
+out again. The next batch first cuts the log back to where the last
+acknowledged batch ended (``SegmentWriter.repair``) and then writes, so once
+the disk works again the WAL goes on in place: same term, same files, no
+reopen. Any other writer error fails the WAL for good (reopen the channel).
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ from typing import assert_never
 
 import structlog
 
-from services.errors import ChannelFenced, StrataError, WALClosed
+from services.errors import ChannelFenced, StrataError, WALClosed, disk_error
 from services.failpoints import failpoint
 from streamingnode.walimpls.payloads import checked_payloads
 
@@ -37,7 +45,7 @@ from .lock import ChannelLock
 from .record import MAX_PAYLOAD
 from .scanner import LocalScanner
 from .segment import Segment, fsync_dir
-from .writer import SegmentWriter
+from .writer import RepairResult, SegmentWriter
 
 
 class _State(Enum):
@@ -118,7 +126,8 @@ class LocalWAL:
             case DeliverPolicyKind.ALL:
                 start = 1  # the scanner moves up to the first remaining record
             case DeliverPolicyKind.LATEST:
-                start = self._next_seq
+                # Not _next_seq: the seqs of a batch in flight are handed out again if it fails.
+                start = self._durable_seq + 1
             case DeliverPolicyKind.START_FROM:
                 assert policy.message_id is not None
                 start = policy.message_id.seq
@@ -250,6 +259,8 @@ class LocalWAL:
             kind = ChannelFenced if isinstance(self._failure, ChannelFenced) else StrataError
             self._fail(live, kind, f"failed earlier: {self._failure}", self._failure)
             return
+        if self._writer.broken and not await self._repair(live):
+            return
         records: list[tuple[int, bytes]] = []
         ids: list[list[MessageID]] = []
         seq = self._next_seq
@@ -270,9 +281,15 @@ class LocalWAL:
             self._log.warning("wal fenced", error=str(err), records=len(records))
             self._fail(live, ChannelFenced, str(err), err)
             return
+        except OSError as err:
+            # The files may hold part of the batch: the next batch repairs before it writes.
+            self._next_seq = self._durable_seq + 1
+            self._log.error("append failed", error=str(err), errno=err.errno, records=len(records))
+            self._fail_disk(live, err)
+            return
         except Exception as err:
-            # The file may hold part of the batch: no further write may land
-            # after it. Reopening cuts the torn part off.
+            # A bug, not the disk: no further write may land after what the file may hold.
+            # Reopening cuts the torn part off.
             self._failure = err
             self._log.error("append failed", error=repr(err), records=len(records))
             self._fail(live, StrataError, "append failed", err)
@@ -286,6 +303,33 @@ class LocalWAL:
         for req, req_ids in zip(live, ids, strict=True):
             if not req.future.done():
                 req.future.set_result(req_ids)
+
+    async def _repair(self, live: list[_AppendRequest]) -> bool:
+        """Cut back what a failed batch left; False (``live`` failed) if that fails too."""
+        try:
+            result = await asyncio.to_thread(self._repair_blocking)
+        except ChannelFenced as err:
+            self._failure = err
+            self._log.warning("wal fenced", error=str(err))
+            self._fail(live, ChannelFenced, str(err), err)
+            return False
+        except OSError as err:
+            self._log.warning("wal repair failed", error=str(err), errno=err.errno)
+            self._fail_disk(live, err)
+            return False
+        self._log.info("wal repaired", cut_bytes=result.cut_bytes, removed_files=result.removed_files,
+                       next_seq=self._next_seq)
+        return True
+
+    def _repair_blocking(self) -> RepairResult:
+        # A newer owner may have recovered this file meanwhile: then it is no longer ours to cut.
+        self._lock.check()
+        return self._writer.repair()
+
+    def _fail_disk(self, requests: list[_AppendRequest], err: OSError) -> None:
+        for req in requests:
+            if not req.future.done():
+                req.future.set_exception(disk_error(err, f"wal of channel {self.channel} (term {self.term})"))
 
     def _fail(
         self,
@@ -319,6 +363,12 @@ class LocalWAL:
             self._log.info("wal closed", last_seq=self._durable_seq)
 
     def _release(self) -> None:
+        if self._writer.broken and self._failure is None:
+            # Leave no part of a failed batch behind for the next owner if the disk lets us.
+            try:
+                self._repair_blocking()
+            except (OSError, ChannelFenced) as err:
+                self._log.warning("wal not repaired before close", error=str(err))
         try:
             self._writer.close()
         finally:
