@@ -13,7 +13,12 @@ etcd. Children die with the launcher (``PR_SET_PDEATHSIG``) if it is killed.
 etcd is watched: if it exits (killed, or stopped by a full disk) it is started
 again on the same data directory and ports, with a backoff while it keeps
 failing, and a ``NOSPACE`` alarm is cleared (``services/etcd/supervisor.py``);
-the roles ride out the gap. A role that exits still stops everything (status 1).
+the roles ride out the gap. So are the roles: one that exits (killed, crashed,
+or a coordinator that lost its lease) is started again with the same
+arguments, at once and then with a backoff while it keeps exiting
+(``services/restarts.py``); the sessions the dead process left in etcd are
+removed first, so the coordinator hands its pchannels to the new process (and
+a new coordinator wins the election) at once instead of after the lease TTL.
 """
 
 from __future__ import annotations
@@ -34,11 +39,17 @@ from services.etcd.metastore import MetaStore
 from services.etcd.process import EtcdProcess
 from services.etcd.supervisor import EtcdSupervisor
 from services.procutil import die_with_parent
+from services.restarts import RestartBackoff
 
 log = structlog.get_logger().bind(component="standalone")
 
 # The coordinator, then the streaming node, the query node and the proxy in one process.
 ROLE_ORDER = ("coordinator", NODE_COMMAND)
+# The etcd sessions each process holds (``services/etcd/session.py``; the coordinator's leader key too).
+ROLE_SESSIONS = {
+    "coordinator": ("session/coordinator",),
+    NODE_COMMAND: ("session/streamingnode-", "session/querynode-", "session/proxy-"),
+}
 
 
 def _spawn(role: str, args: list[str], logs: Path) -> subprocess.Popen[bytes]:
@@ -59,6 +70,16 @@ async def _clear_stale_sessions(endpoint: str) -> None:
     store = await MetaStore.connect(endpoint)
     try:
         await store.delete_prefix("session/")
+    finally:
+        await store.close()
+
+
+async def _clear_sessions(endpoint: str, prefixes: tuple[str, ...]) -> None:
+    """Remove the sessions of a process that died: in the embedded cluster no other holds these."""
+    store = await MetaStore.connect(endpoint)
+    try:
+        for prefix in prefixes:
+            await store.delete_prefix(prefix)
     finally:
         await store.close()
 
@@ -107,17 +128,34 @@ def run_standalone(
             "coordinator": [*common, "--pchannels", str(pchannels), *storage_args],
             NODE_COMMAND: [*common, "--wal-dir", str(root / "wal"), *storage_args, "--proxy-port", str(port)],
         }
+        backoffs = {role: RestartBackoff() for role in ROLE_ORDER}
+        restart_at: dict[str, float] = {}
         for role in ROLE_ORDER:
             children[role] = _spawn(role, role_args[role], logs)
+            backoffs[role].started(time.monotonic())
         ready = False
         deadline = time.monotonic() + 120
         while not stop_requested:
             supervisor.check()
-            dead = [r for r, p in children.items() if p.poll() is not None]
-            if dead:
-                log.error("role exited", roles=dead, logs=str(logs))
-                code = 1
-                break
+            now = time.monotonic()
+            for role, proc in children.items():
+                if proc.poll() is not None and role not in restart_at:
+                    restart_at[role] = backoffs[role].exited(now)
+                    log.error("role exited", role=role, exit_code=proc.returncode,
+                              restart_in=round(restart_at[role] - now, 1), logs=str(logs))
+            for role, at in list(restart_at.items()):
+                if now < at:
+                    continue
+                try:
+                    asyncio.run(_clear_sessions(etcd.endpoint, ROLE_SESSIONS[role]))
+                except Exception as err:  # etcd away (its supervisor restarts it): try again shortly
+                    restart_at[role] = now + 1.0
+                    log.warning("role restart waits for etcd", role=role, error=str(err) or type(err).__name__)
+                    continue
+                children[role] = _spawn(role, role_args[role], logs)
+                backoffs[role].started(now)
+                del restart_at[role]
+                log.warning("role restarted", role=role, pid=children[role].pid, restarts=backoffs[role].restarts)
             if not ready:
                 if asyncio.run(_cluster_ready(etcd.endpoint, port, pchannels)):
                     ready = True
@@ -130,9 +168,10 @@ def run_standalone(
     finally:
         log.info("standalone stopping")
         for role in reversed(ROLE_ORDER):
-            proc = children.get(role)
-            if proc is None or proc.poll() is not None:
+            child = children.get(role)
+            if child is None or child.poll() is not None:
                 continue
+            proc = child
             proc.terminate()
             try:
                 proc.wait(20)
