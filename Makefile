@@ -14,7 +14,7 @@ PORT ?= 19530
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: install go-deps java run test test-deploy helm-render bench lint typecheck protos clean
+.PHONY: install go-deps java run test test-chaos test-deploy helm-render bench lint typecheck protos clean
 
 $(BIN)/python:
 	@$(PYTHON) -m venv --help >/dev/null 2>&1 && $(PYTHON) -c 'import ensurepip' 2>/dev/null || { \
@@ -59,6 +59,10 @@ run: install
 
 test: install
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# The chaos rounds alone (tests/chaos: faults of roles, etcd and the disk under a writer; part of make test too).
+test-chaos: install
+	$(BIN)/python -m pytest -q -s -m chaos tests/chaos $(PYTEST_ARGS)
 
 # The docker compose cluster (deploy/README.md): installs Docker, Compose and debootstrap from
 # Debian if missing, builds the images and runs the cluster; 5 to 15 minutes. Not part of `make test`.
