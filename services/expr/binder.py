@@ -9,6 +9,7 @@ bare boolean fields) into the core nodes of ``ast.py``. Every problem is an
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -64,9 +65,17 @@ _CONTAINS_FUNCTIONS = {
 }
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "0": "\0"}
 _ESCAPES.update({c: c for c in "\\\"'/"})
-_HEX4 = re.compile(r"[0-9a-fA-F]{4}")
+# A backslash and what it escapes: \\uXXXX or any one character (a lone
+# trailing backslash is kept as written).
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
 # 2**63 itself is let through so that -9223372036854775808 can be written.
 _INT_LIMIT = 2**63
+# More significant digits than this (64 binary digits) cannot be an int64 in
+# any base; longer literals are refused before being converted.
+_INT_DIGITS = 64
+_INT_BASES = {"0x": 16, "0b": 2, "0o": 8}
+# Literal text quoted in error messages is cut to this many characters.
+_QUOTE_LIMIT = 200
 
 
 def unquote(token: str) -> str:
@@ -76,26 +85,31 @@ def unquote(token: str) -> str:
     backslash pair is kept as written, so ``like`` patterns can use ``\\%``.
     """
     body = token[1:-1]
-    out: list[str] = []
-    i = 0
-    while i < len(body):
-        char = body[i]
-        if char != "\\" or i + 1 == len(body):
-            out.append(char)
-            i += 1
-            continue
-        nxt = body[i + 1]
-        if nxt == "u" and _HEX4.fullmatch(body, i + 2, i + 6):
-            out.append(chr(int(body[i + 2 : i + 6], 16)))
-            i += 6
-            continue
-        out.append(_ESCAPES.get(nxt, char + nxt))
-        i += 2
-    return "".join(out)
+    if "\\" not in body:
+        return body
+    return _ESCAPE.sub(_unescape, body)
+
+
+def _unescape(match: re.Match[str]) -> str:
+    escaped = match.group(1)
+    if len(escaped) == 5:  # uXXXX
+        return chr(int(escaped[1:], 16))
+    return _ESCAPES.get(escaped, match.group(0))
+
+
+def quote(text: str) -> str:
+    """``text`` as an error message shows it: cut after ``_QUOTE_LIMIT`` characters."""
+    if len(text) <= _QUOTE_LIMIT:
+        return text
+    return f"{text[:_QUOTE_LIMIT]}... ({len(text)} characters)"
 
 
 def describe(node: Node) -> str:
-    """A node as error messages name it: ``VARCHAR field 'name'``, ``number 3``."""
+    """A node as error messages name it: ``VARCHAR field 'name'``, ``number 3`` (cut when long)."""
+    return quote(_describe(node))
+
+
+def _describe(node: Node) -> str:
     match node:
         case Literal(value=bool()):
             return f"boolean {render_constant(node.value)}"
@@ -118,10 +132,20 @@ def describe(node: Node) -> str:
 
 
 def _parse_int(text: str) -> int:
-    base = 10 if text[:2].lower() not in ("0x", "0b", "0o") else 0
-    value = int(text, base)
+    base = _INT_BASES.get(text[:2].lower(), 10)
+    digits = (text if base == 10 else text[2:]).lstrip("0")
+    if len(digits) > _INT_DIGITS:
+        raise IllegalFilter(f"integer {quote(text)} is out of the int64 range")
+    value = int(digits or "0", base)
     if value > _INT_LIMIT:
-        raise IllegalFilter(f"integer {text} is out of the int64 range")
+        raise IllegalFilter(f"integer {quote(text)} is out of the int64 range")
+    return value
+
+
+def _parse_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise IllegalFilter(f"number {quote(text)} is out of the float64 range")
     return value
 
 
@@ -220,7 +244,7 @@ def _compare(op: CompareOp, left: Operand, right: Operand) -> Expr:
 
 def _as_operand(node: Node) -> Operand:
     if isinstance(node, EXPR_TYPES):
-        raise IllegalFilter(f"a boolean expression cannot be used as a value: `{render(node)}`")
+        raise IllegalFilter(f"a boolean expression cannot be used as a value: `{quote(render(node))}`")
     return node
 
 
@@ -351,7 +375,8 @@ class Binder(Transformer[Token, Any]):
         if isinstance(left, Literal) and isinstance(right, Literal):
             value = semantics.arith(op, left.value, right.value)
             if value is semantics.MISSING:
-                raise IllegalFilter(f"division by zero in `{render(left)} {op.value} {render(right)}`")
+                spelled = f"{render(left)} {op.value} {render(right)}"
+                raise IllegalFilter(f"division by zero in `{quote(spelled)}`")
             return Literal(value=value)
         return Arith(op=op, left=left, right=right)
 
@@ -370,7 +395,7 @@ class Binder(Transformer[Token, Any]):
         return Literal(value=_parse_int(str(token)))
 
     def float_lit(self, token: Token) -> Literal:
-        return Literal(value=float(token))
+        return Literal(value=_parse_float(str(token)))
 
     def string_lit(self, token: Token) -> Literal:
         return Literal(value=unquote(str(token)))
@@ -411,7 +436,7 @@ class Binder(Transformer[Token, Any]):
                     return array
                 if len(keys) > 1 or not isinstance(keys[0], int):
                     raise IllegalFilter(
-                        f"{describe(array)} is indexed by one integer, as in {name}[0]; got {render_constant(keys)}"
+                        f"{describe(array)} is indexed by one integer, as in {name}[0]; got {quote(render_constant(keys))}"
                     )
                 return ArrayElement(array=array, index=keys[0])
             if field_kind(field.dtype) is None:

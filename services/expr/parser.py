@@ -7,15 +7,24 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from lark import Lark, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark import Lark, Tree, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.exceptions import VisitError
 
 from services.errors import IllegalFilter
 from services.expr.ast import Expr
-from services.expr.binder import Binder
+from services.expr.binder import Binder, quote
 from services.schema import CollectionSchema
 
 _GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
+
+#: The deepest parse tree a filter may have. Every operator, function call and
+#: list that holds another one adds a level (`not not a`, `-(-a)`, `a + 1 + 1`,
+#: `[[1]]`); flat chains (`a == 1 or a == 2 or ...`, `a in [1, 2, ...]`) and
+#: redundant parentheses do not. Milvus bounds the nesting of filters too
+#: (`proxy.maxExpressionDepth`). Binding and evaluation recurse per level (about
+#: three Python frames each), so this keeps them well inside the interpreter's
+#: recursion limit, whatever the text.
+MAX_DEPTH = 128
 
 
 @functools.cache
@@ -29,15 +38,32 @@ def _parser() -> Lark:
 
 def _syntax_message(text: str, err: UnexpectedInput) -> str:
     if isinstance(err, UnexpectedEOF) or (isinstance(err, UnexpectedToken) and err.token.type == "$END"):
-        return f"cannot parse expression: `{text}`, unexpected end of expression"
+        return f"cannot parse expression: `{quote(text)}`, unexpected end of expression"
     if isinstance(err, UnexpectedCharacters):
         what = f"unexpected character {err.char!r}"
     elif isinstance(err, UnexpectedToken):
-        what = f"unexpected token {str(err.token)!r}"
+        what = f"unexpected token {quote(str(err.token))!r}"
     else:
         what = "syntax error"
     where = f"column {err.column}" if err.line in (1, -1) else f"line {err.line}, column {err.column}"
-    return f"cannot parse expression: `{text}`, {what} at {where}"
+    return f"cannot parse expression: `{quote(text)}`, {what} at {where}"
+
+
+def _check_depth(tree: Tree[Any]) -> None:
+    """Refuse a parse tree deeper than ``MAX_DEPTH``, walking it without recursion.
+
+    The LALR parser builds the tree with an explicit stack, so any nesting
+    parses; this check runs before the binder, whose walk is recursive.
+    """
+    stack: list[tuple[Tree[Any], int]] = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise IllegalFilter(
+                f"filter expression is nested more than {MAX_DEPTH} levels deep "
+                "(operators, function calls and lists inside one another); simplify it"
+            )
+        stack.extend((child, depth + 1) for child in node.children if isinstance(child, Tree))
 
 
 def parse_filter(text: str, schema: CollectionSchema, params: Mapping[str, Any] | None = None) -> Expr:
@@ -56,8 +82,9 @@ def parse_filter(text: str, schema: CollectionSchema, params: Mapping[str, Any] 
 
     Raises:
         IllegalFilter: The text does not parse (the message names the
-            offending token and its column), names an unknown field or
-            placeholder, or mixes incompatible types.
+            offending token and its column), nests deeper than
+            ``MAX_DEPTH``, names an unknown field or placeholder, or mixes
+            incompatible types.
     """
     if not text.strip():
         raise IllegalFilter("filter expression is empty")
@@ -65,6 +92,7 @@ def parse_filter(text: str, schema: CollectionSchema, params: Mapping[str, Any] 
         tree = _parser().parse(text)
     except UnexpectedInput as err:
         raise IllegalFilter(_syntax_message(text, err)) from err
+    _check_depth(tree)
     try:
         expr: Expr = Binder(schema, params or {}).transform(tree)
     except VisitError as err:
