@@ -74,6 +74,8 @@ _INT_LIMIT = 2**63
 # any base; longer literals are refused before being converted.
 _INT_DIGITS = 64
 _INT_BASES = {"0x": 16, "0b": 2, "0o": 8}
+# How deeply lists in a filter parameter may nest; as deep as a list literal can.
+_PARAM_DEPTH = 120
 # Literal text quoted in error messages is cut to this many characters.
 _QUOTE_LIMIT = 200
 
@@ -149,8 +151,8 @@ def _parse_float(text: str) -> float:
     return value
 
 
-def _constant(value: Any, name: str) -> Any:
-    """A filter parameter as a constant (lists become tuples)."""
+def _constant(value: Any, name: str, depth: int = 1) -> Any:
+    """A filter parameter as a constant (lists become tuples, nested at most ``_PARAM_DEPTH`` deep)."""
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, bool | float | str):
@@ -160,7 +162,9 @@ def _constant(value: Any, name: str) -> Any:
             raise IllegalFilter(f"placeholder {{{name}}}: integer {value} is out of the int64 range")
         return value
     if isinstance(value, list | tuple | np.ndarray):
-        return tuple(_constant(v, name) for v in value)
+        if depth > _PARAM_DEPTH:
+            raise IllegalFilter(f"placeholder {{{name}}} holds lists nested more than {_PARAM_DEPTH} levels deep")
+        return tuple(_constant(v, name, depth + 1) for v in value)
     raise IllegalFilter(f"placeholder {{{name}}} has a value of unsupported type {type(value).__name__}")
 
 

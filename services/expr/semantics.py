@@ -152,6 +152,8 @@ def parse_json(text: str | bytes | None) -> Any:
         return json.loads(text)
     except ValueError:
         return MISSING
+    except RecursionError:  # deeper than any write path lets in (services/jsonvalue.py)
+        return MISSING
 
 
 def extract(doc: Any, keys: tuple[str | int, ...]) -> Any:

@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from services.errors import InvalidArgument
+from services.jsonvalue import load_json
 from services.schema import DYNAMIC_FIELD_NAME, CollectionSchema, DataType, FieldSchema
 
 #: Marks the message of an import error inside whatever Spark wraps it in (``main.py`` extracts it).
@@ -192,7 +193,7 @@ def _check_json(f: FieldSchema, array: pa.Array) -> None:
         if text is None:
             continue
         try:
-            value = json.loads(text)
+            value = load_json(text)
         except ValueError as err:
             raise InvalidArgument(f"row {row} is not valid JSON: {err}") from None
         if f.is_dynamic and not isinstance(value, dict):

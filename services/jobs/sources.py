@@ -253,6 +253,8 @@ def _json_rows(raw: bytes, name: str, *, lines: bool) -> list[object]:
         doc = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as err:
         raise ImportFileError(name, f"not valid JSON: {err}") from None
+    except RecursionError:
+        raise ImportFileError(name, "not valid JSON: nested too deeply to decode") from None
     if isinstance(doc, dict) and isinstance(doc.get("rows"), list):
         return list(doc["rows"])
     if isinstance(doc, list):

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import math
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -51,6 +50,7 @@ from querynode.segments.metric import Metric, parse_metric
 from querynode.segments.reduce import merge_topk
 from services.errors import InvalidArgument, NotSupported, StrataError
 from services.expr import parse_filter
+from services.jsonvalue import load_json
 from services.proxy import convert
 from services.proxy.convert.search import DISTANCE_COLUMN, QUERY_COLUMN, TOPK_LIMIT, SearchSpec, check_range
 from services.proxy.metacache import CollectionEntry
@@ -180,7 +180,7 @@ def _ranker_from_rank_params(rank_params: Mapping[str, str]) -> Ranker:
     if "params" not in rank_params:
         raise InvalidArgument("params not found in rank_params")
     try:
-        params = json.loads(rank_params["params"])
+        params = load_json(rank_params["params"])
     except ValueError as err:
         raise InvalidArgument(f"rank params is not valid JSON: {err}") from None
     if not isinstance(params, dict):
@@ -215,7 +215,7 @@ def _ranker_from_function_score(function_score: schema_pb2.FunctionScore) -> Ran
     if "weights" not in params:
         raise InvalidArgument("rank param weights not found")
     try:
-        weights = json.loads(params["weights"])
+        weights = load_json(params["weights"])
     except ValueError:
         raise InvalidArgument(f"rank param weights [{params['weights']}] should be a list of numbers") from None
     norm_text = params.get("norm_score", "false").strip().lower()

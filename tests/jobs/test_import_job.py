@@ -17,13 +17,32 @@ from services.jobs.bulk_import import run_import
 from services.jobs.conform import ImportFileError
 from services.jobs.plans import ImportSpec, IndexRef
 from services.jobs.routing import key_hashes, murmur3_int64, shards_of
-from services.jobs.sources import describe_files
+from services.jobs.sources import describe_files, file_chunks, read_chunk
 from services.proxy.routing import shard_indices
 from services.storage.objectstore import ObjectStore
 from tests.jobs.util import COLLECTION, DIM, read_segment, schema, vectors
 
 pytestmark = pytest.mark.timeout(300)
 VCHANNELS = ("strata-dml_0_7v0", "strata-dml_1_7v1")
+
+
+def _read_json_file(path: Path, text: str) -> pa.Table:
+    path.write_text(text)
+    s = schema(dynamic=True)
+    store = (path.parent / "store").as_uri()
+    [desc] = describe_files([str(path)], s, store)
+    [chunk] = file_chunks([desc], store)
+    return read_chunk(desc, chunk, s, store)
+
+
+def test_json_nested_too_deep_fails_the_file_cleanly(tmp_path: Path) -> None:
+    row = {"id": 1, "v": [0.0] * DIM}
+    deep_value = "[" * 300 + "]" * 300
+    with pytest.raises(ImportFileError, match=r"deep\.json, field \$meta: row 0 is not valid JSON: .*nested more than 256"):
+        _read_json_file(tmp_path / "deep.json", json.dumps([row])[:-2] + ', "extra": ' + deep_value + "}]")
+    with pytest.raises(ImportFileError, match=r"deeper\.json: not valid JSON: nested too deeply to decode"):
+        _read_json_file(tmp_path / "deeper.json", "[" * 100_000 + "]" * 100_000)
+    assert _read_json_file(tmp_path / "fine.json", json.dumps([{**row, "extra": [[1]]}])).num_rows == 1
 
 
 def test_vectorised_routing_is_the_proxy_routing() -> None:

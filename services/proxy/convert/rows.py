@@ -16,7 +16,6 @@ API reads as one module.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias
 
@@ -26,6 +25,7 @@ import pyarrow.compute as pc
 from pymilvus.grpc_gen import schema_pb2
 
 from services.errors import InvalidArgument
+from services.jsonvalue import load_json
 from services.proxy.convert.fieldtypes import LIST_TYPES, NUMPY_TYPES, SCALAR_SLOTS, slot_name
 from services.proxy.convert.ids import ids_from_proto, ids_to_proto
 from services.proxy.convert.output import (
@@ -212,7 +212,7 @@ def _finish(field: FieldSchema, values: _Values, valid: np.ndarray | None, json_
             if text is None:
                 continue
             try:
-                value = json.loads(text)
+                value = load_json(text)
             except ValueError as err:
                 raise InvalidArgument(f"invalid JSON in field ({field.name}) at row {row}: {err}") from None
             if json_check is not None:

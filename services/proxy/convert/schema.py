@@ -15,13 +15,13 @@ a ``$meta`` FieldData of its own.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from pymilvus.grpc_gen import common_pb2, schema_pb2
 
 from services.errors import InvalidArgument
+from services.jsonvalue import JsonTooDeep, load_json
 from services.schema import (
     ARRAY_ELEMENT_TYPES,
     DYNAMIC_FIELD_NAME,
@@ -337,7 +337,9 @@ def _default_from_proto(name: str, dtype: DataType, value: schema_pb2.ValueField
     if dtype == DataType.JSON:
         text = raw.decode() if isinstance(raw, bytes) else raw
         try:
-            json.loads(text)
+            load_json(text)
+        except JsonTooDeep as err:
+            raise InvalidArgument(f"default value of JSON field ({name}): {err}") from None
         except ValueError:
             raise InvalidArgument(f"default value of JSON field ({name}) is not valid JSON") from None
         return text

@@ -20,7 +20,6 @@ to lift out of ``$meta``. A grouping search's per-hit group values go in
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from google.protobuf.message import DecodeError
 from pymilvus.grpc_gen import common_pb2, milvus_pb2, schema_pb2
 
 from services.errors import InvalidArgument
+from services.jsonvalue import load_json
 from services.proxy.convert.ids import ids_to_proto
 from services.proxy.convert.output import (
     append_packed,
@@ -212,7 +212,7 @@ def _parse_params(raw: str) -> dict[str, Any]:
     if not raw:
         return {}
     try:
-        params = json.loads(raw)
+        params = load_json(raw)
     except ValueError as err:
         raise InvalidArgument(f"search params is not valid JSON: {err}") from None
     if not isinstance(params, dict):
@@ -415,7 +415,10 @@ def _template_array(array: schema_pb2.TemplateArrayValue) -> list[Any]:
     if which == "array_data":
         return [_template_array(item) for item in array.array_data.data]
     if which == "json_data":
-        return [json.loads(item) for item in array.json_data.data]
+        try:
+            return [load_json(item) for item in array.json_data.data]
+        except ValueError as err:
+            raise InvalidArgument(f"a filter template value is not valid JSON: {err}") from None
     return list(getattr(array, which).data)
 
 

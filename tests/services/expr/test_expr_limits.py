@@ -155,3 +155,17 @@ def test_errors_about_huge_filters_quote_them_short(text: str, schema: Collectio
     with pytest.raises(IllegalFilter) as info:
         parse_filter(text, schema)
     assert len(info.value.message) < 1_000, info.value.message[:300]
+
+
+def test_deeply_nested_placeholder_values_are_refused(schema: CollectionSchema, table_of: TableBuilder) -> None:
+    def nested(depth: int) -> list[object]:
+        value: list[object] = []
+        for _ in range(depth - 1):
+            value = [value]
+        return value
+
+    with pytest.raises(IllegalFilter, match=r"placeholder \{p\} holds lists nested more than 120 levels deep"):
+        parse_filter('meta["k"] == {p}', schema, {"p": nested(10_000)})
+    table = table_of([{"id": 1, "meta": {"k": nested(120)}}, {"id": 2, "meta": {"k": []}}])
+    expr = parse_filter('meta["k"] == {p}', schema, {"p": nested(120)})
+    assert _on_a_deep_stack(300, lambda: evaluate(expr, table).tolist()) == [True, False]

@@ -318,3 +318,26 @@ def test_bad_valid_data() -> None:
     _by_name(fields, "vec").valid_data[:] = [True, False]
     with pytest.raises(InvalidArgument, match=r"vector field \(vec\) does not support null"):
         insert_to_table(fields, 2, schema)
+
+
+@pytest.mark.parametrize("depth", [257, 100_000])
+@pytest.mark.parametrize("field", ["doc", "$meta"])
+def test_json_nested_too_deep_is_refused(field: str, depth: int) -> None:
+    schema = domain(make_schema())
+    fields = _request(schema, [{"id": 1, "vec": [0, 0, 0], "doc": {}}, {"id": 2, "vec": [0, 0, 0], "doc": {}}])
+    deep = b"[" * depth + b"]" * depth
+    _by_name(fields, field).scalars.json_data.data[1] = b'{"k": ' + deep + b"}" if field == "$meta" else deep
+    with pytest.raises(InvalidArgument) as err:
+        insert_to_table(fields, 2, schema)
+    assert err.value.message == (
+        f"invalid JSON in field ({field}) at row 1: JSON value is nested more than 256 levels deep"
+    )
+
+
+def test_json_nested_up_to_the_limit_is_stored() -> None:
+    schema = domain(make_schema())
+    deep = "[" * 256 + "]" * 256
+    fields = _request(schema, [{"id": 1, "vec": [0, 0, 0], "doc": {}}])
+    _by_name(fields, "doc").scalars.json_data.data[:] = [deep.encode()]
+    table = insert_to_table(fields, 1, schema)
+    assert table.column("doc").to_pylist() == [deep]

@@ -435,6 +435,13 @@ BAD_SCHEMAS: list[tuple[str, schema_pb2.CollectionSchema, str]] = [
         "not valid JSON",
     ),
     (
+        "json default nested too deep",
+        _schema(
+            _pk(), _vec(), _field("j", schema_pb2.JSON, default_value={"bytes_data": b"[" * 100_000 + b"]" * 100_000})
+        ),
+        r"default value of JSON field \(j\): JSON value is nested more than 256 levels deep",
+    ),
+    (
         "duplicate type param",
         _schema(
             _pk(),

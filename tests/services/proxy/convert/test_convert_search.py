@@ -190,6 +190,19 @@ def test_bad_raw_requests() -> None:
     req.search_params.append(common_pb2.KeyValuePair(key="params", value="[1]"))
     with pytest.raises(InvalidArgument, match="search params must be a JSON object"):
         parse_search_request(req, schema)
+    req = request()
+    req.search_params.append(common_pb2.KeyValuePair(key="params", value="[" * 100_000 + "]" * 100_000))
+    with pytest.raises(InvalidArgument, match="search params is not valid JSON: JSON value is nested more than 256"):
+        parse_search_request(req, schema)
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, "{nope"])
+def test_template_json_values_that_do_not_decode_are_refused(text: str) -> None:
+    value = schema_pb2.TemplateValue(
+        array_val=schema_pb2.TemplateArrayValue(json_data=schema_pb2.JSONArray(data=[text.encode()]))
+    )
+    with pytest.raises(InvalidArgument, match="a filter template value is not valid JSON"):
+        template_values_to_python({"x": value})
 
 
 def test_anns_field_must_be_named_with_two_vector_fields() -> None:
