@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import grpc
 import structlog
@@ -13,6 +13,7 @@ from grpc_health.v1.health import aio as health_aio
 
 from protos import common_pb2
 from services.errors import ErrorCode, StrataError, error_from_code
+from services.grpcdecode import DecodeGuard
 
 log = structlog.get_logger().bind(component="rpc")
 
@@ -165,11 +166,14 @@ async def start_server(
     """Start a grpc.aio server on ``host:port`` (0 = a free port); returns it and its port.
 
     With ``health``, the server also answers ``grpc.health.v1.Health`` (NOT_SERVING until the role says so).
+    Every method answers INVALID_ARGUMENT to a request whose bytes do not decode.
     """
     server = grpc.aio.server(options=SERVER_OPTIONS)
-    add_servicers(server)
+    # Servicers register through a guard: undecodable requests answer INVALID_ARGUMENT (grpcdecode.py).
+    registrar = cast(grpc.aio.Server, DecodeGuard(server))
+    add_servicers(registrar)
     if health is not None:
-        await health.attach(server)
+        await health.attach(registrar)
     bound = server.add_insecure_port(f"{host}:{port}")
     if bound == 0:
         raise OSError(f"cannot bind {host}:{port}")
