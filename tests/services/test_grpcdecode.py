@@ -8,12 +8,11 @@ from typing import Any
 
 import grpc
 import pytest
-from grpc_health.v1 import health_pb2
+from grpc_health.v1.health_pb2 import HealthCheckRequest as Request
+from grpc_health.v1.health_pb2 import HealthCheckResponse as Response
 
 from services.grpcutil import Health, LateServicers, insecure_channel, start_server
 
-Request = health_pb2.HealthCheckRequest
-Response = health_pb2.HealthCheckResponse
 SERVICE = "strata.test.Echo"
 GARBAGE = b"\xff\xff\xff\xff\x0f\x01\x02"  # a field with an invalid wire type: no message decodes it
 GOOD = Request(service="ok").SerializeToString()
@@ -41,7 +40,9 @@ class Echo:
             assert isinstance(request, Request)
         return SERVING
 
-    async def both(self, requests: AsyncIterator[Request], context: grpc.aio.ServicerContext) -> AsyncIterator[Response]:
+    async def both(
+        self, requests: AsyncIterator[Request], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[Response]:
         async for request in requests:
             assert isinstance(request, Request)
             yield SERVING
