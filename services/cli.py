@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import assert_never
 
 from services.config import CoordinatorConfig, ProxyConfig, QueryNodeConfig, StreamingNodeConfig
-from services.configfile import ENV_CONFIG_FILE, ROLES, SETTINGS, ConfigError, Value, load, resolve
+from services.configfile import ENV_CONFIG_FILE, ENV_PREFIX, ROLES, SETTINGS, ConfigError, Value, load, resolve
 from services.logging import configure_logging
 
 # Flags of each role: (flag, key, help). "{role}" in a key is the role's own section.
@@ -145,6 +145,9 @@ def _config_file(args: argparse.Namespace, environ: Mapping[str, str]) -> str | 
 
 
 def _standalone(args: argparse.Namespace) -> int:
+    data_dir = Path(args.data_dir).resolve()
+    # Spark jobs keep their work directories under it (unless the file or environment says otherwise).
+    os.environ.setdefault(f"{ENV_PREFIX}JOBS_WORK_DIR", str(data_dir / "jobs"))
     environ = dict(os.environ)
     config_file = _config_file(args, environ)
     # Check the file and environment once here, before etcd starts, rather than in four children.

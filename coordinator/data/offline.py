@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from coordinator.catalog import Catalog
 from coordinator.data.compaction import CompactionManager, JobRunner
@@ -20,6 +21,9 @@ from coordinator.idalloc import IDAllocator
 from coordinator.tso import TimestampOracle
 from services.config import JobsConfig
 from services.etcd.metastore import MetaStore
+
+if TYPE_CHECKING:
+    from services.jobs.runner import SparkRunner
 
 
 class OfflineJobs:
@@ -36,10 +40,11 @@ class OfflineJobs:
         runner: JobRunner | None = None,
         loading: Callable[[], bool] = lambda: False,
     ) -> None:
+        self._spark: SparkRunner | None = None
         if runner is None:
             from services.jobs.runner import SparkRunner
 
-            runner = SparkRunner(config)
+            runner = self._spark = SparkRunner(config)
         slot = asyncio.Semaphore(1)
         self.imports = ImportManager(
             data, catalog, ids, tso, runner, storage_uri=storage_uri, config=config, slot=slot
@@ -50,6 +55,8 @@ class OfflineJobs:
         )
 
     async def start(self) -> None:
+        if self._spark is not None:  # work directories of jobs killed with the previous coordinator
+            await self._spark.sweep()
         await self.imports.start()
         await self.compaction.start()
 

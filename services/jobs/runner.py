@@ -15,14 +15,26 @@ child runs in its own process group and dies with the coordinator
 (``PR_SET_PDEATHSIG``, set by a small guard that then execs ``spark-submit``;
 the job's Python driver sets it too, towards the JVM); cancelling ``run`` or
 passing the timeout kills the group. A driver that dies without a result becomes a result with an error
-that quotes the end of its log. The work directory is removed after a
-successful job and kept (its ``driver.log``) after a failed one.
+that quotes the end of its log.
+
+Each job has its own work directory, ``ROOT/tmp/NAME-XXXX`` (mode 0700;
+``ROOT`` is ``jobs.work_dir``, which standalone sets to ``DATA_DIR/jobs``, or
+``strata-jobs`` in the system temp directory): its spec, result, progress and
+driver log, Spark's scratch space (``spark.local.dir``) and the temp files of
+the driver's Python and JVM (``TMPDIR``, ``java.io.tmpdir``). It is removed
+when the job ends, however it ends (the end of a failed job's driver log is
+in the result's error and in the log). A job killed with its coordinator
+leaves its directory behind; :meth:`SparkRunner.sweep`, which the coordinator
+runs when it starts its jobs, removes those. A running job holds a lock on its
+directory, so a sweep never removes the directory of a job that is still
+running, even one of another coordinator sharing ``ROOT``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import hashlib
 import importlib.util
 import json
@@ -45,6 +57,11 @@ REPO = Path(__file__).resolve().parent.parent.parent
 PACKAGES = ("services", "querynode", "protos")
 MAIN = Path(__file__).resolve().parent / "main.py"
 LOG_TAIL_BYTES = 4000
+# Under ROOT: one directory per running job, and the shipped code zips.
+JOBS_DIR = "tmp"
+CODE_DIR = "code"
+_LOCK = ".lock"
+_UNLOCKED_GRACE_SECONDS = 60.0
 
 # Started as ``python -c GUARD PARENT_PID CMD...``: die with the coordinator, then become spark-submit.
 # (A ``preexec_fn`` would run Python between fork and exec in a process full of gRPC threads, which
@@ -103,7 +120,13 @@ class SparkRunner:
     def master(self) -> str:
         return self._config.spark_master
 
-    def command(self, *, name: str, code_zip: Path, spec: Path, result: Path, progress: Path) -> list[str]:
+    @property
+    def jobs_dir(self) -> Path:
+        """Where the jobs' work directories live (``ROOT/tmp``)."""
+        return self._root / JOBS_DIR
+
+    def command(self, *, name: str, code_zip: Path, work: Path) -> list[str]:
+        """The ``spark-submit`` command line of job ``name`` whose files live in ``work``."""
         c = self._config
         local = c.spark_master.startswith("local")
         confs = {
@@ -116,24 +139,40 @@ class SparkRunner:
             "spark.sql.adaptive.coalescePartitions.enabled": "false",
             "spark.sql.shuffle.partitions": str(c.shuffle_partitions),
             "spark.sql.execution.arrow.maxRecordsPerBatch": "20000",
+            # The driver runs here in every mode: its JVM's temp files go to the job's directory.
+            "spark.driver.extraJavaOptions": f"-Djava.io.tmpdir={work / 'tmp'}",
         }
         if local:
             confs.update({
                 "spark.driver.host": "127.0.0.1",
                 "spark.driver.bindAddress": "127.0.0.1",
-                "spark.local.dir": str(self._root / "spark-local"),
+                "spark.local.dir": str(work / "spark-local"),
             })
         for item in filter(None, (s.strip() for s in c.spark_conf.split(";"))):
             key, _, value = item.partition("=")
-            confs[key.strip()] = value.strip()
+            key, value = key.strip(), value.strip()
+            if key == "spark.driver.extraJavaOptions":  # keep the temp directory next to the user's options
+                value = f"{confs[key]} {value}"
+            confs[key] = value
         cmd = [spark_submit_path(), "--master", c.spark_master, "--name", name, "--driver-memory", c.driver_memory]
         if c.executor_memory:
             cmd += ["--executor-memory", c.executor_memory]
         for key, value in confs.items():
             cmd += ["--conf", f"{key}={value}"]
-        cmd += ["--py-files", str(code_zip), str(MAIN), "--spec", str(spec), "--result", str(result)]
-        cmd += ["--progress", str(progress)]
+        cmd += ["--py-files", str(code_zip), str(MAIN), "--spec", str(work / "spec.json")]
+        cmd += ["--result", str(work / "result.json"), "--progress", str(work / "progress.json")]
         return cmd
+
+    async def sweep(self) -> list[Path]:
+        """Remove the work directories of jobs that no longer run (killed with their coordinator).
+
+        Returns what it removed. Runs in a thread; a directory whose job still
+        holds its lock is left alone.
+        """
+        removed = await asyncio.to_thread(_sweep, self.jobs_dir)
+        if removed:
+            self._log.info("stale job directories removed", count=len(removed), jobs_dir=str(self.jobs_dir))
+        return removed
 
     async def run(
         self, spec_json: str, *, name: str, on_progress: Callable[[float], None] | None = None
@@ -143,13 +182,26 @@ class SparkRunner:
         Cancelling kills the job's process group. Blocks nothing: waits in asyncio.
         """
         job_id = int(json.loads(spec_json).get("job_id", 0))
-        work = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix=f"{name}-", dir=self._mkroot()))
-        spec, result, progress, driver_log = (work / n for n in ("spec.json", "result.json", "progress.json",
-                                                                  "driver.log"))
-        await asyncio.to_thread(spec.write_text, spec_json, "utf-8")
-        code_zip = await asyncio.to_thread(build_code_zip, self._root / "code")
-        cmd = self.command(name=name, code_zip=code_zip, spec=spec, result=result, progress=progress)
+        work, lock = await asyncio.to_thread(_make_work_dir, self.jobs_dir, name)
+        try:
+            return await self._run(job_id, spec_json, name, work, on_progress)
+        except BaseException:
+            # Cancelled or failed: the job is dead (``_run`` killed it); its files must go even if
+            # the caller is gone, so this does not await.
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+        finally:
+            os.close(lock)
+
+    async def _run(
+        self, job_id: int, spec_json: str, name: str, work: Path, on_progress: Callable[[float], None] | None
+    ) -> JobResult:
+        result, progress, driver_log = (work / n for n in ("result.json", "progress.json", "driver.log"))
+        await asyncio.to_thread((work / "spec.json").write_text, spec_json, "utf-8")
+        code_zip = await asyncio.to_thread(build_code_zip, self._root / CODE_DIR)
+        cmd = self.command(name=name, code_zip=code_zip, work=work)
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+        env["TMPDIR"] = str(work / "tmp")  # the driver's Python (py4j's connection files, pyspark)
         if self._config.spark_master.startswith("local"):
             env["SPARK_LOCAL_IP"] = "127.0.0.1"
         started = time.monotonic()
@@ -184,7 +236,8 @@ class SparkRunner:
                 if time.monotonic() > deadline:
                     _kill_group(proc.pid)
                     await proc.wait()
-                    return self._failed(job_id, work, f"timed out after {self._config.job_timeout_seconds:.0f}s")
+                    why = f"timed out after {self._config.job_timeout_seconds:.0f}s"
+                    return await self._failed(job_id, work, why)
         except BaseException:  # cancelled (or the loop is going away): the job must not outlive us
             _kill_group(proc.pid)
             with contextlib.suppress(ProcessLookupError):
@@ -194,29 +247,80 @@ class SparkRunner:
         seconds = time.monotonic() - started
         raw = await asyncio.to_thread(_read_text, result)
         if raw is None:
-            return self._failed(job_id, work, f"spark-submit exited with status {proc.returncode} and no result")
+            return await self._failed(job_id, work, f"spark-submit exited with status {proc.returncode} and no result")
         res = JobResult.from_json(raw)
         if res.error:
-            self._log.warning("spark job failed", job=name, error=res.error, seconds=round(seconds, 1),
-                              work_dir=str(work))
+            tail = await asyncio.to_thread(_log_tail, driver_log)
+            self._log.warning(
+                "spark job failed", job=name, error=res.error, seconds=round(seconds, 1), driver_log_tail=tail
+            )
         else:
-            self._log.info("spark job done", job=name, rows=res.rows, outputs=len(res.outputs),
-                           seconds=round(seconds, 1))
-            await asyncio.to_thread(shutil.rmtree, work, True)
+            self._log.info(
+                "spark job done", job=name, rows=res.rows, outputs=len(res.outputs), seconds=round(seconds, 1)
+            )
+        await asyncio.to_thread(shutil.rmtree, work, True)
         return res
 
-    def _mkroot(self) -> str:
-        self._root.mkdir(parents=True, exist_ok=True)
-        return str(self._root)
-
-    def _failed(self, job_id: int, work: Path, why: str) -> JobResult:
-        tail = ""
-        with contextlib.suppress(OSError):
-            data = (work / "driver.log").read_bytes()[-LOG_TAIL_BYTES:]
-            tail = data.decode("utf-8", "replace")
-        self._log.warning("spark job died", job_id=job_id, reason=why, work_dir=str(work))
+    async def _failed(self, job_id: int, work: Path, why: str) -> JobResult:
+        tail = await asyncio.to_thread(_log_tail, work / "driver.log")
+        await asyncio.to_thread(shutil.rmtree, work, True)
+        self._log.warning("spark job died", job_id=job_id, reason=why, driver_log_tail=tail)
         last = [line for line in tail.splitlines() if line.strip()][-3:]
         return JobResult(job_id=job_id, error=f"spark job {why}: {' | '.join(last)}")
+
+
+def _make_work_dir(jobs_dir: Path, name: str) -> tuple[Path, int]:
+    """A fresh 0700 directory for job ``name`` under ``jobs_dir``, and the fd of its lock (held)."""
+    jobs_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=jobs_dir))  # mkdtemp makes it 0700
+    for sub in ("tmp", "spark-local"):
+        (work / sub).mkdir(mode=0o700)
+    lock = os.open(work / _LOCK, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return work, lock
+
+
+def _sweep(jobs_dir: Path) -> list[Path]:
+    """Remove every directory under ``jobs_dir`` whose lock no process holds."""
+    try:
+        candidates = sorted(p for p in jobs_dir.iterdir() if p.is_dir())
+    except FileNotFoundError:
+        return []
+    return [work for work in candidates if _remove_if_idle(work)]
+
+
+def _remove_if_idle(work: Path) -> bool:
+    try:
+        lock = os.open(work / _LOCK, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        # Killed before it took its lock, or being made right now by another runner sharing
+        # the directory: the second kind is young, so a young one is left alone.
+        try:
+            if time.time() - work.stat().st_mtime < _UNLOCKED_GRACE_SECONDS:
+                return False
+        except FileNotFoundError:
+            return False
+        shutil.rmtree(work, ignore_errors=True)
+        return True
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False  # its job is running
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+        return True
+    finally:
+        os.close(lock)
+
+
+def _log_tail(path: Path) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - LOG_TAIL_BYTES))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def _kill_group(pid: int) -> None:
