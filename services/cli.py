@@ -145,7 +145,10 @@ def _config_file(args: argparse.Namespace, environ: Mapping[str, str]) -> str | 
 
 
 def _standalone(args: argparse.Namespace) -> int:
+    # The data directory is private; one an older run made with a looser mode is tightened.
     data_dir = Path(args.data_dir).resolve()
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    data_dir.chmod(0o700)
     # Spark jobs keep their work directories under it (unless the file or environment says otherwise).
     os.environ.setdefault(f"{ENV_PREFIX}JOBS_WORK_DIR", str(data_dir / "jobs"))
     environ = dict(os.environ)
@@ -251,6 +254,11 @@ def _health(args: argparse.Namespace) -> int:
     return 0 if answer.status == health_pb2.HealthCheckResponse.SERVING else 1
 
 
+# Every file and directory a role or its children (etcd, Spark) create is private to the user
+# that runs Strata (0600 files, 0700 directories): WAL, segments, etcd's data, logs, job files.
+PRIVATE_UMASK = 0o077
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "health":
@@ -259,6 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from services.jobs.cli_import import run as run_import
 
         return run_import(args)
+    os.umask(PRIVATE_UMASK)  # before a role creates anything, or starts a child that does
     configure_logging(args.command)
     try:
         if args.command == "standalone":

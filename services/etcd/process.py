@@ -96,7 +96,10 @@ class EtcdProcess:
                     self.client_port, self.peer_port = free_port(), free_port()
 
     def _start_once(self, timeout: float) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        # etcd's data is private (etcd itself asks for 0700); a directory an older run made
+        # with a looser mode is tightened.
+        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.data_dir.chmod(0o700)
         client_url = f"http://127.0.0.1:{self.client_port}"
         peer_url = f"http://127.0.0.1:{self.peer_port}"
         args = [
@@ -110,7 +113,8 @@ class EtcdProcess:
             "--initial-cluster", f"strata={peer_url}",
             "--log-level", "error",
         ]  # fmt: skip
-        logf = open(self.data_dir.parent / "etcd.log", "ab")  # noqa: SIM115 - owned by the child
+        log_fd = os.open(self.data_dir.parent / "etcd.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        logf = open(log_fd, "ab")  # noqa: SIM115 - owned by the child
         self._proc = subprocess.Popen(args, stdout=logf, stderr=logf, preexec_fn=die_with_parent)
         logf.close()
         deadline = time.monotonic() + timeout
