@@ -112,7 +112,8 @@ class JobsConfig:
     executor_memory: str = ""
     shuffle_partitions: int = 8
     job_timeout_seconds: float = 3600.0
-    # Where job specs, results and Spark's scratch files go ("" = the system temp directory).
+    # Where each job's work directory goes, under tmp/ ("" = strata-jobs in the system temp directory;
+    # standalone sets DATA_DIR/jobs).
     work_dir: str = ""
     # Automatic compaction: a round every this many seconds (0 = only manual compact()).
     compaction_interval_seconds: float = 60.0

@@ -202,7 +202,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(section="jobs", key="job_timeout_seconds", target=JobsConfig, field="job_timeout_seconds",
             help="a job running longer is killed and fails", check=check_positive),
     Setting(section="jobs", key="work_dir", target=JobsConfig, field="work_dir",
-            help="directory for job specs, results and Spark scratch files (default: system temp)"),
+            help="directory of the jobs' work directories (default: DATA_DIR/jobs in standalone, "
+                 "else strata-jobs in the system temp directory)"),
     Setting(section="jobs", key="compaction_interval_seconds", target=JobsConfig,
             field="compaction_interval_seconds",
             help="seconds between automatic compaction rounds (0 = manual compact() only)",
