@@ -145,16 +145,16 @@ def _config_file(args: argparse.Namespace, environ: Mapping[str, str]) -> str | 
 
 
 def _standalone(args: argparse.Namespace) -> int:
-    # The data directory is private; one an older run made with a looser mode is tightened.
     data_dir = Path(args.data_dir).resolve()
-    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    data_dir.chmod(0o700)
     # Spark jobs keep their work directories under it (unless the file or environment says otherwise).
     os.environ.setdefault(f"{ENV_PREFIX}JOBS_WORK_DIR", str(data_dir / "jobs"))
     environ = dict(os.environ)
     config_file = _config_file(args, environ)
     # Check the file and environment once here, before etcd starts, rather than in four children.
     values = resolve(flags={}, config_file=config_file, environ=environ)
+    # The data directory is private; one an older run made with a looser mode is tightened.
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    data_dir.chmod(0o700)
     pchannels = args.pchannels if args.pchannels is not None else values.get("coordinator.pchannels", 4)
     port = args.port if args.port is not None else values.get("proxy.port", 19530)
     assert isinstance(pchannels, int) and isinstance(port, int)
