@@ -34,6 +34,9 @@ INLINE_COST = 2_000_000  # multiply-adds; about 0.2 ms of numpy or hnswlib work
 _HNSW_DEFAULT_EF = 64
 _HNSW_VISITS_PER_EF = 32  # distance computations per candidate in the walk (about 2 M)
 _FILTER_COST_PER_ROW = 16  # evaluating a filter expression over a row's column values
+# A filter's constants are converted to Arrow once per segment (an `in` list's value set): about
+# 50 ns each. A filter is sized by its characters plus its list parameters' elements.
+_FILTER_COST_PER_CONSTANT = 500
 #: Queries per hnswlib thread at least: starting a thread costs about one query's walk.
 QUERIES_PER_THREAD = 8
 
@@ -66,15 +69,18 @@ class CoreShare:
 
 
 def search_cost(
-    num_rows: int, index: VectorIndex | None, queries: np.ndarray, params: SearchParams, *, filtered: bool
+    num_rows: int, index: VectorIndex | None, queries: np.ndarray, params: SearchParams, *, filter_size: int
 ) -> int:
-    """Rough multiply-adds of searching ``num_rows`` rows (exact when ``index`` is None or FLAT)."""
+    """Rough multiply-adds of searching ``num_rows`` rows (exact when ``index`` is None or FLAT) with
+    a filter of ``filter_size`` (``services.expr.asyncparse.filter_size``; 0: no filter)."""
     nq, dim = queries.shape  # (nq, dim), as every search takes them
     if index is not None and index.kind is IndexKind.HNSW:
         walk = nq * (params.ef or _HNSW_DEFAULT_EF) * _HNSW_VISITS_PER_EF * dim
     else:
         walk = nq * num_rows * dim
-    return walk + (num_rows * _FILTER_COST_PER_ROW if filtered else 0)
+    if not filter_size:
+        return walk
+    return walk + num_rows * _FILTER_COST_PER_ROW + filter_size * _FILTER_COST_PER_CONSTANT
 
 
 async def run_sized(

@@ -77,6 +77,8 @@ from querynode.segments.sealed import load_deletes
 from querynode.worker.client import WorkerClient
 from querynode.worker.segment import search_rows
 from services.errors import ErrorCode, NotReady, PositionTruncated, StrataError
+from services.expr import Expr
+from services.expr.asyncparse import filter_size, parse_filter_async
 from services.position import Position
 from services.schema import TIMESTAMP_COLUMN, CollectionSchema
 from services.segment import SegmentMeta
@@ -487,10 +489,12 @@ class Delegator:
                 "another replica"
             )
 
-    def _mask(self, spec: ReadSpec, store: GrowingStore) -> np.ndarray | None:
-        return read_mask(
-            store, self.schema, filter=spec.filter, filter_params=spec.filter_params, expire_before=spec.expire_before
-        )
+    async def _filter(self, spec: ReadSpec) -> Expr | None:
+        """The read's filter, parsed once for its growing segments (in a thread when long, and
+        before the data lock, which holds back the WAL's messages)."""
+        if not spec.filter.strip():
+            return None
+        return await parse_filter_async(spec.filter, self.schema, spec.filter_params or None)
 
     @contextlib.asynccontextmanager
     async def _read_view(self, spec: ReadSpec) -> AsyncIterator[tuple[dict[Placement, list[int]], list[GrowingStore]]]:
@@ -560,7 +564,7 @@ class Delegator:
                 timeout=spec.timeout,
             ))
 
-        def run(stores: list[GrowingStore]) -> list[pa.Table]:  # exact search: numpy picks its threads
+        def run(stores: list[GrowingStore], expr: Expr | None) -> list[pa.Table]:  # exact: numpy picks threads
             return [
                 search_rows(
                     store,
@@ -570,7 +574,7 @@ class Delegator:
                     metric=metric,
                     topk=topk,
                     read_ts=read_ts,
-                    mask=self._mask(spec, store),
+                    mask=read_mask(store, expr=expr, expire_before=spec.expire_before),
                     params=parsed,
                     output_fields=spec.output_fields,
                 )
@@ -580,10 +584,11 @@ class Delegator:
         async def growing(stores: list[GrowingStore]) -> list[pa.Table]:
             if not stores:
                 return []
+            expr = await self._filter(spec)
             async with self._lock:  # no message is applied to them meanwhile
-                filtered = bool(spec.filter.strip())
-                costs = (search_cost(s.num_rows, None, vectors, parsed, filtered=filtered) for s in stores)
-                return await run_sized(lambda _threads: run(stores), costs)
+                size = filter_size(spec.filter, spec.filter_params) if expr is not None else 0
+                costs = (search_cost(s.num_rows, None, vectors, parsed, filter_size=size) for s in stores)
+                return await run_sized(lambda _threads: run(stores, expr), costs)
 
         async with self._read_view(spec) as (sealed, stores):
             if not stores and len(sealed) == 1:  # one worker holds all of it: no task to gather
@@ -621,13 +626,18 @@ class Delegator:
         async def growing(stores: list[GrowingStore]) -> tuple[pa.Table | None, int]:
             if not stores:
                 return None, 0
+            expr = await self._filter(spec)
+
+            def mask(store: GrowingStore) -> np.ndarray | None:
+                return read_mask(store, expr=expr, expire_before=spec.expire_before)
+
             async with self._lock:
 
                 def run() -> tuple[pa.Table | None, int]:
                     if count_only:
-                        return None, sum(s.count(read_ts=read_ts, mask=self._mask(spec, s)) for s in stores)
+                        return None, sum(s.count(read_ts=read_ts, mask=mask(s)) for s in stores)
                     parts = [
-                        s.query(read_ts=read_ts, mask=self._mask(spec, s), output_fields=spec.output_fields, limit=limit)
+                        s.query(read_ts=read_ts, mask=mask(s), output_fields=spec.output_fields, limit=limit)
                         for s in stores
                     ]
                     return (pa.concat_tables(parts) if parts else None), sum(p.num_rows for p in parts)

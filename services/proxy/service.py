@@ -22,7 +22,7 @@ from querynode.segments.reduce import merge_topk
 from querynode.worker.indexes import index_spec
 from services.coordclient import CoordinatorClient
 from services.errors import ErrorCode, InvalidArgument, NotSupported, StrataError
-from services.expr import parse_filter
+from services.expr.asyncparse import parse_filter_async
 from services.grpcutil import raise_for_status
 from services.proxy import convert
 from services.proxy.aliases import AliasRPCs
@@ -354,7 +354,7 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
     async def Delete(self, request: milvus_pb2.DeleteRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.MutationResult:
         coll = await self._coll(request.collection_name)
         params = convert.template_values(request.expr_template_values)
-        expr = parse_filter(request.expr, coll.schema, params or None)
+        expr = await parse_filter_async(request.expr, coll.schema, params or None)
         pks = primary_keys_of(expr, coll.schema)
         scoped, names = await read_partitions(
             self._cache, coll, [request.partition_name] if request.partition_name else []
@@ -437,7 +437,7 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
         coll = await self._coll(request.collection_name)
         spec = convert.parse_search_request(request, coll.schema)
         if spec.filter.strip():
-            parse_filter(spec.filter, coll.schema, spec.filter_params or None)  # reject bad filters here
+            await parse_filter_async(spec.filter, coll.schema, spec.filter_params or None)  # reject bad ones here
         fetch, _ = convert.resolve_output_fields(coll.schema, spec.output_fields)
         metric = await self._metric_for(coll, spec.anns_field, spec.metric_type)
         check_range(metric, spec.radius, spec.range_filter)  # the index's metric is known now
@@ -512,7 +512,7 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
                 f"but got {limit + offset}"
             )
         if expr_text.strip():
-            parse_filter(expr_text, coll.schema, params or None)
+            await parse_filter_async(expr_text, coll.schema, params or None)
         partitions, names = await read_partitions(self._cache, coll, list(request.partition_names))
         read = ReadOptions(
             guarantee_ts=await self._guarantee(coll, request),
