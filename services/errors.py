@@ -37,6 +37,7 @@ class ErrorCode(IntEnum):
     SEGMENT_NOT_FOUND = 20
     PARTITION_NOT_FOUND = 21
     PARTITION_NOT_LOADED = 22
+    LIMIT_EXCEEDED = 23
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +73,9 @@ CODE_TABLE: dict[ErrorCode, CodeInfo] = {
     ErrorCode.SEGMENT_NOT_FOUND: CodeInfo(grpc.StatusCode.NOT_FOUND, 1, 600),
     ErrorCode.PARTITION_NOT_FOUND: CodeInfo(grpc.StatusCode.NOT_FOUND, 1, 200),
     ErrorCode.PARTITION_NOT_LOADED: CodeInfo(grpc.StatusCode.FAILED_PRECONDITION, 1, 201),
+    # A request over one of the proxy's limits (maxOutputSize): Milvus answers these with a plain
+    # error, which its status table makes UnexpectedError / 65535.
+    ErrorCode.LIMIT_EXCEEDED: CodeInfo(grpc.StatusCode.RESOURCE_EXHAUSTED, 1, 65535),
 }
 
 
@@ -140,6 +144,12 @@ class NotReady(StrataError):
 
 class ReadTimeout(StrataError):
     code = ErrorCode.TIMEOUT
+
+
+class LimitExceeded(StrataError):
+    """A request asks for more than a configured limit allows (``ProxyLimits``)."""
+
+    code = ErrorCode.LIMIT_EXCEEDED
 
 
 class SegmentNotFound(StrataError):
