@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 import structlog
 
 from querynode.index.base import SearchParams
-from querynode.offload import CoreShare, run_sized, search_cost
+from querynode.offload import CoreShare, concat_slices, run_sliced, search_cost
 from querynode.segments.growing import GrowingStore
 from querynode.segments.readmask import read_mask
 from querynode.segments.reduce import merge_topk
@@ -138,42 +138,49 @@ class Worker:
     ) -> pa.Table:
         schema = self._schemas[collection_id] if segment_ids else None
         expr = await self._filter(schema, read)
-        async with self._locks[collection_id].read():
+        lock = self._locks[collection_id]
+        async with lock.read():
             segments = self._held(collection_id, segment_ids)
-
-            def run(threads: int) -> pa.Table | None:
-                parts = [
-                    seg.search(
-                        field_name=field_name,
-                        queries=queries,
-                        metric=metric,
-                        topk=topk,
-                        read_ts=read.read_ts,
-                        mask=read_mask(seg.store, expr=expr, expire_before=read.expire_before),
-                        params=params,
-                        output_fields=read.output_fields,
-                        threads=threads,
-                    )
-                    for seg in segments
-                ]
-                if not parts:
-                    return None
-                if len(parts) == 1:
-                    return parts[0]
-                assert schema is not None
-                return merge_topk(parts, topk=topk, metric=metric, pk_field=schema.primary_field.name)
-
-            size = filter_size(read.filter, read.filter_params) if expr is not None else 0
-            costs = (
-                search_cost(seg.num_rows, seg.index_for(field_name, metric), queries, params, filter_size=size)
-                for seg in segments
-            )
-            # A filtered walk calls back into Python per row: its threads would only fight over the GIL.
-            parallel = 0 if expr is not None else len(queries)
-            result = await run_sized(run, costs, parallel_queries=parallel, share=self._cores)
-        if result is None:
+        if not segments:
             raise SegmentNotFound("no segment to search")
-        return result
+        assert schema is not None
+        masks: dict[int, np.ndarray | None] = {}  # by segment: sealed rows do not change, so once per read
+
+        def mask(seg: WorkerSegment) -> np.ndarray | None:
+            if seg.segment_id not in masks:
+                masks[seg.segment_id] = read_mask(seg.store, expr=expr, expire_before=read.expire_before)
+            return masks[seg.segment_id]
+
+        def run(part: slice, threads: int) -> pa.Table:
+            parts = [
+                seg.search(
+                    field_name=field_name,
+                    queries=queries[part],
+                    metric=metric,
+                    topk=topk,
+                    read_ts=read.read_ts,
+                    mask=mask(seg),
+                    params=params,
+                    output_fields=read.output_fields,
+                    threads=threads,
+                )
+                for seg in segments
+            ]
+            if len(parts) == 1:
+                return parts[0]
+            return merge_topk(parts, topk=topk, metric=metric, pk_field=schema.primary_field.name)
+
+        size = filter_size(read.filter, read.filter_params) if expr is not None else 0
+        cost = sum(
+            search_cost(seg.num_rows, seg.index_for(field_name, metric), queries, params, filter_size=size)
+            for seg in segments
+        )
+        # Slice by slice under the collection's read lock: a cut waits for one slice, not the whole search.
+        # A filtered walk calls back into Python per row: its threads would only fight over the GIL.
+        slices, tables = await run_sliced(
+            run, nq=len(queries), cost=cost, guard=lock.read, parallel=expr is None, share=self._cores
+        )
+        return concat_slices(tables, slices)
 
     async def query(
         self, collection_id: int, segment_ids: Sequence[int], read: SegmentRead, *, limit: int | None, count_only: bool
