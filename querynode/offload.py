@@ -44,6 +44,9 @@ INLINE_COST = 2_000_000  # multiply-adds; about 0.2 ms of numpy or hnswlib work
 SLICE_COST = 100 * INLINE_COST  # about 20 ms: the longest a search holds a lock or a thread at once
 _HNSW_DEFAULT_EF = 64
 _HNSW_VISITS_PER_EF = 32  # distance computations per candidate in the walk (about 2 M)
+# Exact search: each (query, row) pair also costs writing its distance and ranking it, about
+# 50 multiply-adds' time whatever the dimension (measured: 5 ns a pair at dim 8).
+_EXACT_PAIR_OVERHEAD = 48
 _FILTER_COST_PER_ROW = 16  # evaluating a filter expression over a row's column values
 # A filter's constants are converted to Arrow once per segment (an `in` list's value set): about
 # 50 ns each. A filter is sized by its characters plus its list parameters' elements.
@@ -88,7 +91,7 @@ def search_cost(
     if index is not None and index.kind is IndexKind.HNSW:
         walk = nq * (params.ef or _HNSW_DEFAULT_EF) * _HNSW_VISITS_PER_EF * dim
     else:
-        walk = nq * num_rows * dim
+        walk = nq * num_rows * (dim + _EXACT_PAIR_OVERHEAD)
     if not filter_size:
         return walk
     return walk + num_rows * _FILTER_COST_PER_ROW + filter_size * _FILTER_COST_PER_CONSTANT

@@ -51,7 +51,7 @@ from querynode.segments.metric import Metric, parse_metric
 from querynode.segments.reduce import merge_topk
 from services.config import DEFAULT_LIMITS, ProxyLimits
 from services.errors import InvalidArgument, NotSupported, StrataError
-from services.expr import parse_filter
+from services.expr.asyncparse import parse_filter_async
 from services.proxy import convert
 from services.proxy.convert.search import DISTANCE_COLUMN, QUERY_COLUMN, TOPK_LIMIT, SearchSpec, check_range
 from services.proxy.limits import check_expr_length
@@ -415,7 +415,7 @@ async def hybrid_search(
     schema = coll.schema
     output_fields = list(request.output_fields)
     fetch, _ = convert.resolve_output_fields(schema, output_fields)
-    specs = [_parse_sub_request(i, sub, schema, limits) for i, sub in enumerate(requests)]
+    specs = [await _parse_sub_request(i, sub, schema, limits) for i, sub in enumerate(requests)]
     nq = specs[0].nq
     for i, spec in enumerate(specs):
         if spec.nq != nq:
@@ -458,7 +458,7 @@ async def hybrid_search(
     return milvus_pb2.SearchResults(status=success(), results=results, collection_name=coll.name)
 
 
-def _parse_sub_request(
+async def _parse_sub_request(
     index: int, sub: milvus_pb2.SearchRequest, schema: CollectionSchema, limits: ProxyLimits
 ) -> SearchSpec:
     anns = next((p.value for p in sub.search_params if p.key == "anns_field"), "")
@@ -468,7 +468,7 @@ def _parse_sub_request(
             raise NotSupported("group by is not supported inside an ann search request of a hybrid search")
         if spec.filter.strip():
             check_expr_length(spec.filter, limits)
-            parse_filter(spec.filter, schema, spec.filter_params or None)  # reject bad filters before reading
+            await parse_filter_async(spec.filter, schema, spec.filter_params or None)  # reject bad ones now
     return spec
 
 
