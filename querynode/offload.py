@@ -7,6 +7,12 @@ inline under ``INLINE_COST``: an HNSW walk at nq <= 8 and ef <= 64, or exact
 search over a few thousand rows at nq=1. Larger work goes to a thread, so the
 loop keeps serving other requests and two searches can use both cores.
 
+A long search is cut into slices of its queries (``run_sliced``), each costing
+about ``SLICE_COST`` and run under its caller's lock on its own: a search never
+holds a store's lock, nor a worker thread, much longer than one slice, so the
+WAL's deletes and the reads queued behind it take turns with it instead of
+waiting for all of it.
+
 A read in a thread may itself use several cores: an unfiltered HNSW walk
 splits its queries among hnswlib threads, which run without the GIL.
 ``CoreShare`` hands each such read the cores no other offloaded read holds.
@@ -18,22 +24,33 @@ concurrent clients) get one each, as they did.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, contextmanager
 from typing import TypeVar
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from querynode.index.base import SearchParams, VectorIndex
 from querynode.index.spec import IndexKind
+from querynode.segments.growing import QUERY_COLUMN
 
 T = TypeVar("T")
 
 INLINE_COST = 2_000_000  # multiply-adds; about 0.2 ms of numpy or hnswlib work
+SLICE_COST = 100 * INLINE_COST  # about 20 ms: the longest a search holds a lock or a thread at once
 _HNSW_DEFAULT_EF = 64
 _HNSW_VISITS_PER_EF = 32  # distance computations per candidate in the walk (about 2 M)
+# Exact search: each (query, row) pair also costs writing its distance and ranking it, about
+# 50 multiply-adds' time whatever the dimension (measured: 5 ns a pair at dim 8).
+_EXACT_PAIR_OVERHEAD = 48
 _FILTER_COST_PER_ROW = 16  # evaluating a filter expression over a row's column values
+# A filter's constants are converted to Arrow once per segment (an `in` list's value set): about
+# 50 ns each. A filter is sized by its characters plus its list parameters' elements.
+_FILTER_COST_PER_CONSTANT = 500
 #: Queries per hnswlib thread at least: starting a thread costs about one query's walk.
 QUERIES_PER_THREAD = 8
 
@@ -66,15 +83,18 @@ class CoreShare:
 
 
 def search_cost(
-    num_rows: int, index: VectorIndex | None, queries: np.ndarray, params: SearchParams, *, filtered: bool
+    num_rows: int, index: VectorIndex | None, queries: np.ndarray, params: SearchParams, *, filter_size: int
 ) -> int:
-    """Rough multiply-adds of searching ``num_rows`` rows (exact when ``index`` is None or FLAT)."""
+    """Rough multiply-adds of searching ``num_rows`` rows (exact when ``index`` is None or FLAT) with
+    a filter of ``filter_size`` (``services.expr.asyncparse.filter_size``; 0: no filter)."""
     nq, dim = queries.shape  # (nq, dim), as every search takes them
     if index is not None and index.kind is IndexKind.HNSW:
         walk = nq * (params.ef or _HNSW_DEFAULT_EF) * _HNSW_VISITS_PER_EF * dim
     else:
-        walk = nq * num_rows * dim
-    return walk + (num_rows * _FILTER_COST_PER_ROW if filtered else 0)
+        walk = nq * num_rows * (dim + _EXACT_PAIR_OVERHEAD)
+    if not filter_size:
+        return walk
+    return walk + num_rows * _FILTER_COST_PER_ROW + filter_size * _FILTER_COST_PER_CONSTANT
 
 
 async def run_sized(
@@ -89,3 +109,59 @@ async def run_sized(
         return await asyncio.to_thread(fn, 1)
     with share.take(parallel_queries // QUERIES_PER_THREAD) as threads:
         return await asyncio.to_thread(fn, threads)
+
+
+def query_slices(nq: int, cost: int) -> list[slice]:
+    """Consecutive slices of ``nq`` queries whose work (``cost`` in all) is about ``SLICE_COST`` each."""
+    if nq <= 0:
+        return [slice(0, 0)]
+    per_query = max(1, cost // nq)
+    size = max(1, SLICE_COST // per_query)
+    return [slice(start, min(start + size, nq)) for start in range(0, nq, size)]
+
+
+async def run_sliced(
+    fn: Callable[[slice, int], T],
+    *,
+    nq: int,
+    cost: int,
+    guard: Callable[[], AbstractAsyncContextManager[object]],
+    parallel: bool,
+    share: CoreShare | None = None,
+) -> tuple[list[slice], list[T]]:
+    """``fn(queries, threads)`` for each of ``query_slices(nq, cost)`` in turn, each under a fresh
+    ``guard()`` (the caller's lock) and sized by ``run_sized``; returns the slices and their answers.
+
+    ``parallel``: a slice's queries may be split among threads (one per ``QUERIES_PER_THREAD``).
+    The stores read must give the same answer at the read's timestamp whatever happens between
+    slices (MVCC: what a writer does between two slices is later than the read).
+    """
+    slices = query_slices(nq, cost)
+    out: list[T] = []
+    for part in slices:
+        queries = part.stop - part.start
+        slice_cost = cost * queries // nq if nq else cost
+        async with guard():
+            out.append(
+                await run_sized(
+                    functools.partial(fn, part),
+                    [slice_cost],
+                    parallel_queries=queries if parallel else 0,
+                    share=share,
+                )
+            )
+    return slices, out
+
+
+def concat_slices(tables: Sequence[pa.Table], slices: Sequence[slice]) -> pa.Table:
+    """The hits of consecutive query slices as one table, ``query`` counted from the first slice."""
+    if len(tables) == 1 and slices[0].start == 0:
+        return tables[0]
+    shifted = []
+    for table, part in zip(tables, slices, strict=True):
+        if part.start:
+            i = table.schema.get_field_index(QUERY_COLUMN)
+            moved = pc.add(table.column(i), pa.scalar(part.start, pa.int32()))
+            table = table.set_column(i, table.schema.field(i), moved)
+        shifted.append(table)
+    return pa.concat_tables(shifted)

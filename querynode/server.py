@@ -69,7 +69,7 @@ class QueryNode:
         await self._health.serving()
         if c.proxy_port is not None:
             self._proxy = Proxy(
-                ProxyConfig(common=replace(c.common, port=c.proxy_port)),
+                ProxyConfig(common=replace(c.common, port=c.proxy_port), limits=c.proxy_limits),
                 LocalQueryNode(self.address, service),
                 self._local_wal,
             )

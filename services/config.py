@@ -221,6 +221,54 @@ class StreamingNodeConfig:
         check_nats_replicas(self.wal_nats_replicas)
 
 
+MIB = 1 << 20
+#: gRPC caps a message at 2 GiB - 1 (a signed 32-bit length).
+GRPC_MAX_MESSAGE = (1 << 31) - 1
+
+
+def check_message_size(value: int) -> None:
+    """A gRPC message size limit: 1 byte to 2 GiB - 1 (what gRPC can frame)."""
+    if not 0 < value <= GRPC_MAX_MESSAGE:
+        raise ValueError(f"must be 1 to {GRPC_MAX_MESSAGE} bytes, got {value}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProxyLimits:
+    """What one request may ask of the proxy; refused before any work (``services/proxy/limits.py``).
+
+    Milvus's names and defaults (Milvus 2.5/2.6 ``milvus.yaml``), except ``max_expr_length``,
+    which Milvus does not have.
+    """
+
+    # proxy.grpc.serverMaxRecvSize: the largest request the proxy's gRPC server takes (64 MiB);
+    # a larger one is refused by gRPC itself with RESOURCE_EXHAUSTED, before it is read.
+    server_max_recv_size: int = 64 * MIB
+    # proxy.grpc.serverMaxSendSize: the largest answer it sends (256 MiB).
+    server_max_send_size: int = 256 * MIB
+    # quotaAndLimits.limits.topK: a search's limit (+ offset) at most.
+    max_topk: int = 16384
+    # quotaAndLimits.limits.nq: query vectors in one search at most.
+    max_nq: int = 16384
+    # quotaAndLimits.limits.maxQueryResultWindow: a query's offset + limit at most.
+    max_query_result_window: int = 16384
+    # quotaAndLimits.limits.maxOutputSize: bytes of one search or query result at most (100 MiB);
+    # a search whose nq x topk hits cannot fit is refused before it runs.
+    max_output_size: int = 100 * MIB
+    # Strata's own: characters of a filter expression at most (16 MiB: about 2 million ids
+    # written out in an `in` list). Milvus bounds filters only by serverMaxRecvSize.
+    max_expr_length: int = 16 * MIB
+
+    def validate(self) -> None:
+        check_message_size(self.server_max_recv_size)
+        check_message_size(self.server_max_send_size)
+        for name in ("max_topk", "max_nq", "max_query_result_window", "max_output_size", "max_expr_length"):
+            check_positive(getattr(self, name))
+
+
+#: Milvus's defaults, for code given no configuration.
+DEFAULT_LIMITS = ProxyLimits()
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class QueryNodeConfig:
     common: CommonConfig
@@ -229,17 +277,22 @@ class QueryNodeConfig:
     # Also run the proxy in this process, serving the Milvus API on this port (standalone does):
     # its reads reach this node's delegators without a gRPC hop. None: no proxy here.
     proxy_port: int | None = None
+    # The limits of that proxy (the proxy section's keys).
+    proxy_limits: ProxyLimits = field(default_factory=ProxyLimits)
 
     def validate(self) -> None:
         self.common.validate()
         check_storage_uri(self.storage)
         if self.proxy_port is not None:
             check_port(self.proxy_port)
+        self.proxy_limits.validate()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProxyConfig:
     common: CommonConfig = field(default_factory=lambda: CommonConfig(etcd="127.0.0.1:2379", port=19530))
+    limits: ProxyLimits = field(default_factory=ProxyLimits)
 
     def validate(self) -> None:
         self.common.validate()
+        self.limits.validate()

@@ -12,7 +12,7 @@ The file has one section per role plus ``common``; every key is listed in
     # or the WAL on a NATS JetStream cluster, no wal_dir: {wal_backend: nats,
     #   wal_nats_servers: "nats://10.0.0.7:4222,nats://10.0.0.8:4222", wal_nats_replicas: 3, ...}
     querynode: {port: 0, storage: "s3://bucket/strata"}
-    proxy: {port: 19530}
+    proxy: {port: 19530, server_max_recv_size: 67108864, max_topk: 16384}   # limits: README.md
     jobs: {spark_master: "local[*]", compaction_interval_seconds: 60}   # read by the coordinator
 
 Each key is also ``STRATA_<SECTION>_<KEY>`` in the environment
@@ -41,9 +41,11 @@ from services.config import (
     CoordinatorConfig,
     JobsConfig,
     ProxyConfig,
+    ProxyLimits,
     QueryNodeConfig,
     StreamingNodeConfig,
     check_etcd_endpoint,
+    check_message_size,
     check_nats_replicas,
     check_nats_servers,
     check_non_negative,
@@ -188,6 +190,26 @@ SETTINGS: tuple[Setting, ...] = (
             help="also serve the Milvus API (the proxy) from this process on this port; unset: no proxy here",
             check=check_port),
     _port("proxy", 19530),
+    # The proxy's limits (Milvus's names in parentheses); the standalone node's proxy reads them too.
+    Setting(section="proxy", key="server_max_recv_size", target=ProxyLimits, field="server_max_recv_size",
+            help="bytes of the largest request the proxy takes (Milvus proxy.grpc.serverMaxRecvSize)",
+            check=check_message_size),
+    Setting(section="proxy", key="server_max_send_size", target=ProxyLimits, field="server_max_send_size",
+            help="bytes of the largest answer the proxy sends (Milvus proxy.grpc.serverMaxSendSize)",
+            check=check_message_size),
+    Setting(section="proxy", key="max_topk", target=ProxyLimits, field="max_topk",
+            help="a search's limit + offset at most (Milvus quotaAndLimits.limits.topK)", check=check_positive),
+    Setting(section="proxy", key="max_nq", target=ProxyLimits, field="max_nq",
+            help="query vectors of one search at most (Milvus quotaAndLimits.limits.nq)", check=check_positive),
+    Setting(section="proxy", key="max_query_result_window", target=ProxyLimits, field="max_query_result_window",
+            help="a query's offset + limit at most (Milvus quotaAndLimits.limits.maxQueryResultWindow)",
+            check=check_positive),
+    Setting(section="proxy", key="max_output_size", target=ProxyLimits, field="max_output_size",
+            help="bytes of one search or query result at most (Milvus quotaAndLimits.limits.maxOutputSize)",
+            check=check_positive),
+    Setting(section="proxy", key="max_expr_length", target=ProxyLimits, field="max_expr_length",
+            help="characters of a filter expression at most (Strata's own; Milvus has no such limit)",
+            check=check_positive),
     Setting(section="jobs", key="spark_master", target=JobsConfig, field="spark_master",
             help="Spark master of compaction and import jobs: local[*], spark://HOST:PORT, k8s://...",
             check=check_spark_master),
@@ -367,7 +389,7 @@ def _kwargs(cls: type, sections: tuple[str, ...], values: Mapping[str, object]) 
             kwargs[setting.field] = setting.default
     given_or_default = {f.name: kwargs.get(f.name, f.default) for f in fields(cls)}
     for f in fields(cls):
-        if f.name in kwargs or f.name in ("common", "jobs"):
+        if f.name in kwargs or f.name in ("common", "jobs", "limits", "proxy_limits"):
             continue
         field_setting = next((s for s in SETTINGS if s.target is cls and s.field == f.name), None)
         required = f.default is MISSING and f.default_factory is MISSING
@@ -395,6 +417,11 @@ def build(role: str, values: Mapping[str, object]) -> RoleConfig:
     extra: dict[str, Any] = {}
     if cls is CoordinatorConfig:
         extra["jobs"] = JobsConfig(**_kwargs(JobsConfig, ("jobs",), values))
+    limits = ProxyLimits(**_kwargs(ProxyLimits, ("proxy",), values))
+    if cls is ProxyConfig:
+        extra["limits"] = limits
+    if cls is QueryNodeConfig:
+        extra["proxy_limits"] = limits  # for the proxy a standalone node serves
     config: RoleConfig = cls(common=common, **_kwargs(cls, (role,), values), **extra)
     try:
         config.validate()

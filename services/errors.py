@@ -42,6 +42,7 @@ class ErrorCode(IntEnum):
     INDEX_NOT_SUPPORTED = 24
     DISK_QUOTA_EXHAUSTED = 25
     IO_FAILED = 26
+    LIMIT_EXCEEDED = 27
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +85,9 @@ CODE_TABLE: dict[ErrorCode, CodeInfo] = {
     ErrorCode.DISK_QUOTA_EXHAUSTED: CodeInfo(grpc.StatusCode.RESOURCE_EXHAUSTED, 54, 7),
     # merr.ErrIoFailed.
     ErrorCode.IO_FAILED: CodeInfo(grpc.StatusCode.UNAVAILABLE, 1, 1001),
+    # A request over one of the proxy's limits (maxOutputSize): Milvus answers these with a plain
+    # error, which its status table makes UnexpectedError / 65535.
+    ErrorCode.LIMIT_EXCEEDED: CodeInfo(grpc.StatusCode.RESOURCE_EXHAUSTED, 1, 65535),
 }
 
 
@@ -164,6 +168,12 @@ class NotReady(StrataError):
 
 class ReadTimeout(StrataError):
     code = ErrorCode.TIMEOUT
+
+
+class LimitExceeded(StrataError):
+    """A request asks for more than a configured limit allows (``ProxyLimits``)."""
+
+    code = ErrorCode.LIMIT_EXCEEDED
 
 
 class SegmentNotFound(StrataError):

@@ -17,21 +17,31 @@ from services.grpcdecode import DecodeGuard
 
 log = structlog.get_logger().bind(component="rpc")
 
-# Unlimited message sizes, like pymilvus' own channel options.
+# Messages between roles: large (a query node's answer carries up to the proxy's maxOutputSize,
+# an insert batch up to its serverMaxRecvSize) but bounded, since anyone who reaches a role's port
+# can send to it. The proxy's own server takes its limits from ProxyLimits (message_size_options).
+INTERNAL_MAX_MESSAGE = 1 << 30
 CHANNEL_OPTIONS = [
-    ("grpc.max_send_message_length", -1),
-    ("grpc.max_receive_message_length", -1),
+    ("grpc.max_send_message_length", INTERNAL_MAX_MESSAGE),
+    ("grpc.max_receive_message_length", INTERNAL_MAX_MESSAGE),
     ("grpc.keepalive_time_ms", 10_000),
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.max_pings_without_data", 0),
 ]
 SERVER_OPTIONS = [
-    ("grpc.max_send_message_length", -1),
-    ("grpc.max_receive_message_length", -1),
+    ("grpc.max_send_message_length", INTERNAL_MAX_MESSAGE),
+    ("grpc.max_receive_message_length", INTERNAL_MAX_MESSAGE),
     ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.so_reuseport", 0),
 ]
+
+
+def message_size_options(*, max_receive: int, max_send: int) -> list[tuple[str, int]]:
+    """Server options: ``SERVER_OPTIONS`` with these message size limits. A larger request is refused
+    by gRPC with RESOURCE_EXHAUSTED before it is read into memory; a larger answer fails likewise."""
+    sizes = {"grpc.max_receive_message_length": max_receive, "grpc.max_send_message_length": max_send}
+    return [(key, sizes.get(key, value)) for key, value in SERVER_OPTIONS]
 
 
 def ok_status() -> common_pb2.Status:
@@ -162,13 +172,15 @@ async def start_server(
     host: str = "127.0.0.1",
     port: int = 0,
     health: Health | None = None,
+    options: Sequence[tuple[str, int]] = tuple(SERVER_OPTIONS),
 ) -> tuple[grpc.aio.Server, int]:
     """Start a grpc.aio server on ``host:port`` (0 = a free port); returns it and its port.
 
     With ``health``, the server also answers ``grpc.health.v1.Health`` (NOT_SERVING until the role says so).
     Every method answers INVALID_ARGUMENT to a request whose bytes do not decode.
+    ``options``: the server's channel options (default ``SERVER_OPTIONS``).
     """
-    server = grpc.aio.server(options=SERVER_OPTIONS)
+    server = grpc.aio.server(options=list(options))
     # Servicers register through a guard: undecodable requests answer INVALID_ARGUMENT (grpcdecode.py).
     registrar = cast(grpc.aio.Server, DecodeGuard(server))
     add_servicers(registrar)

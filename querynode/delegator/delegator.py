@@ -73,7 +73,7 @@ from querynode.delegator.load_failures import LoadFailures
 from querynode.delegator.shard_data import ShardData
 from querynode.delegator.tsafe import TSafe
 from querynode.index.base import search_params
-from querynode.offload import run_sized, search_cost
+from querynode.offload import concat_slices, run_sliced, search_cost
 from querynode.segments.growing import GrowingStore
 from querynode.segments.readmask import read_mask
 from querynode.segments.reduce import merge_topk
@@ -81,6 +81,8 @@ from querynode.segments.sealed import load_deletes
 from querynode.worker.client import WorkerClient
 from querynode.worker.segment import search_rows
 from services.errors import ErrorCode, NotReady, PositionTruncated, StrataError
+from services.expr import Expr
+from services.expr.asyncparse import filter_size, parse_filter_async
 from services.failpoints import failpoint
 from services.position import Position
 from services.schema import TIMESTAMP_COLUMN, CollectionSchema
@@ -97,6 +99,8 @@ WORKER_LOST = {ErrorCode.SEGMENT_NOT_FOUND, ErrorCode.NOT_READY, ErrorCode.UNAVA
 
 
 _T = TypeVar("_T")
+# Hits merged on the event loop up to this many (a millisecond or so); more in a thread.
+INLINE_MERGE_ROWS = 4096
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -539,10 +543,12 @@ class Delegator:
             "another replica"
         )
 
-    def _mask(self, spec: ReadSpec, store: GrowingStore) -> np.ndarray | None:
-        return read_mask(
-            store, self.schema, filter=spec.filter, filter_params=spec.filter_params, expire_before=spec.expire_before
-        )
+    async def _filter(self, spec: ReadSpec) -> Expr | None:
+        """The read's filter, parsed once for its growing segments (in a thread when long, and
+        before the data lock, which holds back the WAL's messages)."""
+        if not spec.filter.strip():
+            return None
+        return await parse_filter_async(spec.filter, self.schema, spec.filter_params or None)
 
     @contextlib.asynccontextmanager
     async def _read_view(self, spec: ReadSpec) -> AsyncIterator[tuple[dict[Placement, list[int]], list[GrowingStore]]]:
@@ -612,30 +618,45 @@ class Delegator:
                 timeout=spec.timeout,
             ))
 
-        def run(stores: list[GrowingStore]) -> list[pa.Table]:  # exact search: numpy picks its threads
-            return [
-                search_rows(
-                    store,
-                    None,
-                    field_name=field,
-                    queries=vectors,
-                    metric=metric,
-                    topk=topk,
-                    read_ts=read_ts,
-                    mask=self._mask(spec, store),
-                    params=parsed,
-                    output_fields=spec.output_fields,
-                )
-                for store in stores
-            ]
-
         async def growing(stores: list[GrowingStore]) -> list[pa.Table]:
             if not stores:
                 return []
-            async with self._lock:  # no message is applied to them meanwhile
-                filtered = bool(spec.filter.strip())
-                costs = (search_cost(s.num_rows, None, vectors, parsed, filtered=filtered) for s in stores)
-                return await run_sized(lambda _threads: run(stores), costs)
+            expr = await self._filter(spec)
+            # A store's filter mask, kept while no insert has grown it (rows only ever get appended).
+            masks: dict[int, tuple[int, np.ndarray | None]] = {}
+
+            def mask(i: int, store: GrowingStore) -> np.ndarray | None:
+                kept = masks.get(i)
+                if kept is None or kept[0] != store.num_rows:
+                    kept = masks[i] = (store.num_rows, read_mask(store, expr=expr, expire_before=spec.expire_before))
+                return kept[1]
+
+            def run(part: slice, _threads: int) -> list[pa.Table]:  # exact search: numpy picks its threads
+                return [
+                    search_rows(
+                        store,
+                        None,
+                        field_name=field,
+                        queries=vectors[part],
+                        metric=metric,
+                        topk=topk,
+                        read_ts=read_ts,
+                        mask=mask(i, store),
+                        params=parsed,
+                        output_fields=spec.output_fields,
+                    )
+                    for i, store in enumerate(stores)
+                ]
+
+            size = filter_size(spec.filter, spec.filter_params) if expr is not None else 0
+            cost = sum(search_cost(s.num_rows, None, vectors, parsed, filter_size=size) for s in stores)
+            # Slice by slice under the data lock (no message is applied to the stores meanwhile): the
+            # WAL's messages, and so tsafe and the reads waiting for it, move on between slices. A row
+            # inserted or deleted between two slices is later than read_ts, so every slice sees the same.
+            slices, answers = await run_sliced(
+                run, nq=len(vectors), cost=cost, guard=lambda: self._lock, parallel=False
+            )
+            return [concat_slices([a[i] for a in answers], slices) for i in range(len(stores))]
 
         async with self._read_view(spec) as (sealed, stores):
             if not stores and len(sealed) == 1:  # one worker holds all of it: no task to gather
@@ -652,7 +673,8 @@ class Delegator:
             return empty.hits_table(none, none, np.empty(0, np.float32), spec.output_fields)
         if len(parts) == 1:
             return parts[0]
-        return merge_topk(parts, topk=topk, metric=metric, pk_field=self._pk)
+        merge = functools.partial(merge_topk, parts, topk=topk, metric=metric, pk_field=self._pk)
+        return merge() if sum(p.num_rows for p in parts) <= INLINE_MERGE_ROWS else await asyncio.to_thread(merge)
 
     async def query(self, spec: ReadSpec, *, limit: int | None, count_only: bool) -> tuple[pa.Table | None, int]:
         read_ts = await self.tsafe.wait(spec.guarantee_ts, timeout=spec.timeout, what=f"query {self.vchannel}")
@@ -673,13 +695,18 @@ class Delegator:
         async def growing(stores: list[GrowingStore]) -> tuple[pa.Table | None, int]:
             if not stores:
                 return None, 0
+            expr = await self._filter(spec)
+
+            def mask(store: GrowingStore) -> np.ndarray | None:
+                return read_mask(store, expr=expr, expire_before=spec.expire_before)
+
             async with self._lock:
 
                 def run() -> tuple[pa.Table | None, int]:
                     if count_only:
-                        return None, sum(s.count(read_ts=read_ts, mask=self._mask(spec, s)) for s in stores)
+                        return None, sum(s.count(read_ts=read_ts, mask=mask(s)) for s in stores)
                     parts = [
-                        s.query(read_ts=read_ts, mask=self._mask(spec, s), output_fields=spec.output_fields, limit=limit)
+                        s.query(read_ts=read_ts, mask=mask(s), output_fields=spec.output_fields, limit=limit)
                         for s in stores
                     ]
                     return (pa.concat_tables(parts) if parts else None), sum(p.num_rows for p in parts)
@@ -694,10 +721,14 @@ class Delegator:
         if not tables:
             empty = GrowingStore(self.schema).query(read_ts=read_ts, output_fields=spec.output_fields)
             return empty, 0
-        table = pa.concat_tables(tables)
-        table = table.take(pc.sort_indices(table, sort_keys=[(self._pk, "ascending")]))
-        if limit is not None:
-            table = table.slice(0, limit)
+
+        def merge() -> pa.Table:
+            table = pa.concat_tables(tables)
+            table = table.take(pc.sort_indices(table, sort_keys=[(self._pk, "ascending")]))
+            return table if limit is None else table.slice(0, limit)
+
+        rows = sum(t.num_rows for t in tables)
+        table = merge() if rows <= INLINE_MERGE_ROWS else await asyncio.to_thread(merge)
         return table, table.num_rows
 
 

@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import numpy as np
 
 from querynode.segments.growing import GrowingStore
-from services.expr import evaluate, parse_filter
-from services.schema import CollectionSchema
+from services.expr import Expr, evaluate
 
 
-def read_mask(
-    store: GrowingStore,
-    schema: CollectionSchema,
-    *,
-    filter: str,
-    filter_params: Mapping[str, Any],
-    expire_before: int,
-) -> np.ndarray | None:
-    """Bool per stored row: matches ``filter`` and was written at or after ``expire_before``
-    (the collection's TTL; 0: nothing expires). None: every row may be returned."""
-    mask = evaluate(parse_filter(filter, schema, filter_params or None), store.table()) if filter.strip() else None
+def read_mask(store: GrowingStore, *, expr: Expr | None, expire_before: int) -> np.ndarray | None:
+    """Bool per stored row: matches ``expr`` (the read's filter, parsed once per read; None: no
+    filter) and was written at or after ``expire_before`` (the collection's TTL; 0: nothing
+    expires). None: every row may be returned."""
+    mask = evaluate(expr, store.table()) if expr is not None else None
     kept = store.unexpired(expire_before)
     if kept is None:
         return mask

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 import structlog
 
 from querynode.index.base import SearchParams
-from querynode.offload import CoreShare, run_sized, search_cost
+from querynode.offload import CoreShare, concat_slices, run_sliced, search_cost
 from querynode.segments.growing import GrowingStore
 from querynode.segments.readmask import read_mask
 from querynode.segments.reduce import merge_topk
@@ -35,6 +35,8 @@ from querynode.worker.loader import load_segment
 from querynode.worker.rwlock import ReadWriteLock
 from querynode.worker.segment import WorkerSegment
 from services.errors import SegmentNotFound
+from services.expr import Expr
+from services.expr.asyncparse import filter_size, parse_filter_async
 from services.schema import CollectionSchema
 from services.segment import SegmentMeta
 from services.storage.objectstore import ObjectStore
@@ -115,10 +117,12 @@ class Worker:
             out.append(seg)
         return out
 
-    def _mask(self, schema: CollectionSchema, read: SegmentRead, store: GrowingStore) -> np.ndarray | None:
-        return read_mask(
-            store, schema, filter=read.filter, filter_params=read.filter_params, expire_before=read.expire_before
-        )
+    @staticmethod
+    async def _filter(schema: CollectionSchema | None, read: SegmentRead) -> Expr | None:
+        """The read's filter, parsed once for all its segments (in a thread when long)."""
+        if schema is None or not read.filter.strip():
+            return None
+        return await parse_filter_async(read.filter, schema, read.filter_params or None)
 
     async def search(
         self,
@@ -133,47 +137,60 @@ class Worker:
         params: SearchParams,
     ) -> pa.Table:
         schema = self._schemas[collection_id] if segment_ids else None
-        async with self._locks[collection_id].read():
+        expr = await self._filter(schema, read)
+        lock = self._locks[collection_id]
+        async with lock.read():
             segments = self._held(collection_id, segment_ids)
-
-            def run(threads: int) -> pa.Table | None:
-                parts = [
-                    seg.search(
-                        field_name=field_name,
-                        queries=queries,
-                        metric=metric,
-                        topk=topk,
-                        read_ts=read.read_ts,
-                        mask=self._mask(schema, read, seg.store) if schema is not None else None,
-                        params=params,
-                        output_fields=read.output_fields,
-                        threads=threads,
-                    )
-                    for seg in segments
-                ]
-                if not parts:
-                    return None
-                if len(parts) == 1:
-                    return parts[0]
-                assert schema is not None
-                return merge_topk(parts, topk=topk, metric=metric, pk_field=schema.primary_field.name)
-
-            filtered = bool(read.filter.strip())
-            costs = (
-                search_cost(seg.num_rows, seg.index_for(field_name, metric), queries, params, filtered=filtered)
-                for seg in segments
-            )
-            # A filtered walk calls back into Python per row: its threads would only fight over the GIL.
-            parallel = 0 if filtered else len(queries)
-            result = await run_sized(run, costs, parallel_queries=parallel, share=self._cores)
-        if result is None:
+        if not segments:
             raise SegmentNotFound("no segment to search")
-        return result
+        assert schema is not None
+        masks: dict[int, np.ndarray | None] = {}  # by segment: sealed rows do not change, so once per read
+
+        def mask(seg: WorkerSegment) -> np.ndarray | None:
+            if seg.segment_id not in masks:
+                masks[seg.segment_id] = read_mask(seg.store, expr=expr, expire_before=read.expire_before)
+            return masks[seg.segment_id]
+
+        def run(part: slice, threads: int) -> pa.Table:
+            parts = [
+                seg.search(
+                    field_name=field_name,
+                    queries=queries[part],
+                    metric=metric,
+                    topk=topk,
+                    read_ts=read.read_ts,
+                    mask=mask(seg),
+                    params=params,
+                    output_fields=read.output_fields,
+                    threads=threads,
+                )
+                for seg in segments
+            ]
+            if len(parts) == 1:
+                return parts[0]
+            return merge_topk(parts, topk=topk, metric=metric, pk_field=schema.primary_field.name)
+
+        size = filter_size(read.filter, read.filter_params) if expr is not None else 0
+        cost = sum(
+            search_cost(seg.num_rows, seg.index_for(field_name, metric), queries, params, filter_size=size)
+            for seg in segments
+        )
+        # Slice by slice under the collection's read lock: a cut waits for one slice, not the whole search.
+        # A filtered walk calls back into Python per row: its threads would only fight over the GIL.
+        slices, tables = await run_sliced(
+            run, nq=len(queries), cost=cost, guard=lock.read, parallel=expr is None, share=self._cores
+        )
+        return concat_slices(tables, slices)
 
     async def query(
         self, collection_id: int, segment_ids: Sequence[int], read: SegmentRead, *, limit: int | None, count_only: bool
     ) -> tuple[pa.Table | None, int]:
         schema = self._schemas.get(collection_id)
+        expr = await self._filter(schema, read)
+
+        def mask(store: GrowingStore) -> np.ndarray | None:
+            return read_mask(store, expr=expr, expire_before=read.expire_before)
+
         async with self._locks[collection_id].read():
             segments = self._held(collection_id, segment_ids)
 
@@ -181,13 +198,11 @@ class Worker:
                 if not segments or schema is None:
                     return None, 0
                 if count_only:
-                    return None, sum(
-                        s.store.count(read_ts=read.read_ts, mask=self._mask(schema, read, s.store)) for s in segments
-                    )
+                    return None, sum(s.store.count(read_ts=read.read_ts, mask=mask(s.store)) for s in segments)
                 parts = [
                     s.store.query(
                         read_ts=read.read_ts,
-                        mask=self._mask(schema, read, s.store),
+                        mask=mask(s.store),
                         output_fields=read.output_fields,
                         limit=limit,
                     )

@@ -381,6 +381,8 @@ def render_constant(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list | tuple):
+        if all(type(v) is int for v in value):  # long lists of ids: one join, no call per element
+            return "[" + ", ".join(map(repr, value)) + "]"
         return "[" + ", ".join(render_constant(v) for v in value) + "]"
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)

@@ -161,6 +161,9 @@ def _constant(value: Any, name: str, depth: int = 1) -> Any:
         if not -_INT_LIMIT <= value < _INT_LIMIT:
             raise IllegalFilter(f"placeholder {{{name}}}: integer {value} is out of the int64 range")
         return value
+    if isinstance(value, list | tuple) and value and all(type(v) is int for v in value):
+        if min(value) >= -_INT_LIMIT and max(value) < _INT_LIMIT:  # a long list of ids: no call per id
+            return tuple(value)
     if isinstance(value, list | tuple | np.ndarray):
         if depth > _PARAM_DEPTH:
             raise IllegalFilter(f"placeholder {{{name}}} holds lists nested more than {_PARAM_DEPTH} levels deep")
@@ -333,8 +336,13 @@ class Binder(Transformer[Token, Any]):
                 f"use array_contains_any({operand.name}, [...]) or an element such as {operand.name}[0]"
             )
         if operand_kind(operand) is not ValueKind.JSON:
-            for value in values.values:
-                _check_comparable(CompareOp.EQ, operand, _constant_node(value))
+            # Whether a constant compares with the operand depends on its type only: checking the
+            # first of each type, in order, finds the first one that does not (as checking all would).
+            first_of_type: dict[type, int] = {}
+            for i, value in enumerate(values.values):
+                first_of_type.setdefault(type(value), i)
+            for i in sorted(first_of_type.values()):
+                _check_comparable(CompareOp.EQ, operand, _constant_node(values.values[i]))
         if isinstance(operand, Literal | ListLiteral):
             constant = operand.value if isinstance(operand, Literal) else operand.values
             return Const(value=constant in semantics.ValueSet(values.values))

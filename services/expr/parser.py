@@ -13,9 +13,13 @@ from lark.exceptions import VisitError
 from services.errors import IllegalFilter
 from services.expr.ast import Expr
 from services.expr.binder import Binder, quote
+from services.expr.literal_lists import Shortened, shorten
 from services.schema import CollectionSchema
 
 _GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
+#: Texts up to this long that fail after their lists were shortened are parsed again whole, so
+#: their error reads exactly as it would have; longer ones keep the shortened text's error.
+EXACT_ERRORS_UP_TO = 64 << 10
 
 #: The deepest parse tree a filter may have. Every operator, function call and
 #: list that holds another one adds a level (`not not a`, `-(-a)`, `a + 1 + 1`,
@@ -36,7 +40,8 @@ def _parser() -> Lark:
     return Lark(_GRAMMAR_PATH.read_text(encoding="utf-8"), parser="lalr", lexer="basic", start="start")
 
 
-def _syntax_message(text: str, err: UnexpectedInput) -> str:
+def _syntax_message(text: str, err: UnexpectedInput, short: Shortened | None = None) -> str:
+    """``short``: the error is in ``short.text``, and the message names its place in ``text``."""
     if isinstance(err, UnexpectedEOF) or (isinstance(err, UnexpectedToken) and err.token.type == "$END"):
         return f"cannot parse expression: `{quote(text)}`, unexpected end of expression"
     if isinstance(err, UnexpectedCharacters):
@@ -45,7 +50,13 @@ def _syntax_message(text: str, err: UnexpectedInput) -> str:
         what = f"unexpected token {quote(str(err.token))!r}"
     else:
         what = "syntax error"
-    where = f"column {err.column}" if err.line in (1, -1) else f"line {err.line}, column {err.column}"
+    line, column = err.line, err.column
+    if short is not None and err.pos_in_stream is not None:
+        position, in_list = short.where(err.pos_in_stream)
+        what = "unexpected list" if in_list else what
+        line = text.count("\n", 0, position) + 1
+        column = position - (text.rfind("\n", 0, position) + 1) + 1
+    where = f"column {column}" if line in (1, -1) else f"line {line}, column {column}"
     return f"cannot parse expression: `{quote(text)}`, {what} at {where}"
 
 
@@ -88,13 +99,28 @@ def parse_filter(text: str, schema: CollectionSchema, params: Mapping[str, Any] 
     """
     if not text.strip():
         raise IllegalFilter("filter expression is empty")
+    # Long literal lists skip the grammar (literal_lists.py); a short text's errors are reworded
+    # by the grammar on the whole text, unless that is long.
+    short = shorten(text, params or {})
+    if short is not None:
+        try:
+            return _parse(short.text, schema, short.params, shown=text, short=short)
+        except IllegalFilter:
+            if len(text) > EXACT_ERRORS_UP_TO:
+                raise
+    return _parse(text, schema, params or {}, shown=text)
+
+
+def _parse(
+    text: str, schema: CollectionSchema, params: Mapping[str, Any], *, shown: str, short: Shortened | None = None
+) -> Expr:
     try:
         tree = _parser().parse(text)
     except UnexpectedInput as err:
-        raise IllegalFilter(_syntax_message(text, err)) from err
+        raise IllegalFilter(_syntax_message(shown, err, short)) from err
     _check_depth(tree)
     try:
-        expr: Expr = Binder(schema, params or {}).transform(tree)
+        expr: Expr = Binder(schema, params).transform(tree)
     except VisitError as err:
         if isinstance(err.orig_exc, IllegalFilter):
             raise err.orig_exc from None

@@ -48,11 +48,13 @@ from pymilvus.grpc_gen import milvus_pb2, schema_pb2
 
 from querynode.segments.metric import Metric, parse_metric
 from querynode.segments.reduce import merge_topk
+from services.config import DEFAULT_LIMITS, ProxyLimits
 from services.errors import InvalidArgument, NotSupported, StrataError
-from services.expr import parse_filter
+from services.expr.asyncparse import parse_filter_async
 from services.jsonvalue import load_json
 from services.proxy import convert
 from services.proxy.convert.search import DISTANCE_COLUMN, QUERY_COLUMN, TOPK_LIMIT, SearchSpec, check_range
+from services.proxy.limits import check_expr_length
 from services.proxy.metacache import CollectionEntry
 from services.proxy.reads import ReadOptions, ReadRouter
 from services.proxy.status import success
@@ -129,7 +131,11 @@ class SubResult:
 
 
 def parse_rank(
-    rank_params: Mapping[str, str], function_score: schema_pb2.FunctionScore | None, *, sub_requests: int
+    rank_params: Mapping[str, str],
+    function_score: schema_pb2.FunctionScore | None,
+    *,
+    sub_requests: int,
+    max_topk: int = TOPK_LIMIT,
 ) -> HybridRank:
     """The ranker and paging of a hybrid search, checked as Milvus checks them.
 
@@ -160,12 +166,15 @@ def parse_rank(
     limit = _int_param("limit", rank_params["limit"])
     offset = _int_param("offset", rank_params.get("offset") or 0)
     round_decimal = _int_param("round_decimal", rank_params.get("round_decimal") or -1)
-    if not 1 <= limit <= TOPK_LIMIT:
-        raise InvalidArgument(f"limit [{limit}] is invalid, it should be in range [1, {TOPK_LIMIT}]")
+    if not 1 <= limit <= max_topk:
+        raise InvalidArgument(f"limit [{limit}] is invalid, it should be in range [1, {max_topk}], but got {limit}")
     if offset < 0:
         raise InvalidArgument(f"offset [{offset}] is invalid, it should be non-negative")
-    if limit + offset > TOPK_LIMIT:
-        raise InvalidArgument(f"limit+offset [{limit + offset}] is invalid, it should be in range [1, {TOPK_LIMIT}]")
+    if limit + offset > max_topk:
+        raise InvalidArgument(
+            f"limit+offset [{limit + offset}] is invalid, it should be in range [1, {max_topk}], "
+            f"but got {limit + offset}"
+        )
     if round_decimal != -1 and not 0 <= round_decimal <= ROUND_DECIMAL_MAX:
         raise InvalidArgument(
             f"round_decimal {round_decimal} is invalid, should be -1 or an integer in range [0, {ROUND_DECIMAL_MAX}]"
@@ -374,6 +383,7 @@ async def hybrid_search(
     reads: ReadRouter,
     metric_for: MetricFor,
     read_options: Callable[[], Awaitable[ReadOptions]],
+    limits: ProxyLimits = DEFAULT_LIMITS,
 ) -> milvus_pb2.SearchResults:
     """Answer a ``HybridSearchRequest``: run its sub searches at one timestamp and fuse them.
 
@@ -396,11 +406,16 @@ async def hybrid_search(
     if len(requests) > MAX_SUB_REQUESTS:
         raise InvalidArgument(f"maximum of ann search requests is {MAX_SUB_REQUESTS}, got {len(requests)}")
     function_score = request.function_score if request.HasField("function_score") else None
-    rank = parse_rank({p.key: p.value for p in request.rank_params}, function_score, sub_requests=len(requests))
+    rank = parse_rank(
+        {p.key: p.value for p in request.rank_params},
+        function_score,
+        sub_requests=len(requests),
+        max_topk=limits.max_topk,
+    )
     schema = coll.schema
     output_fields = list(request.output_fields)
     fetch, _ = convert.resolve_output_fields(schema, output_fields)
-    specs = [_parse_sub_request(i, sub, schema) for i, sub in enumerate(requests)]
+    specs = [await _parse_sub_request(i, sub, schema, limits) for i, sub in enumerate(requests)]
     nq = specs[0].nq
     for i, spec in enumerate(specs):
         if spec.nq != nq:
@@ -443,14 +458,17 @@ async def hybrid_search(
     return milvus_pb2.SearchResults(status=success(), results=results, collection_name=coll.name)
 
 
-def _parse_sub_request(index: int, sub: milvus_pb2.SearchRequest, schema: CollectionSchema) -> SearchSpec:
+async def _parse_sub_request(
+    index: int, sub: milvus_pb2.SearchRequest, schema: CollectionSchema, limits: ProxyLimits
+) -> SearchSpec:
     anns = next((p.value for p in sub.search_params if p.key == "anns_field"), "")
     with _naming_sub_request(index, anns):
-        spec = convert.parse_search_request(sub, schema)
+        spec = convert.parse_search_request(sub, schema, limits)
         if spec.group_by_field:
             raise NotSupported("group by is not supported inside an ann search request of a hybrid search")
         if spec.filter.strip():
-            parse_filter(spec.filter, schema, spec.filter_params or None)  # reject bad filters before reading
+            check_expr_length(spec.filter, limits)
+            await parse_filter_async(spec.filter, schema, spec.filter_params or None)  # reject bad ones now
     return spec
 
 

@@ -9,7 +9,7 @@ from services.config import ProxyConfig
 from services.coordclient import CoordinatorClient
 from services.etcd.metastore import MetaStore
 from services.etcd.session import Session
-from services.grpcutil import Health, start_server
+from services.grpcutil import Health, message_size_options, start_server
 from services.proxy.localnode import LocalQueryNode
 from services.proxy.metacache import MetaCache
 from services.proxy.reads import ReadRouter
@@ -49,12 +49,17 @@ class Proxy:
         self._producer = Producer(self._watcher, self._local_wal)
         self._reads = ReadRouter(self._coord, self._local)
         self._stats = WALStats(self._watcher)
-        service = MilvusProxy(self._coord, self._producer, MetaCache(self._coord), self._reads, self._stats)
+        service = MilvusProxy(
+            self._coord, self._producer, MetaCache(self._coord), self._reads, self._stats, limits=c.limits
+        )
 
         def add(server: grpc.aio.Server) -> None:
             milvus_pb2_grpc.add_MilvusServiceServicer_to_server(service, server)
 
-        self._server, port = await start_server(add, host=c.common.host, port=c.common.port, health=self._health)
+        sizes = message_size_options(max_receive=c.limits.server_max_recv_size, max_send=c.limits.server_max_send_size)
+        self._server, port = await start_server(
+            add, host=c.common.host, port=c.common.port, health=self._health, options=sizes
+        )
         self.address = f"{c.common.host}:{port}"
         self._session = Session(self._store, ROLE, self.address, ttl_seconds=c.common.session_ttl_seconds)
         await self._session.start()

@@ -8,6 +8,7 @@ RPCs not implemented here answer a NOT_SUPPORTED Milvus status (``unsupported.py
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -20,9 +21,10 @@ from pymilvus.grpc_gen import common_pb2, milvus_pb2, milvus_pb2_grpc, schema_pb
 from protos import coordinator_pb2
 from querynode.segments.reduce import merge_topk
 from querynode.worker.indexes import index_spec
+from services.config import DEFAULT_LIMITS, ProxyLimits
 from services.coordclient import CoordinatorClient
 from services.errors import ErrorCode, IndexNotSupported, InvalidArgument, NotSupported, SegmentLoadFailed, StrataError
-from services.expr import parse_filter
+from services.expr.asyncparse import parse_filter_async
 from services.grpcutil import raise_for_status
 from services.proxy import convert
 from services.proxy.aliases import AliasRPCs
@@ -31,6 +33,7 @@ from services.proxy.convert.groups import group_by_values
 from services.proxy.convert.search import check_range
 from services.proxy.hybrid import hybrid_search
 from services.proxy.jobs import JobRPCs
+from services.proxy.limits import check_expr_length, check_result_size, check_search_output, hit_bytes
 from services.proxy.metacache import CollectionEntry, MetaCache
 from services.proxy.partitions import PartitionRPCs, read_partitions, write_partition
 from services.proxy.pkfilter import primary_keys_of
@@ -51,7 +54,8 @@ DEFAULT_INDEX_METRIC = "COSINE"
 # Grouped searches fetch this many times topk x group_size hits per shard, at most the limit.
 GROUP_OVERFETCH = 4
 GROUP_FETCH_LIMIT = 16_384
-MAX_QUERY_WINDOW = 16_384  # offset + limit of one query, as in Milvus
+# Results of up to this many rows (or hits) are reduced and converted on the event loop; more in a thread.
+INLINE_REDUCE_ROWS = 4096
 
 
 def _kv(pairs: Any) -> dict[str, str]:
@@ -61,13 +65,21 @@ def _kv(pairs: Any) -> dict[str, str]:
 @answer_unsupported
 class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServiceServicer):
     def __init__(
-        self, coord: CoordinatorClient, producer: Producer, cache: MetaCache, reads: ReadRouter, stats: WALStats
+        self,
+        coord: CoordinatorClient,
+        producer: Producer,
+        cache: MetaCache,
+        reads: ReadRouter,
+        stats: WALStats,
+        *,
+        limits: ProxyLimits = DEFAULT_LIMITS,
     ) -> None:
         self._coord = coord
         self._producer = producer
         self._cache = cache
         self._reads = reads
         self._stats = stats
+        self._limits = limits
 
     # ---- helpers -------------------------------------------------------------------------------
     async def _stub(self) -> Any:
@@ -365,7 +377,8 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
     async def Delete(self, request: milvus_pb2.DeleteRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.MutationResult:
         coll = await self._coll(request.collection_name)
         params = convert.template_values(request.expr_template_values)
-        expr = parse_filter(request.expr, coll.schema, params or None)
+        check_expr_length(request.expr, self._limits)
+        expr = await parse_filter_async(request.expr, coll.schema, params or None)
         pks = primary_keys_of(expr, coll.schema)
         scoped, names = await read_partitions(
             self._cache, coll, [request.partition_name] if request.partition_name else []
@@ -446,13 +459,15 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
     @milvus_rpc(milvus_pb2.SearchResults)
     async def Search(self, request: milvus_pb2.SearchRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.SearchResults:
         coll = await self._coll(request.collection_name)
-        spec = convert.parse_search_request(request, coll.schema)
+        spec = convert.parse_search_request(request, coll.schema, self._limits)
         if spec.filter.strip():
-            parse_filter(spec.filter, coll.schema, spec.filter_params or None)  # reject bad filters here
+            check_expr_length(spec.filter, self._limits)
+            await parse_filter_async(spec.filter, coll.schema, spec.filter_params or None)  # reject bad ones here
         fetch, _ = convert.resolve_output_fields(coll.schema, spec.output_fields)
         metric = await self._metric_for(coll, spec.anns_field, spec.metric_type)
         check_range(metric, spec.radius, spec.range_filter)  # the index's metric is known now
         group = spec.group_by_field
+        await self._check_search_output(coll, spec, fetch)
         if group and group not in fetch:
             fetch = [*fetch, group]  # the final reduce groups by its values
         # Segments return enough hits for the groups to fill (approximate, as in Milvus: a group
@@ -475,18 +490,36 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
             topk=per_shard, params=spec.params,
         )
         pk = coll.schema.primary_field.name
-        merged = merge_topk(
-            parts, topk=spec.topk, metric=metric, pk_field=pk, offset=spec.offset, radius=spec.radius,
-            range_filter=spec.range_filter, group_by=group, group_size=spec.group_size,
-            distinct_keys=True,  # vchannels partition the keys; each delegator deduped its own
-        )
-        results = convert.build_search_results(
-            merged, nq=spec.nq, topk=spec.topk * (spec.group_size if group else 1), schema=coll.schema,
-            output_fields=spec.output_fields, round_decimal=spec.round_decimal,
-        )
-        if group:
-            results.group_by_field_value.CopyFrom(group_by_values(merged, coll.schema, group))
+
+        def reduce() -> schema_pb2.SearchResultData:
+            merged = merge_topk(
+                parts, topk=spec.topk, metric=metric, pk_field=pk, offset=spec.offset, radius=spec.radius,
+                range_filter=spec.range_filter, group_by=group, group_size=spec.group_size,
+                distinct_keys=True,  # vchannels partition the keys; each delegator deduped its own
+            )
+            results = convert.build_search_results(
+                merged, nq=spec.nq, topk=spec.topk * (spec.group_size if group else 1), schema=coll.schema,
+                output_fields=spec.output_fields, round_decimal=spec.round_decimal,
+            )
+            if group:
+                results.group_by_field_value.CopyFrom(group_by_values(merged, coll.schema, group))
+            check_result_size("search", results.ByteSize(), self._limits)
+            return results
+
+        # A large reduce runs in a thread: the loop keeps answering meanwhile.
+        hits = sum(t.num_rows for t in parts)
+        results = reduce() if hits <= INLINE_REDUCE_ROWS else await asyncio.to_thread(reduce)
         return milvus_pb2.SearchResults(status=success(), results=results, collection_name=coll.name)
+
+    async def _check_search_output(self, coll: CollectionEntry, spec: convert.SearchSpec, fetch: list[str]) -> None:
+        """Refuse, before it runs, a search whose hits cannot fit in ``max_output_size``: nq times topk
+        (times group_size) hits, or times the collection's rows when it has fewer (asked only then)."""
+        per_query = spec.topk * (spec.group_size if spec.group_by_field else 1)
+        per_hit = hit_bytes(coll.schema, fetch)
+        if spec.nq * per_query * per_hit <= self._limits.max_output_size:
+            return
+        rows = await self._stats.collection_rows(coll) + await self._job_rows(coll)
+        check_search_output(spec.nq * min(per_query, rows), per_hit, self._limits)
 
     @milvus_rpc(milvus_pb2.SearchResults)
     async def HybridSearch(self, request: milvus_pb2.HybridSearchRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.SearchResults:
@@ -501,7 +534,8 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
             )
 
         return await hybrid_search(
-            request, coll=coll, reads=self._reads, metric_for=self._metric_for, read_options=shared_read
+            request, coll=coll, reads=self._reads, metric_for=self._metric_for, read_options=shared_read,
+            limits=self._limits,
         )
 
     @milvus_rpc(milvus_pb2.QueryResults)
@@ -517,13 +551,15 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
             raise InvalidArgument("count entities with pagination or other output fields is not allowed")
         if not expr_text.strip() and limit < 0 and not count_only:
             raise InvalidArgument("empty expression should be used with limit")
-        if limit >= 0 and limit + offset > MAX_QUERY_WINDOW:
+        window = self._limits.max_query_result_window
+        if limit >= 0 and limit + offset > window:
             raise InvalidArgument(
-                f"invalid max query result window, (offset+limit) should be in range [1, {MAX_QUERY_WINDOW}], "
+                f"invalid max query result window, (offset+limit) should be in range [1, {window}], "
                 f"but got {limit + offset}"
             )
         if expr_text.strip():
-            parse_filter(expr_text, coll.schema, params or None)
+            check_expr_length(expr_text, self._limits)
+            await parse_filter_async(expr_text, coll.schema, params or None)
         partitions, names = await read_partitions(self._cache, coll, list(request.partition_names))
         read = ReadOptions(
             guarantee_ts=await self._guarantee(coll, request),
@@ -540,11 +576,20 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
             return convert.build_count_result(total, collection_name=coll.name)
         pk = coll.schema.primary_field.name
         schema = coll.schema.arrow_schema(with_timestamp=False)
-        combined = pa.concat_tables(tables) if tables else schema.empty_table().select(read.output_fields)
-        combined = combined.sort_by(pk)
-        if offset or limit >= 0:
-            combined = combined.slice(offset, None if limit < 0 else limit)
-        return convert.build_query_results(combined, schema=coll.schema, output_fields=outputs, collection_name=coll.name)
+
+        def reduce() -> milvus_pb2.QueryResults:
+            combined = pa.concat_tables(tables) if tables else schema.empty_table().select(read.output_fields)
+            combined = combined.sort_by(pk)
+            if offset or limit >= 0:
+                combined = combined.slice(offset, None if limit < 0 else limit)
+            results = convert.build_query_results(
+                combined, schema=coll.schema, output_fields=outputs, collection_name=coll.name
+            )
+            check_result_size("query", results.ByteSize(), self._limits)
+            return results
+
+        rows = sum(t.num_rows for t in tables)
+        return reduce() if rows <= INLINE_REDUCE_ROWS else await asyncio.to_thread(reduce)
 
 
 def _int_param(params: dict[str, str], key: str, default: int) -> int:

@@ -5,9 +5,19 @@ from __future__ import annotations
 import asyncio
 import threading
 
+import pyarrow as pa
 import pytest
 
-from querynode.offload import INLINE_COST, QUERIES_PER_THREAD, CoreShare, run_sized
+from querynode.offload import (
+    INLINE_COST,
+    QUERIES_PER_THREAD,
+    SLICE_COST,
+    CoreShare,
+    concat_slices,
+    query_slices,
+    run_sized,
+    run_sliced,
+)
 
 
 def test_a_read_alone_gets_the_cores_its_queries_can_use() -> None:
@@ -89,3 +99,50 @@ async def test_a_read_started_while_another_holds_the_cores_gets_one() -> None:
     release.set()
     assert (await first, second) == (2, 1)
     assert share.held == 0
+
+
+def test_queries_are_sliced_by_cost_and_every_query_is_in_exactly_one_slice() -> None:
+    assert query_slices(10, 10 * SLICE_COST) == [slice(i, i + 1) for i in range(10)]
+    assert query_slices(10, SLICE_COST) == [slice(0, 10)]
+    slices = query_slices(1000, 7 * SLICE_COST)
+    assert len(slices) in (7, 8)
+    assert [q for s in slices for q in range(s.start, s.stop)] == list(range(1000))
+    assert query_slices(0, 0) == [slice(0, 0)]
+
+
+async def test_a_sliced_search_lets_a_writer_in_between_its_slices() -> None:
+    """The fairness the slices are for: a lock taken per slice, not for the whole search."""
+    lock = asyncio.Lock()
+    events: list[str] = []
+    first_slice_done = asyncio.Event()
+
+    def work(part: slice, threads: int) -> int:
+        events.append(f"slice {part.start}")
+        return part.stop - part.start
+
+    async def search() -> tuple[list[slice], list[int]]:
+        return await run_sliced(work, nq=4, cost=4 * SLICE_COST, guard=lambda: lock, parallel=False)
+
+    async def writer() -> None:
+        await first_slice_done.wait()
+        async with lock:
+            events.append("write")
+
+    async def watch() -> None:
+        while not events:
+            await asyncio.sleep(0)
+        first_slice_done.set()
+
+    (slices, answers), _, _ = await asyncio.gather(search(), writer(), watch())
+    assert answers == [1, 1, 1, 1]
+    assert "write" in events[1:-1], events  # between two slices, not after the last
+
+
+def test_slices_are_joined_with_their_queries_numbered_from_the_first() -> None:
+    def hits(queries: list[int]) -> pa.Table:
+        return pa.table({"query": pa.array(queries, pa.int32()), "pk": pa.array([7] * len(queries), pa.int64())})
+
+    joined = concat_slices([hits([0, 0, 1]), hits([0, 1])], [slice(0, 2), slice(2, 4)])
+    assert joined.column("query").to_pylist() == [0, 0, 1, 2, 3]
+    assert joined.schema.field("query").type == pa.int32()
+    assert concat_slices([hits([0])], [slice(0, 1)]).column("query").to_pylist() == [0]

@@ -30,6 +30,7 @@ import pyarrow as pa
 from google.protobuf.message import DecodeError
 from pymilvus.grpc_gen import common_pb2, milvus_pb2, schema_pb2
 
+from services.config import DEFAULT_LIMITS, ProxyLimits
 from services.errors import InvalidArgument
 from services.jsonvalue import load_json
 from services.proxy.convert.ids import ids_to_proto
@@ -41,10 +42,11 @@ from services.proxy.convert.output import (
 from services.proxy.convert.schema import type_name
 from services.schema import CollectionSchema, DataType, FieldSchema
 
-TOPK_LIMIT = 16384
+# Milvus's defaults of quotaAndLimits.limits.topK and .nq; a proxy's own are in ProxyLimits.
+TOPK_LIMIT = DEFAULT_LIMITS.max_topk
 GROUP_SIZE_LIMIT = 1024
 EF_LIMIT = 2**31 - 1
-NQ_LIMIT = 16384
+NQ_LIMIT = DEFAULT_LIMITS.max_nq
 COUNT_FIELD = "count(*)"
 QUERY_COLUMN = "query"
 DISTANCE_COLUMN = "distance"
@@ -128,8 +130,10 @@ class SearchSpec:
         return self.topk
 
 
-def parse_search_request(req: milvus_pb2.SearchRequest, schema: CollectionSchema) -> SearchSpec:
-    """Validate a ``SearchRequest`` against the schema and decode it.
+def parse_search_request(
+    req: milvus_pb2.SearchRequest, schema: CollectionSchema, limits: ProxyLimits = DEFAULT_LIMITS
+) -> SearchSpec:
+    """Validate a ``SearchRequest`` against the schema and ``limits`` (topk, nq) and decode it.
 
     Raises:
         InvalidArgument: bad parameters, an unknown or non-vector ``anns_field``,
@@ -154,15 +158,19 @@ def parse_search_request(req: milvus_pb2.SearchRequest, schema: CollectionSchema
     if raw_topk is None:
         raise InvalidArgument("topk not found in search_params")
     topk = _parse_int("topk", raw_topk)
-    if not 1 <= topk <= TOPK_LIMIT:
-        raise InvalidArgument(f"topk [{topk}] is invalid, it should be in range [1, {TOPK_LIMIT}]")
+    max_topk = limits.max_topk
+    if not 1 <= topk <= max_topk:
+        raise InvalidArgument(f"topk [{topk}] is invalid, it should be in range [1, {max_topk}], but got {topk}")
     offset = _parse_int("offset", kv.get("offset", params.get("offset", 0)))
     if offset < 0:
         raise InvalidArgument(f"offset [{offset}] is invalid, it should be non-negative")
-    if topk + offset > TOPK_LIMIT:
+    if topk + offset > max_topk:
         raise InvalidArgument(
-            f"topk+offset [{topk + offset}] is invalid, it should be in range [1, {TOPK_LIMIT}]"
+            f"offset+topk [{topk + offset}] is invalid, it should be in range [1, {max_topk}], "
+            f"but got {topk + offset}"
         )
+    if req.nq:  # told before the vectors are decoded: refuse too many at once
+        _check_nq(req.nq, limits)
     round_decimal = _parse_int("round_decimal", kv.get("round_decimal", -1))
     if round_decimal != -1 and not 0 <= round_decimal <= 6:
         raise InvalidArgument(
@@ -178,7 +186,7 @@ def parse_search_request(req: milvus_pb2.SearchRequest, schema: CollectionSchema
         index_params["ef"] = _parse_ef(index_params["ef"])
 
     anns = _anns_field(schema, kv.get("anns_field", "").strip())
-    vectors = _decode_vectors(req.placeholder_group, anns)
+    vectors = _decode_vectors(req.placeholder_group, anns, limits)
     if req.nq and req.nq != vectors.shape[0]:
         raise InvalidArgument(
             f"nq ({req.nq}) of the request does not match the number of search vectors "
@@ -355,7 +363,15 @@ def _anns_field(schema: CollectionSchema, name: str) -> FieldSchema:
     return anns
 
 
-def _decode_vectors(raw: bytes, anns: FieldSchema) -> np.ndarray:
+def _check_nq(nq: int, limits: ProxyLimits) -> None:
+    if not 1 <= nq <= limits.max_nq:
+        raise InvalidArgument(
+            f"nq [{nq}] is invalid, nq (number of search vector per search request) "
+            f"should be in range [1, {limits.max_nq}], but got {nq}"
+        )
+
+
+def _decode_vectors(raw: bytes, anns: FieldSchema, limits: ProxyLimits) -> np.ndarray:
     if not raw:
         raise InvalidArgument("the search request carries no vectors")
     group = common_pb2.PlaceholderGroup()
@@ -375,11 +391,7 @@ def _decode_vectors(raw: bytes, anns: FieldSchema) -> np.ndarray:
             f"{type_name(anns.dtype)} of anns field ({anns.name})"
         )
     nq = len(holder.values)
-    if not 1 <= nq <= NQ_LIMIT:
-        raise InvalidArgument(
-            f"nq [{nq}] is invalid, nq (number of search vector per search request) "
-            f"should be in range [1, {NQ_LIMIT}]"
-        )
+    _check_nq(nq, limits)
     width = anns.dim * 4
     for value in holder.values:
         if len(value) != width:

@@ -7,6 +7,7 @@ import pyarrow as pa
 
 from querynode.segments.growing import GrowingStore
 from querynode.segments.readmask import read_mask
+from services.expr import parse_filter
 from services.schema import TIMESTAMP_COLUMN, CollectionSchema, DataType, FieldSchema
 
 SCHEMA = CollectionSchema(
@@ -33,7 +34,8 @@ def _store() -> GrowingStore:
 
 
 def _mask(store: GrowingStore, filter: str, expire_before: int) -> np.ndarray | None:
-    return read_mask(store, SCHEMA, filter=filter, filter_params={}, expire_before=expire_before)
+    expr = parse_filter(filter, SCHEMA) if filter else None
+    return read_mask(store, expr=expr, expire_before=expire_before)
 
 
 def test_no_filter_and_no_ttl_allow_every_row() -> None:

@@ -143,7 +143,11 @@ BAD_REQUESTS: list[tuple[str, dict[str, Any], str]] = [
     ),
     ("topk 0", {"limit": 0}, r"topk \[0\] is invalid, it should be in range \[1, 16384\]"),
     ("topk too big", {"limit": 16385}, r"topk \[16385\] is invalid"),
-    ("offset too big", {"limit": 16000, "offset": 1000}, r"topk\+offset \[17000\] is invalid"),
+    (
+        "offset too big",
+        {"limit": 16000, "offset": 1000},
+        r"offset\+topk \[17000\] is invalid, it should be in range \[1, 16384\], but got 17000",
+    ),
     ("round_decimal", {"round_decimal": 7}, "round_decimal 7 is invalid"),
     ("unknown anns", {"anns_field": "nope"}, "anns field `nope` does not exist in collection c"),
     ("scalar anns", {"anns_field": "title"}, "anns field `title` is not a vector field"),
