@@ -51,6 +51,7 @@ from services.expr.ast import (
     render,
     render_constant,
 )
+from services.expr.rewrite import equalities_as_in
 from services.schema import DYNAMIC_FIELD_NAME, CollectionSchema, DataType
 
 _COMPARE_OPS = {op.value: op for op in CompareOp}
@@ -188,6 +189,8 @@ def _combine(cls: type[And | Or], items: Sequence[Expr]) -> Expr:
             out.append(sub)
     if not out:
         return Const(value=not absorbing)
+    if cls is Or:
+        out = equalities_as_in(out)
     return out[0] if len(out) == 1 else cls(operands=tuple(out))
 
 

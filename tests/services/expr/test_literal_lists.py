@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from services.errors import IllegalFilter
 from services.expr import Expr, InList, evaluate, literal_lists, parse_filter, render
+from services.expr.binder import quote
 from services.schema import CollectionSchema
 
 Outcome = tuple[str, Any]
@@ -153,7 +154,7 @@ def test_a_long_filter_with_a_syntax_error_names_the_original_text_and_column(sc
     with pytest.raises(IllegalFilter) as info:
         parse_filter(text, schema)
     column = text.rindex("and") + 1
-    assert info.value.message == f"cannot parse expression: `{text}`, unexpected token 'and' at column {column}"
+    assert info.value.message == f"cannot parse expression: `{quote(text)}`, unexpected token 'and' at column {column}"
 
 
 def test_a_long_list_where_no_list_fits_is_named_at_its_bracket(schema: CollectionSchema) -> None:
@@ -161,7 +162,7 @@ def test_a_long_list_where_no_list_fits_is_named_at_its_bracket(schema: Collecti
     text = f"ints[{ids}] == 1"
     with pytest.raises(IllegalFilter) as info:
         parse_filter(text, schema)
-    assert info.value.message == f"cannot parse expression: `{text}`, unexpected list at column 5"
+    assert info.value.message == f"cannot parse expression: `{quote(text)}`, unexpected list at column 5"
 
 
 def test_200k_ids_reach_the_grammar_as_one_placeholder(schema: CollectionSchema) -> None:
