@@ -57,8 +57,10 @@ $(BENCH_STAMP): $(BIN)/python pyproject.toml
 run: install
 	$(BIN)/strata standalone --data-dir $(DATA_DIR) --port $(PORT)
 
+# Two workers (the machine's two cores; most tests wait on processes they started), one test file
+# per worker at a time so that a file's module fixtures are built once.
 test: install
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile $(PYTEST_ARGS)
 
 # The chaos rounds alone (tests/chaos: faults of roles, etcd and the disk under a writer; part of make test too).
 test-chaos: install

@@ -9,6 +9,7 @@ fails once heals by itself.
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,10 +44,11 @@ def _count(client: MilvusClient, timeout: float = 5.0) -> int:
     return int(rows[0]["count(*)"])
 
 
-@pytest.fixture()
-def built(tmp_path: Path) -> Iterator[Path]:
-    """A data dir holding the collection, loaded, with every row in sealed segments."""
-    s = Standalone(tmp_path / "data")
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A stopped standalone's data dir holding the collection, loaded, with every row in sealed segments."""
+    data = tmp_path_factory.mktemp("load-failures") / "data"
+    s = Standalone(data)
     s.start()
     try:
         with dump_logs_on_failure(s):
@@ -56,7 +58,15 @@ def built(tmp_path: Path) -> Iterator[Path]:
             client.close()
     finally:
         s.stop()
-    yield tmp_path / "data"
+    return data
+
+
+@pytest.fixture()
+def built(template: Path, tmp_path: Path) -> Iterator[Path]:
+    """A copy of the template's data dir for one test."""
+    data = tmp_path / "data"
+    shutil.copytree(template, data)
+    yield data
 
 
 def _restarted(data_dir: Path, failpoints: str) -> Standalone:
