@@ -49,6 +49,7 @@ from ingest import role_of
 from pymilvus import DataType, MilvusClient
 from pymilvus.client.types import LoadState
 from search_data import batches
+from waits import wait_indexed
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -274,6 +275,7 @@ def load(uri: str, data: CompareSet, opts: IndexOptions, log: Callable[[str], No
             if time.perf_counter() - t3 > 3600:
                 raise TimeoutError("collection not loaded in an hour")
             time.sleep(0.1)
+        wait_indexed(client, COLLECTION)  # loaded and indexed, as before builds moved to the background
         t4 = time.perf_counter()
         count = client.query(COLLECTION, filter="", output_fields=["count(*)"], consistency_level="Strong")[0][
             "count(*)"

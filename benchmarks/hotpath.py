@@ -30,6 +30,7 @@ from compare_measure import frozen_gc
 from pymilvus import DataType, MilvusClient
 from search_data import make_dataset
 from search_strata import role_cpu_seconds
+from waits import wait_indexed
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -92,6 +93,7 @@ def _index_and_load(client: MilvusClient) -> None:
     index.add_index("v", index_type="HNSW", metric_type="L2", params={"M": 16, "efConstruction": 200})
     client.create_index("hot", index)
     client.load_collection("hot")
+    wait_indexed(client, "hot")
 
 
 def search(server: Standalone, args: argparse.Namespace) -> None:

@@ -1,14 +1,15 @@
 """Recovery benchmark: how soon reads come back after ``kill -9`` of a standalone under a writer.
 
     .venv/bin/python benchmarks/recovery.py [--rows 1000000] [--dim 128] [--shards 1] [--rate 2000]
-        [--cycles 1] [--dir PARENT] [--keep]
+        [--cycles 1] [--between 10] [--limit 600] [--dir PARENT] [--keep]
 
 Starts ``strata standalone`` in a temporary data directory, inserts ``--rows``
 random vectors (HNSW M=16 efConstruction=200, L2), loads the collection and
 waits until every segment is sealed and served, then starts a writer that
-inserts ``--rate`` rows per second (batches of 500, new ids only). Each cycle
-kills the whole standalone with SIGKILL, restarts it on the same data dir and
-measures, from the restart:
+inserts ``--rate`` rows per second (batches of 500, new ids only). After
+``--between`` seconds, each cycle kills the whole standalone with SIGKILL,
+restarts it on the same data dir and measures, from the kill (the launcher's
+own start counted):
 
 * ``writes``: the first acknowledged insert;
 * ``reads``: the first ``count(*)`` with Strong consistency that answers, and
@@ -38,6 +39,8 @@ from pymilvus import DataType, MilvusClient, MilvusException
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from waits import wait_indexed  # noqa: E402
 
 from tests.harness import Standalone  # noqa: E402
 
@@ -101,8 +104,8 @@ def _all_ids(client: MilvusClient, upto: int) -> list[int]:
 def _cycle(s: Standalone, writer: Writer, rows: int, limit: float) -> dict[str, Any]:
     acked_before = rows + len(writer.acked)
     s.kill()
+    restarted = time.monotonic()  # the launcher's own start (etcd, roles) counts too
     s.start(timeout=300)
-    restarted = time.monotonic()
     client = MilvusClient(s.uri, timeout=30)
     out: dict[str, Any] = {"acked_before": acked_before}
     while time.monotonic() - restarted < limit:
@@ -135,6 +138,8 @@ def main() -> int:
     ap.add_argument("--shards", type=int, default=1)
     ap.add_argument("--rate", type=float, default=2000.0, help="rows per second the writer inserts")
     ap.add_argument("--cycles", type=int, default=1)
+    ap.add_argument("--between", type=float, default=10.0,
+                    help="seconds the writer writes before the first kill and between two cycles")
     ap.add_argument("--limit", type=float, default=600.0, help="seconds a cycle waits for reads and the load")
     ap.add_argument("--dir", type=Path, default=None)
     ap.add_argument("--keep", action="store_true")
@@ -157,18 +162,19 @@ def main() -> int:
         _insert_all(client, args.rows, args.dim)
         client.flush(NAME)
         client.release_collection(NAME)
-        client.load_collection(NAME, timeout=3600)  # every sealed segment loaded, its index built and saved
+        client.load_collection(NAME, timeout=3600)
+        wait_indexed(client, NAME)  # every sealed segment's index built and saved
         assert _count(client, timeout=600) == args.rows
         print(f"loaded {args.rows} x {args.dim} in {time.monotonic() - began:.0f} s", flush=True)
         client.close()
         writer.start()
-        time.sleep(10)
+        time.sleep(args.between)
         for i in range(args.cycles):
             r = _cycle(s, writer, args.rows, args.limit)
             r["cycle"] = i + 1
             results.append(r)
             print(json.dumps(r), flush=True)
-            time.sleep(10)
+            time.sleep(args.between)
         writer.halt.set()
         writer.join(60)
         client = MilvusClient(s.uri, timeout=600)

@@ -24,6 +24,7 @@ from ingest import ROLES, Sampler, role_of
 from pymilvus import DataType, MilvusClient
 from pymilvus.client.types import LoadState
 from search_data import Dataset, batches, recall, time_requests
+from waits import wait_indexed
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -112,6 +113,7 @@ def _one_index(
     t3 = time.perf_counter()
     client.load_collection(name, timeout=3600)
     _wait_loaded(client, name, 3600)
+    wait_indexed(client, name)
     t4 = time.perf_counter()
     count = client.query(name, filter="", output_fields=["count(*)"], consistency_level="Strong")[0]["count(*)"]
     if count != rows:

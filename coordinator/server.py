@@ -143,6 +143,7 @@ class Coordinator:
         self.query = QueryCoordinator(meta, self.catalog, self.tso, self.data)
         self.ddl = DDL(self.catalog, self.ids, self.tso, self._producer, names, self.query.release, self.data)
         # Compaction and bulk import on Spark need the object storage the segments live in.
+        storage = None if c.storage is None else await asyncio.to_thread(ObjectStore.from_uri, c.storage)
         self.jobs = None if c.storage is None else OfflineJobs(
             meta, self.data, self.catalog, self.ids, self.tso, storage_uri=c.storage, config=c.jobs,
             loading=self.query.loading,
@@ -168,6 +169,7 @@ class Coordinator:
             ),
             compaction=None if self.jobs is None else self.jobs.compaction,
             imports=None if self.jobs is None else self.jobs.imports,
+            storage=storage,
         )
 
         self._late.add(lambda server: coordinator_pb2_grpc.add_CoordinatorServicer_to_server(service, server))
@@ -181,8 +183,7 @@ class Coordinator:
         if self.jobs is not None:
             await self.jobs.start()
         self._gc: GarbageCollector | None = None
-        if c.storage is not None:
-            storage = await asyncio.to_thread(ObjectStore.from_uri, c.storage)
+        if storage is not None:
             self._gc = GarbageCollector(
                 self.data, storage, retention_seconds=c.gc_retention_seconds, interval_seconds=c.gc_interval_seconds
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import grpc
@@ -11,6 +12,7 @@ from coordinator.catalog import Catalog, CollectionMeta
 from coordinator.data.compaction import CompactionManager
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.data.importer import ImportManager
+from coordinator.data.index_progress import index_progress, saved_indexes
 from coordinator.ddl import DDL
 from coordinator.idalloc import IDAllocator
 from coordinator.jobs_service import JobRPCs
@@ -26,6 +28,7 @@ from services.grpcutil import ok_status, rpc_method
 from services.schema import CollectionSchema
 from services.segment import SegmentState
 from services.segment_pb import position_from_pb, position_to_pb, segment_from_pb, segment_to_pb
+from services.storage.objectstore import ObjectStore
 
 
 def _partition_id(meta: CollectionMeta, name: str) -> int:
@@ -83,7 +86,9 @@ class CoordinatorService(JobRPCs, coordinator_pb2_grpc.CoordinatorServicer):
         truncator: Truncator,
         compaction: CompactionManager | None = None,
         imports: ImportManager | None = None,
+        storage: ObjectStore | None = None,
     ) -> None:
+        self._storage = storage  # where query nodes save built indexes (index progress); None: unknown
         self._compaction = compaction
         self._imports = imports
         self._truncator = truncator
@@ -221,13 +226,18 @@ class CoordinatorService(JobRPCs, coordinator_pb2_grpc.CoordinatorServicer):
     ) -> pb.DescribeIndexResponse:
         meta = await self._meta(request)
         indexes = await self._catalog.list_indexes(meta.collection_id)
-        return pb.DescribeIndexResponse(
-            status=ok_status(),
-            indexes=[
-                pb.IndexInfo(field_name=i.field_name, index_name=i.index_name, index_id=i.index_id, params=i.params)
-                for i in indexes
-            ],
-        )
+        infos = [
+            pb.IndexInfo(field_name=i.field_name, index_name=i.index_name, index_id=i.index_id, params=i.params)
+            for i in indexes
+        ]
+        if self._storage is not None and infos:
+            saved = await asyncio.to_thread(saved_indexes, self._storage, meta.collection_id)
+            segments = self._data.flushed_segments(collection_id=meta.collection_id)
+            for info in infos:
+                progress = index_progress(saved, segments, info.index_id)
+                info.progress_known = True
+                info.indexed_rows, info.total_rows = progress.indexed_rows, progress.total_rows
+        return pb.DescribeIndexResponse(status=ok_status(), indexes=infos)
 
     @rpc_method(pb.StatusResponse)
     async def DropIndex(self, request: pb.DropIndexRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:

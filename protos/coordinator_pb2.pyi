@@ -214,7 +214,7 @@ class ListCollectionsResponse(_message.Message):
     def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., collections: _Optional[_Iterable[_Union[CollectionInfo, _Mapping]]] = ...) -> None: ...
 
 class IndexInfo(_message.Message):
-    __slots__ = ("field_name", "index_name", "index_id", "params")
+    __slots__ = ("field_name", "index_name", "index_id", "params", "progress_known", "indexed_rows", "total_rows")
     class ParamsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -226,11 +226,17 @@ class IndexInfo(_message.Message):
     INDEX_NAME_FIELD_NUMBER: _ClassVar[int]
     INDEX_ID_FIELD_NUMBER: _ClassVar[int]
     PARAMS_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_KNOWN_FIELD_NUMBER: _ClassVar[int]
+    INDEXED_ROWS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_ROWS_FIELD_NUMBER: _ClassVar[int]
     field_name: str
     index_name: str
     index_id: int
     params: _containers.ScalarMap[str, str]
-    def __init__(self, field_name: _Optional[str] = ..., index_name: _Optional[str] = ..., index_id: _Optional[int] = ..., params: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    progress_known: bool
+    indexed_rows: int
+    total_rows: int
+    def __init__(self, field_name: _Optional[str] = ..., index_name: _Optional[str] = ..., index_id: _Optional[int] = ..., params: _Optional[_Mapping[str, str]] = ..., progress_known: _Optional[bool] = ..., indexed_rows: _Optional[int] = ..., total_rows: _Optional[int] = ...) -> None: ...
 
 class CreateIndexRequest(_message.Message):
     __slots__ = ("collection", "index")

@@ -25,7 +25,8 @@ Points in the code:
 | ``compaction.after_commit`` | a plan committed (outputs visible, inputs dropped), outputs' job id not cleared |
 | ``import.after_job`` / ``import.after_outputs`` | the same two steps of an import |
 | ``worker.load_segment`` | a worker is about to read a sealed segment's rows |
-| ``worker.load_index`` | a worker is about to load (or build) a sealed segment's vector index |
+| ``worker.load_index`` | a worker is about to read a sealed segment's saved vector index |
+| ``worker.build_index`` | a worker is about to build a segment's missing vector index (in the background) |
 | ``delegator.read_keys`` | a delegator is about to read a sealed segment's keys and PK stats |
 | ``delegator.load_l0`` | a delegator is about to read an L0 segment's deletes |
 | ``wal.local.write`` | the local WAL is about to write a batch's bytes to a segment file |

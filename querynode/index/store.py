@@ -35,7 +35,7 @@ from services.storage.errors import ObjectNotFound
 from services.storage.objectstore import ObjectStore
 
 INDEX_FILES = "index_files"
-META_FILE = "meta.json"
+META_FILE = layout.INDEX_META_FILE
 
 log = structlog.get_logger().bind(component="index-store")
 
@@ -48,7 +48,7 @@ def _check_id(what: str, value: int) -> int:
 
 def collection_index_prefix(collection_id: int) -> str:
     """The directory of every index file of a collection (garbage collection of a dropped collection)."""
-    return f"{INDEX_FILES}/{_check_id('collection id', collection_id)}"
+    return layout.collection_index_prefix(_check_id("collection id", collection_id))
 
 
 def index_prefix(collection_id: int, segment_id: int) -> str:

@@ -282,5 +282,6 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
             await self.worker.release(c, [s])
 
     async def close(self) -> None:
+        await self.worker.close()
         await self.release_all()
         await self._workers.close()

@@ -3,6 +3,9 @@
 An index is built once per segment and field: the first worker to load the
 segment finds none in object storage, builds it and saves it; every later load
 (another replica, a restart, a move) reads it back instead (``querynode/index/store.py``).
+``load_segment`` only restores saved indexes and names the missing ones; the
+worker builds those in the background (``build_segment_index``) while the
+segment is served, searched exactly until its index is in place.
 The Parquet decoder's scratch buffers and then the read table itself are given
 back to the system as soon as they are dropped (``release_unused`` on Arrow's
 pool): Arrow's allocator (mimalloc) otherwise keeps freed pages resident, and
@@ -11,10 +14,9 @@ the index build, which allocates with malloc, cannot reuse them. Loading a
 937 MiB, resident afterwards 1,358 -> 686 MiB, load time unchanged
 (``benchmarks/load_memory.py``, side by side).
 
-A build uses the threads the worker grants the load (the cores no read in a
-thread holds: ``querynode.offload.CoreShare``); an HNSW build splits its rows
-among them. A one-shard collection's segments load one after another, so
-without this its builds would use one core of the node.
+A build uses the threads the worker grants it (the cores no read in a thread
+holds: ``querynode.offload.CoreShare``); an HNSW build splits its rows among
+them.
 """
 
 from __future__ import annotations
@@ -45,8 +47,10 @@ def load_segment(
     schema: CollectionSchema,
     meta: SegmentMeta,
     indexes: Sequence[FieldIndexSpec],
-    threads: int = 1,
-) -> WorkerSegment:
+) -> tuple[WorkerSegment, list[FieldIndexSpec]]:
+    """The segment's rows and stats, with each vector index saved in storage restored; and the
+    indexes that are not there yet, for ``build_segment_index`` (until then the field is searched
+    exactly)."""
     failpoint("worker.load_segment")
     reader = SegmentReader(storage, schema)
     manifest = reader.read_manifest(meta.manifest)
@@ -58,8 +62,9 @@ def load_segment(
     del table  # the store copied the vectors; what it keeps of the rest stays referenced
     pa.default_memory_pool().release_unused()
     seg = WorkerSegment(meta=meta, store=store, stats=reader.read_stats(manifest))
+    missing: list[FieldIndexSpec] = []
     if store.num_rows == 0:
-        return seg
+        return seg, missing
     for spec in indexes:
         if not schema.has_field(spec.field_name):
             continue
@@ -70,9 +75,23 @@ def load_segment(
         failpoint("worker.load_index")
         index = load_index(storage, meta.collection_id, meta.segment_id, spec.index_id, f.field_id, spec.spec, vectors)
         if index is None:
-            index = build_index(spec.spec, vectors, options=dataclasses.replace(DEFAULT_OPTIONS, threads=threads))
-            save_index(storage, meta.collection_id, meta.segment_id, spec.index_id, f.field_id, spec.spec, index, vectors)
-            log.info("index built", segment=meta.segment_id, field=f.name, index_type=spec.spec.index_type,
-                     rows=len(vectors), threads=threads)
-        seg.indexes[f.name] = FieldIndex(spec.spec, index)
-    return seg
+            missing.append(spec)
+        else:
+            seg.indexes[f.name] = FieldIndex(spec.spec, index)
+    return seg, missing
+
+
+def build_segment_index(
+    storage: ObjectStore, schema: CollectionSchema, seg: WorkerSegment, spec: FieldIndexSpec, threads: int = 1
+) -> FieldIndex:
+    """Build the segment's index of ``spec`` on ``threads`` threads and save it (blocking: seconds to
+    minutes). The segment may be read meanwhile: the build only reads its vectors."""
+    failpoint("worker.build_index")
+    meta = seg.meta
+    f = schema.field(spec.field_name)
+    vectors = seg.store.vector_matrix(f.name)
+    index = build_index(spec.spec, vectors, options=dataclasses.replace(DEFAULT_OPTIONS, threads=threads))
+    save_index(storage, meta.collection_id, meta.segment_id, spec.index_id, f.field_id, spec.spec, index, vectors)
+    log.info("index built", segment=meta.segment_id, field=f.name, index_type=spec.spec.index_type,
+             rows=len(vectors), threads=threads)
+    return FieldIndex(spec.spec, index)

@@ -1,9 +1,11 @@
 """The worker role of a query node: sealed segments loaded for delegators, segment-level reads.
 
 Segments are keyed by ``(collection, segment)``. ``load`` reads rows, stats and
-indexes off the event loop (building and saving an index the first time) and
-applies the cuts the delegator sends with it before the segment becomes
-readable. ``cut`` applies forwarded deletes and supersedes. Reads compute the
+saved indexes off the event loop and applies the cuts the delegator sends with
+it before the segment becomes readable. An index not saved yet is built in
+the background, one build at a time, and saved; until it is swapped in, the
+segment's field is searched exactly (as Milvus serves a sealed segment with
+an interim index), so a load, and a restart, never waits for an HNSW build. ``cut`` applies forwarded deletes and supersedes. Reads compute the
 filter bitset vectorised and search or query each named segment at the
 delegator's read timestamp (inline when small, else in a worker thread: ``querynode.offload``),
 and merge this worker's hits. An unfiltered batch of queries alone on the node walks each
@@ -16,6 +18,7 @@ overlap a cut, load or release of them (the stores are not safe to change while 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,7 +34,7 @@ from querynode.segments.growing import GrowingStore
 from querynode.segments.readmask import read_mask
 from querynode.segments.reduce import merge_topk
 from querynode.worker.indexes import FieldIndexSpec
-from querynode.worker.loader import load_segment
+from querynode.worker.loader import build_segment_index, load_segment
 from querynode.worker.rwlock import ReadWriteLock
 from querynode.worker.segment import WorkerSegment
 from services.errors import SegmentNotFound
@@ -58,6 +61,8 @@ class Worker:
         self.segments: dict[tuple[int, int], WorkerSegment] = {}
         self._schemas: dict[int, CollectionSchema] = {}
         self._locks: defaultdict[int, ReadWriteLock] = defaultdict(ReadWriteLock)
+        self._builds: set[asyncio.Task[None]] = set()  # background index builds, cancelled by close()
+        self._build_slot = asyncio.Semaphore(1)
         self._log = structlog.get_logger().bind(component="worker")
 
     async def load(
@@ -83,14 +88,49 @@ class Worker:
                     async with self._locks[collection_id].write():
                         await asyncio.to_thread(self.segments[key].cut, *pks_ts)
                 continue
-            with self._cores.take(self._cores.cores) as threads:  # a build uses every free core
-                seg = await asyncio.to_thread(load_segment, self._storage, schema, meta, indexes, threads)
+            seg, missing = await asyncio.to_thread(load_segment, self._storage, schema, meta, indexes)
             async with self._locks[collection_id].write():
                 if pks_ts is not None and len(pks_ts[0]):
                     await asyncio.to_thread(seg.cut, *pks_ts)
                 self.segments[key] = seg
             self._log.info("segment loaded", collection_id=collection_id, segment=meta.segment_id, rows=seg.num_rows,
-                           indexes=sorted(seg.indexes))
+                           indexes=sorted(seg.indexes), building=sorted(s.field_name for s in missing))
+            for spec in missing:
+                self._spawn_build(collection_id, schema, seg, spec)
+
+    def _spawn_build(self, collection_id: int, schema: CollectionSchema, seg: WorkerSegment, spec: FieldIndexSpec) -> None:
+        task = asyncio.create_task(self._build(collection_id, schema, seg, spec),
+                                   name=f"index-build-{collection_id}-{seg.segment_id}-{spec.field_name}")
+        self._builds.add(task)
+        task.add_done_callback(self._builds.discard)
+
+    async def _build(self, collection_id: int, schema: CollectionSchema, seg: WorkerSegment, spec: FieldIndexSpec) -> None:
+        """Build a served segment's missing index, one build at a time on every core reads leave free;
+        then swap it in (under the write lock). A segment released meanwhile keeps nothing; a build
+        that fails leaves the field searched exactly (the next load tries again)."""
+        key = (collection_id, seg.segment_id)
+        try:
+            async with self._build_slot:
+                if self.segments.get(key) is not seg:
+                    return
+                with self._cores.take(self._cores.cores) as threads:
+                    built = await asyncio.to_thread(build_segment_index, self._storage, schema, seg, spec, threads)
+            async with self._locks[collection_id].write():
+                if self.segments.get(key) is seg:
+                    seg.indexes[spec.field_name] = built
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:  # task boundary: the segment stays searchable, exactly
+            self._log.warning("index build failed", collection_id=collection_id, segment=seg.segment_id,
+                              field=spec.field_name, error=str(err) or type(err).__name__)
+
+    async def close(self) -> None:
+        """Stop the index builds in progress (a build's thread finishes on its own; its index is dropped)."""
+        for task in list(self._builds):
+            task.cancel()
+        for task in list(self._builds):
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     async def release(self, collection_id: int, segment_ids: Sequence[int]) -> None:
         async with self._locks[collection_id].write():

@@ -300,19 +300,7 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
             raise StrataError(f"index not found[collection={coll.name}]", ErrorCode.INDEX_NOT_FOUND)
         rows = await self._stats.collection_rows(coll)
         return milvus_pb2.DescribeIndexResponse(
-            status=success(),
-            index_descriptions=[
-                milvus_pb2.IndexDescription(
-                    index_name=i.index_name,
-                    indexID=i.index_id,
-                    field_name=i.field_name,
-                    params=[common_pb2.KeyValuePair(key=k, value=v) for k, v in i.params.items()],
-                    state=common_pb2.Finished,
-                    total_rows=rows,
-                    indexed_rows=rows,
-                )
-                for i in indexes
-            ],
+            status=success(), index_descriptions=[_index_description(i, rows) for i in indexes]
         )
 
     @milvus_rpc(common_pb2.Status)
@@ -590,6 +578,22 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
 
         rows = sum(t.num_rows for t in tables)
         return reduce() if rows <= INLINE_REDUCE_ROWS else await asyncio.to_thread(reduce)
+
+
+def _index_description(i: coordinator_pb2.IndexInfo, rows: int) -> milvus_pb2.IndexDescription:
+    """An index as describe_index shows it: InProgress while sealed segments wait for their index
+    (query nodes build them in the background), with Milvus's row counts."""
+    total, indexed = (i.total_rows, i.indexed_rows) if i.progress_known else (rows, rows)
+    return milvus_pb2.IndexDescription(
+        index_name=i.index_name,
+        indexID=i.index_id,
+        field_name=i.field_name,
+        params=[common_pb2.KeyValuePair(key=k, value=v) for k, v in i.params.items()],
+        state=common_pb2.Finished if indexed >= total else common_pb2.InProgress,
+        total_rows=total,
+        indexed_rows=indexed,
+        pending_index_rows=total - indexed,
+    )
 
 
 def _int_param(params: dict[str, str], key: str, default: int) -> int:

@@ -97,3 +97,12 @@ def collection_prefixes(collection_id: int) -> list[str]:
 def index_prefix(collection_id: int, segment_id: int) -> str:
     """Every index file of a segment: ``index_files/<collection>/<segment>`` (``querynode/index/store.py``)."""
     return f"index_files/{_check_id('collection id', collection_id)}/{_check_id('segment id', segment_id)}"
+
+
+#: The file whose presence means an index of a segment is complete (written last).
+INDEX_META_FILE = "meta.json"
+
+
+def collection_index_prefix(collection_id: int) -> str:
+    """Every index file of a collection: ``index_files/<collection>``."""
+    return f"index_files/{_check_id('collection id', collection_id)}"

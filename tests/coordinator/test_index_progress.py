@@ -1,0 +1,28 @@
+"""Index progress: rows of the sealed segments whose index is saved, read from the index files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from coordinator.data.index_progress import index_progress, saved_indexes
+from services.segment import SegmentLevel, SegmentMeta, SegmentState
+from services.storage.objectstore import ObjectStore
+
+
+def _segment(sid: int, rows: int, level: SegmentLevel = SegmentLevel.L1) -> SegmentMeta:
+    return SegmentMeta(segment_id=sid, collection_id=5, partition_id=6, vchannel="v", state=SegmentState.FLUSHED,
+                       rows=rows, level=level, manifest=f"m/{sid}.json")
+
+
+def test_only_segments_with_a_saved_meta_count_as_indexed(tmp_path: Path) -> None:
+    store = ObjectStore.from_uri(tmp_path.as_uri())
+    store.write_bytes("index_files/5/1/77/meta.json", b"{}")
+    store.write_bytes("index_files/5/2/77/graph-00000000.bin", b"x")  # data without its meta: not done
+    store.write_bytes("index_files/5/3/78/meta.json", b"{}")  # another index
+    store.write_bytes("index_files/6/2/77/meta.json", b"{}")  # another collection
+    saved = saved_indexes(store, 5)
+    assert saved == {(1, 77), (3, 78)}
+    segments = [_segment(1, 100), _segment(2, 50), _segment(3, 30), _segment(4, 0), _segment(9, 7, SegmentLevel.L0)]
+    progress = index_progress(saved, segments, 77)
+    assert (progress.indexed_rows, progress.total_rows) == (100, 180)
+    assert saved_indexes(store, 42) == set()

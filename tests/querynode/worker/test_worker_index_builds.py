@@ -1,0 +1,85 @@
+"""A segment whose index is not saved yet is served at once, searched exactly, while the worker
+builds the index in the background; then the index is swapped in and saved for later loads."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from querynode.index.base import SearchParams
+from querynode.index.spec import IndexKind
+from querynode.index.store import load_index
+from querynode.worker.indexes import field_index_spec
+from querynode.worker.worker import SegmentRead, Worker
+from services import failpoints
+from services.storage.objectstore import ObjectStore
+from tests.querynode.worker.segments import COLL, SEG, flushed_segment
+from tests.services.storage.segment_data import full_schema
+
+HNSW = field_index_spec("vec", 7, {"index_type": "HNSW", "metric_type": "L2", "params": '{"M": 8, "efConstruction": 16}'})
+READ = SegmentRead(read_ts=10_000, filter="", filter_params={}, output_fields=())
+
+
+@pytest.fixture(autouse=True)
+def disarmed() -> Iterator[None]:
+    yield
+    failpoints.arm("")
+
+
+async def _search(worker: Worker, query: np.ndarray) -> list[int]:
+    hits = await worker.search(COLL, [SEG], READ, field_name="vec", queries=query[None, :], metric="L2", topk=3,
+                               params=SearchParams())
+    return hits.column("pk").to_pylist()
+
+
+async def _builds_done(worker: Worker) -> None:
+    async with asyncio.timeout(30):
+        while worker._builds:
+            await asyncio.sleep(0.02)
+
+
+async def test_the_segment_is_served_before_its_index_is_built(tmp_path: Path) -> None:
+    store = ObjectStore.from_uri(f"file://{tmp_path}/store")
+    meta, table = flushed_segment(store, rows=200)
+    vectors = np.asarray(table.column("vec").combine_chunks().flatten().to_numpy(), dtype=np.float32).reshape(200, -1)
+    failpoints.arm("worker.build_index=sleep:1")
+    worker = Worker(store)
+    await worker.load(COLL, full_schema(), [meta], [HNSW], {})
+    seg = worker.segments[(COLL, SEG)]
+    assert "vec" not in seg.indexes  # being built: searched exactly meanwhile
+    assert (await _search(worker, vectors[17]))[0] == table.column("pk")[17].as_py()
+    await _builds_done(worker)
+    assert seg.indexes["vec"].index.kind is IndexKind.HNSW
+    assert (await _search(worker, vectors[17]))[0] == table.column("pk")[17].as_py()
+    saved = load_index(store, COLL, SEG, 7, 103, HNSW.spec, seg.store.vector_matrix("vec"))
+    assert saved is not None  # the next load restores it instead of building
+
+    again = Worker(store)
+    await again.load(COLL, full_schema(), [meta], [HNSW], {})
+    assert again.segments[(COLL, SEG)].indexes["vec"].index.kind is IndexKind.HNSW and not again._builds
+    await worker.close()
+    await again.close()
+
+
+async def test_a_segment_released_or_a_build_that_fails_leaves_nothing_behind(tmp_path: Path) -> None:
+    store = ObjectStore.from_uri(f"file://{tmp_path}/store")
+    meta, table = flushed_segment(store, rows=100)
+    failpoints.arm("worker.build_index=sleep:0.5")
+    worker = Worker(store)
+    await worker.load(COLL, full_schema(), [meta], [HNSW], {})
+    await worker.release(COLL, [SEG])
+    await _builds_done(worker)
+    assert (COLL, SEG) not in worker.segments
+
+    failpoints.arm("worker.build_index=error")
+    await worker.load(COLL, full_schema(), [meta], [HNSW], {})
+    await _builds_done(worker)
+    seg = worker.segments[(COLL, SEG)]
+    assert "vec" not in seg.indexes  # searched exactly
+    vectors = seg.store.vector_matrix("vec")
+    assert (await _search(worker, vectors[3]))[0] == table.column("pk")[3].as_py()
+    await worker.close()
