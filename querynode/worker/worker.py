@@ -124,6 +124,11 @@ class Worker:
             self._log.warning("index build failed", collection_id=collection_id, segment=seg.segment_id,
                               field=spec.field_name, error=str(err) or type(err).__name__)
 
+    async def builds_done(self) -> None:
+        """Return once no index build is in progress (for tests and benchmarks)."""
+        while self._builds:
+            await asyncio.wait(list(self._builds))
+
     async def close(self) -> None:
         """Stop the index builds in progress (a build's thread finishes on its own; its index is dropped)."""
         for task in list(self._builds):

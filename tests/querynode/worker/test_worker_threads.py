@@ -76,10 +76,14 @@ async def test_an_index_build_uses_the_cores_no_read_holds(tmp_path: Path, monke
     hnsw = FieldIndexSpec(field_name="vec", index_id=7, spec=IndexSpec(index_type="HNSW", metric="L2", params={}))
     built = _build_threads(monkeypatch)
     share = CoreShare(2)
-    await Worker(store, share).load(COLL, full_schema(), [meta], [hnsw], {})
+    first = Worker(store, share)
+    await first.load(COLL, full_schema(), [meta], [hnsw], {})
+    await first.builds_done()  # built in the background, after the load
     # A second worker finds no saved index under another id, and a read holds one core meanwhile.
     other = FieldIndexSpec(field_name="vec", index_id=8, spec=hnsw.spec)
+    second = Worker(store, share)
     with share.take(1):
-        await Worker(store, share).load(COLL, full_schema(), [meta], [other], {})
+        await second.load(COLL, full_schema(), [meta], [other], {})
+        await second.builds_done()
     assert built == [2, 1]
     assert share.held == 0
