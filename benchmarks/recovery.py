@@ -56,7 +56,7 @@ class Writer(threading.Thread):
         super().__init__(daemon=True)
         self.uri, self.dim, self.next_id, self.rate = uri, dim, start_id, rate
         self.acked: set[int] = set()
-        self.last_ack = 0.0
+        self.ack_times: list[float] = []  # monotonic time of each acknowledged batch
         self.halt = threading.Event()
         self.rng = np.random.default_rng(11)
 
@@ -72,7 +72,7 @@ class Writer(threading.Thread):
                     client = MilvusClient(self.uri, timeout=10)
                 client.insert(NAME, [{"id": i, "v": v.tolist()} for i, v in zip(ids, vecs, strict=True)], timeout=10)
                 self.acked.update(ids)
-                self.last_ack = time.monotonic()
+                self.ack_times.append(time.monotonic())
             except Exception:  # down or restarting: the next batch gets new ids
                 client = None
                 time.sleep(0.2)
@@ -109,8 +109,9 @@ def _cycle(s: Standalone, writer: Writer, rows: int, limit: float) -> dict[str, 
     client = MilvusClient(s.uri, timeout=30)
     out: dict[str, Any] = {"acked_before": acked_before}
     while time.monotonic() - restarted < limit:
-        if "writes" not in out and writer.last_ack > restarted:
-            out["writes"] = round(writer.last_ack - restarted, 1)
+        after = [t for t in writer.ack_times[-200:] if t > restarted]
+        if "writes" not in out and after:
+            out["writes"] = round(after[0] - restarted, 1)
         if "reads" not in out:
             try:
                 counted = _count(client, timeout=10)
