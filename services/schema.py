@@ -12,6 +12,12 @@ Arrow type of each Milvus data type:
 * ``ARRAY`` -> ``list<element>``, the element's scalar Arrow type (an
   ``ARRAY`` of ``VARCHAR`` is ``list<string>``); elements are never null;
 * ``FLOAT_VECTOR`` -> ``fixed_size_list<float32>[dim]``;
+* ``BINARY_VECTOR`` -> ``fixed_size_binary[dim / 8]``: the ``dim`` bits of a row
+  packed into bytes exactly as the client sent them (pymilvus: ``bytes`` of
+  ``dim / 8`` per row, usually ``np.packbits``; every metric counts bits, so
+  the bit order within a byte does not matter); one value buffer of exactly
+  ``rows * dim / 8`` bytes, so a column is a ``(rows, dim / 8)`` uint8 matrix
+  without a copy, and Parquet stores it as ``FIXED_LEN_BYTE_ARRAY``;
 * every row also carries the system column ``_ts`` (uint64 hybrid timestamp
   of the WAL message that carried it).
 """
@@ -55,6 +61,10 @@ class DataType(IntEnum):
         return self.value >= 100
 
     @property
+    def is_binary_vector(self) -> bool:
+        return self is DataType.BINARY_VECTOR
+
+    @property
     def is_integer(self) -> bool:
         return self in (DataType.INT8, DataType.INT16, DataType.INT32, DataType.INT64)
 
@@ -77,6 +87,7 @@ SUPPORTED_TYPES = frozenset(
         DataType.JSON,
         DataType.ARRAY,
         DataType.FLOAT_VECTOR,
+        DataType.BINARY_VECTOR,
     }
 )
 
@@ -133,10 +144,17 @@ class FieldSchema:
     element_type: DataType = DataType.NONE
     max_capacity: int = 0
 
+    @property
+    def code_size(self) -> int:
+        """Bytes per row of a ``BINARY_VECTOR`` field (``dim / 8``); 0 for other types."""
+        return self.dim // 8 if self.dtype == DataType.BINARY_VECTOR else 0
+
     def arrow_type(self) -> pa.DataType:
         """The Arrow type this field's column has everywhere in Strata."""
         if self.dtype == DataType.FLOAT_VECTOR:
             return pa.list_(pa.float32(), self.dim)
+        if self.dtype == DataType.BINARY_VECTOR:
+            return pa.binary(self.code_size)
         if self.dtype == DataType.ARRAY:
             if self.element_type not in ARRAY_ELEMENT_TYPES:
                 raise ValueError(f"ARRAY field {self.name} has element type {self.element_type.name}")

@@ -82,6 +82,8 @@ def row_bytes(schema: CollectionSchema) -> int:
     for f in schema.fields:
         if f.dtype == DataType.FLOAT_VECTOR:
             size += 4 * f.dim
+        elif f.dtype == DataType.BINARY_VECTOR:
+            size += f.code_size
         elif f.dtype in (DataType.VARCHAR, DataType.JSON, DataType.ARRAY) or f.is_dynamic:
             size += 64
         elif f.dtype in (DataType.BOOL, DataType.INT8):

@@ -22,6 +22,8 @@ from services.errors import InvalidArgument
 
 #: Milvus' upper bound on ``ef`` (knowhere's HNSW check).
 MAX_EF = 32768
+#: knowhere's bounds on ``nprobe`` (the IVF kinds).
+NPROBE_RANGE = (1, 65536)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -30,6 +32,9 @@ class SearchParams:
 
     ``ef``: HNSW candidate list size; ``None`` = the index's default. Other
     kinds ignore it.
+
+    ``nprobe``: lists an IVF index searches; ``None`` = the index's default
+    (8). Other kinds ignore it.
 
     ``radius`` / ``range_filter``: a range search when ``radius`` is set
     (``range_filter`` alone is ignored, like Milvus). Kept distances:
@@ -42,6 +47,7 @@ class SearchParams:
     """
 
     ef: int | None = None
+    nprobe: int | None = None
     radius: float | None = None
     range_filter: float | None = None
 
@@ -56,8 +62,16 @@ class SearchParams:
                 raise InvalidArgument(f"invalid search params: ef must be an integer, got {self.ef!r}")
             if not 1 <= self.ef <= MAX_EF:
                 raise InvalidArgument(f"invalid search params: ef must be in [1, {MAX_EF}], got {self.ef}")
+        if self.nprobe is not None:
+            low, high = NPROBE_RANGE
+            if isinstance(self.nprobe, bool) or not isinstance(self.nprobe, int | np.integer):
+                raise InvalidArgument(f"invalid search params: nprobe must be an integer, got {self.nprobe!r}")
+            if not low <= self.nprobe <= high:
+                raise InvalidArgument(f"invalid search params: nprobe must be in [{low}, {high}], got {self.nprobe}")
         if self.radius is None:
             return
+        if metric in (Metric.SUBSTRUCTURE, Metric.SUPERSTRUCTURE):
+            raise InvalidArgument(f"invalid search params: range search does not support metric {metric.value}")
         radius = _finite("radius", self.radius)
         if self.range_filter is None:
             return
@@ -190,8 +204,11 @@ def search_params(params: dict[str, object]) -> SearchParams:
         v = params.get(key)
         return None if v is None else float(v)  # type: ignore[arg-type]
 
-    ef = params.get("ef")
-    return SearchParams(ef=None if ef is None else int(ef), radius=num("radius"), range_filter=num("range_filter"))  # type: ignore[call-overload]
+    def count(key: str) -> int | None:
+        v = params.get(key)
+        return None if v is None else int(v)  # type: ignore[call-overload]
+
+    return SearchParams(ef=count("ef"), nprobe=count("nprobe"), radius=num("radius"), range_filter=num("range_filter"))
 
 
 def parse_params(raw: str) -> dict[str, object]:

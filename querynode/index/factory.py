@@ -12,6 +12,8 @@ from typing import assert_never
 import numpy as np
 
 from querynode.index.base import VectorIndex
+from querynode.index.bin_flat import BinFlatIndex
+from querynode.index.bin_ivf import BinIvfIndex
 from querynode.index.flat import FlatIndex
 from querynode.index.hnsw import HnswIndex
 from querynode.index.options import DEFAULT_OPTIONS, IndexOptions
@@ -21,10 +23,11 @@ __all__ = ["IndexSpec", "build_index", "restore_index"]
 
 
 def build_index(spec: IndexSpec, vectors: np.ndarray, *, options: IndexOptions = DEFAULT_OPTIONS) -> VectorIndex:
-    """Build ``spec``'s index over ``vectors`` (``(rows, dim)`` float32; row position = label).
+    """Build ``spec``'s index over ``vectors`` (``(rows, dim)`` float32, or ``(rows, dim / 8)``
+    uint8 codes for the binary kinds; row position = label).
 
     FLAT keeps a reference to ``vectors`` (no copy when already float32), and
-    so does HNSW for its exact fallback: do not modify them afterwards.
+    so do HNSW for its exact fallback and the binary kinds: do not modify them afterwards.
     """
     kind = spec.kind
     match kind:
@@ -32,6 +35,10 @@ def build_index(spec: IndexSpec, vectors: np.ndarray, *, options: IndexOptions =
             return FlatIndex(vectors, spec.metric_type)
         case IndexKind.HNSW:
             return HnswIndex.build(vectors, spec.metric_type, spec.hnsw, options)
+        case IndexKind.BIN_FLAT:
+            return BinFlatIndex(vectors, spec.metric_type)
+        case IndexKind.BIN_IVF_FLAT:
+            return BinIvfIndex.build(vectors, spec.metric_type, spec.bin_ivf, options)
         case _:
             assert_never(kind)
 
@@ -53,5 +60,11 @@ def restore_index(
             return FlatIndex(vectors, spec.metric_type)
         case IndexKind.HNSW:
             return HnswIndex.restore(data, vectors, spec.metric_type, spec.hnsw, options)
+        case IndexKind.BIN_FLAT:
+            if data is not None:
+                raise ValueError("a BIN_FLAT index has no data")
+            return BinFlatIndex(vectors, spec.metric_type)
+        case IndexKind.BIN_IVF_FLAT:
+            return BinIvfIndex.restore(data, vectors, spec.metric_type, spec.bin_ivf, options)
         case _:
             assert_never(kind)

@@ -58,6 +58,8 @@ def hnsw_space(metric: Metric) -> str:
             return "ip"
         case Metric.COSINE:
             return "cosine"
+        case Metric.HAMMING | Metric.JACCARD | Metric.SUBSTRUCTURE | Metric.SUPERSTRUCTURE:
+            raise ValueError(f"HNSW indexes float vectors, not the binary metric {metric.value}")
         case _:
             assert_never(metric)
 
@@ -70,6 +72,8 @@ def to_milvus_distance(metric: Metric, raw: np.ndarray) -> np.ndarray:
             return raw
         case Metric.IP | Metric.COSINE:
             return np.float32(1.0) - raw
+        case Metric.HAMMING | Metric.JACCARD | Metric.SUBSTRUCTURE | Metric.SUPERSTRUCTURE:
+            raise ValueError(f"HNSW indexes float vectors, not the binary metric {metric.value}")
         case _:
             assert_never(metric)
 

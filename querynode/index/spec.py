@@ -1,11 +1,19 @@
 """What index to build: the kind, the metric and the build parameters, validated like Milvus.
 
-``index_type`` is ``FLAT``, ``HNSW`` or ``AUTOINDEX`` (any case); AUTOINDEX is
-HNSW with the default build parameters (any given ones are ignored, as Milvus
-picks them itself). HNSW reads ``M`` (in [2, 2048], default 16) and
-``efConstruction`` (in [1, 2**31 - 1], default 200); values may be integers or
-decimal strings, as pymilvus sends them. Other keys are ignored. Every error is
-an ``InvalidArgument`` whose message names the parameter.
+``index_type`` is ``FLAT``, ``HNSW`` or ``AUTOINDEX`` (any case) for a float
+vector field, ``BIN_FLAT``, ``BIN_IVF_FLAT`` or ``AUTOINDEX`` for a binary one
+(``IndexSpec.binary``). AUTOINDEX is HNSW with the default build parameters on
+a float field and BIN_IVF_FLAT with ``nlist`` 1024 on a binary one (Milvus'
+``autoIndex.params.binary.build``); any given build parameters are ignored, as
+Milvus picks them itself. HNSW reads ``M`` (in [2, 2048], default 16) and
+``efConstruction`` (in [1, 2**31 - 1], default 200), BIN_IVF_FLAT ``nlist`` (in
+[1, 65536], default 128, knowhere's); values may be integers or decimal strings,
+as pymilvus sends them. Other keys are ignored. Every error is an
+``InvalidArgument`` whose message names the parameter; the metric and the kind
+are checked against the field's vector type first, with Milvus' messages
+(``binary vector index does not support metric type: L2``, ``data type
+BinaryVector can't build with this index HNSW``). SUBSTRUCTURE and
+SUPERSTRUCTURE are BIN_FLAT's only, as in Milvus.
 """
 
 from __future__ import annotations
@@ -26,20 +34,35 @@ EF_CONSTRUCTION_RANGE = (1, INT32_MAX)
 DEFAULT_M = 16
 DEFAULT_EF_CONSTRUCTION = 200
 
+#: Milvus' (knowhere's) bounds and defaults for the IVF kinds, and AUTOINDEX's nlist on binary fields.
+NLIST_RANGE = (1, 65536)
+DEFAULT_NLIST = 128
+AUTOINDEX_BINARY_NLIST = 1024
+#: Metrics BIN_IVF_FLAT (and so AUTOINDEX on a binary field) accepts: no structure metrics.
+BIN_IVF_METRICS = (Metric.HAMMING, Metric.JACCARD)
+#: Milvus' suffix of a parameter error (``merr.WrapErrParameterInvalid``).
+_PARAMS_SUFFIX = "invalid parameter[expected=valid index params][actual=invalid index params]"
+
 
 class IndexKind(enum.Enum):
     """What is actually built."""
 
     FLAT = "FLAT"
     HNSW = "HNSW"
+    BIN_FLAT = "BIN_FLAT"
+    BIN_IVF_FLAT = "BIN_IVF_FLAT"
 
 
-#: Accepted ``index_type`` names (upper case) and the kind each builds.
+#: Accepted ``index_type`` names (upper case) and the kind each builds (AUTOINDEX: on a float field).
 INDEX_TYPES: Mapping[str, IndexKind] = {
     "FLAT": IndexKind.FLAT,
     "HNSW": IndexKind.HNSW,
     "AUTOINDEX": IndexKind.HNSW,
+    "BIN_FLAT": IndexKind.BIN_FLAT,
+    "BIN_IVF_FLAT": IndexKind.BIN_IVF_FLAT,
 }
+#: The kinds that index binary vectors (the others index float vectors).
+BINARY_KINDS = frozenset({IndexKind.BIN_FLAT, IndexKind.BIN_IVF_FLAT})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,48 +74,79 @@ class HnswParams:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class BinIvfParams:
+    """BIN_IVF_FLAT build parameters: ``nlist`` lists (fewer when the segment is small: ``bin_ivf.py``)."""
+
+    nlist: int = DEFAULT_NLIST
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class IndexSpec:
     """An index definition as the user gave it; construction validates it.
 
+    ``binary``: the indexed field is a ``BINARY_VECTOR`` (the metric and kind must
+    be binary ones; AUTOINDEX builds BIN_IVF_FLAT).
+
     Raises:
-        InvalidArgument: unknown ``index_type``, missing or unknown ``metric``,
-            a build parameter out of range or not an integer.
+        InvalidArgument: unknown ``index_type``, missing or unknown ``metric``, a
+            metric or kind of the other vector type, a build parameter out of
+            range or not an integer.
     """
 
     index_type: str
     metric: str
     params: Mapping[str, str | int | float] = field(default_factory=dict)
+    binary: bool = False
 
     def __post_init__(self) -> None:
         self.validate()
 
     def validate(self) -> None:
         """Raise ``InvalidArgument`` naming the first bad parameter."""
-        # Each property parses (and so checks) its part; the kind first, as the others read it.
-        _ = (self.kind, self.metric_type, self.hnsw)
+        # Each property parses (and so checks) its part: the metric first (Milvus checks it against
+        # the field's type before the index type), then the kind, as the others read it.
+        _ = (self.metric_type, self.kind, self.hnsw, self.bin_ivf)
 
     @property
     def kind(self) -> IndexKind:
-        """What is built (AUTOINDEX builds HNSW)."""
-        kind = INDEX_TYPES.get(self.index_type.upper()) if isinstance(self.index_type, str) else None
+        """What is built (AUTOINDEX: HNSW on a float field, BIN_IVF_FLAT on a binary one)."""
+        name = self.index_type.upper() if isinstance(self.index_type, str) else ""
+        kind = INDEX_TYPES.get(name)
         if kind is None:
             raise InvalidArgument(
                 f"invalid index params: index_type must be one of {', '.join(INDEX_TYPES)}, got {self.index_type!r}"
+            )
+        if name == "AUTOINDEX" and self.binary:
+            return IndexKind.BIN_IVF_FLAT
+        if (kind in BINARY_KINDS) != self.binary:
+            data_type = "BinaryVector" if self.binary else "FloatVector"
+            raise InvalidArgument(f"data type {data_type} can't build with this index {name}: invalid parameter")
+        if kind is IndexKind.BIN_IVF_FLAT and self.metric_type not in BIN_IVF_METRICS:
+            supported = " ".join(m.value for m in BIN_IVF_METRICS)
+            raise InvalidArgument(
+                f"metric type {self.metric_type.value} not found or not supported, supported: [{supported}]"
             )
         return kind
 
     @property
     def metric_type(self) -> Metric:
-        """The parsed metric."""
+        """The parsed metric, one of the field's vector type."""
         if not self.metric:
             raise InvalidArgument("invalid index params: metric_type is missing")
+        family = "binary" if self.binary else "float"
         try:
-            return parse_metric(self.metric)
+            metric = parse_metric(self.metric)
         except UnknownMetricError:
-            names = ", ".join(m.value for m in Metric)
+            metric = None
+        if metric is None or metric.is_binary != self.binary:
             raise InvalidArgument(
-                f"invalid index params: metric_type must be one of {names}, got {self.metric!r}"
-            ) from None
+                f"{family} vector index does not support metric type: {str(self.metric).upper()}: {_PARAMS_SUFFIX}"
+            )
+        if self.binary and self.index_type.upper() == "AUTOINDEX" and metric not in BIN_IVF_METRICS:
+            raise InvalidArgument(
+                f"binary vector index does not support metric type: {metric.value}: {_PARAMS_SUFFIX}"
+            )
+        return metric
 
     @property
     def hnsw(self) -> HnswParams:
@@ -104,15 +158,27 @@ class IndexSpec:
             ef_construction=_int_param(self.params, "efConstruction", DEFAULT_EF_CONSTRUCTION, EF_CONSTRUCTION_RANGE),
         )
 
+    @property
+    def bin_ivf(self) -> BinIvfParams:
+        """BIN_IVF_FLAT's build parameters: the given ones, AUTOINDEX's on a binary field, the defaults otherwise."""
+        name = self.index_type.upper()
+        if name == "AUTOINDEX" and self.binary:
+            return BinIvfParams(nlist=AUTOINDEX_BINARY_NLIST)
+        if name != "BIN_IVF_FLAT":
+            return BinIvfParams()
+        return BinIvfParams(nlist=_int_param(self.params, "nlist", DEFAULT_NLIST, NLIST_RANGE))
+
     def canonical(self) -> dict[str, object]:
         """What the built index depends on, as plain JSON values (kind, metric, resolved params)."""
         kind = self.kind
         match kind:
-            case IndexKind.FLAT:
+            case IndexKind.FLAT | IndexKind.BIN_FLAT:
                 params: dict[str, int] = {}
             case IndexKind.HNSW:
                 hnsw = self.hnsw
                 params = {"M": hnsw.m, "efConstruction": hnsw.ef_construction}
+            case IndexKind.BIN_IVF_FLAT:
+                params = {"nlist": self.bin_ivf.nlist}
             case _:
                 assert_never(kind)
         return {"index_type": kind.value, "metric": self.metric_type.value, "params": params}

@@ -8,8 +8,9 @@ a read overlap a write.
 
 Pieces (one module each): ``mvcc`` (row validity intervals), ``pk_index``
 (primary key -> code), ``rows`` (scalar columns as Arrow chunks),
-``vectors`` (float32 matrix per vector field), ``search`` (exact top-k),
-``metric`` (distances).
+``vectors`` (float32 matrix per float vector field), ``binary_vectors``
+(uint8 matrix per binary vector field), ``search`` (exact top-k), ``metric``
+and ``binary_metric`` (distances).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from querynode.segments.binary_vectors import BinaryVectorColumn
 from querynode.segments.metric import parse_metric
 from querynode.segments.mvcc import VersionChains
 from querynode.segments.pk_index import make_pk_index
@@ -43,11 +45,14 @@ class GrowingStore:
         self._schema = schema
         self._pk = schema.primary_field
         self._arrow_schema = schema.arrow_schema()
-        self._vectors: dict[str, VectorColumn] = {}
+        self._vectors: dict[str, VectorColumn | BinaryVectorColumn] = {}
         for f in schema.vector_fields:
-            if f.dtype != DataType.FLOAT_VECTOR:
+            if f.dtype == DataType.FLOAT_VECTOR:
+                self._vectors[f.name] = VectorColumn(f.dim)
+            elif f.dtype == DataType.BINARY_VECTOR:
+                self._vectors[f.name] = BinaryVectorColumn(f.dim)
+            else:
                 raise ValueError(f"vector field {f.name}: {f.dtype.name} is not supported")
-            self._vectors[f.name] = VectorColumn(f.dim)
         self._rows = ChunkedRows(
             pa.schema([f for f in self._arrow_schema if f.name not in self._vectors])
         )
@@ -96,10 +101,7 @@ class GrowingStore:
             raise ValueError(f"{TIMESTAMP_COLUMN} has null values")
         ts_values = ts.to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)
         self._chains.check_append(ts_values)
-        decoded = {
-            name: VectorColumn.decode(batch.column(name).chunk(0), column.dim)
-            for name, column in self._vectors.items()
-        }
+        decoded = {name: _decode(column, batch.column(name).chunk(0)) for name, column in self._vectors.items()}
 
         self._chains.append(pks, ts_values)
         for name, (rows, valid) in decoded.items():
@@ -123,18 +125,19 @@ class GrowingStore:
         self._masks.clear()
 
     def vector_matrix(self, field: str) -> np.ndarray:
-        """The ``(rows, dim)`` float32 matrix of a vector field (a view; do not modify)."""
-        column = self._vectors.get(field)
-        if column is None:
-            raise ValueError(f"{field!r} is not a float vector field")
-        return column.matrix()
+        """The matrix of a vector field (a view; do not modify): ``(rows, dim)`` float32 for a
+        float vector field, ``(rows, dim / 8)`` uint8 for a binary one."""
+        return self._column(field).matrix()
 
     def vector_valid(self, field: str) -> np.ndarray | None:
         """Bool per row: the vector is not null (None when none is null)."""
+        return self._column(field).valid()
+
+    def _column(self, field: str) -> VectorColumn | BinaryVectorColumn:
         column = self._vectors.get(field)
         if column is None:
-            raise ValueError(f"{field!r} is not a float vector field")
-        return column.valid()
+            raise ValueError(f"{field!r} is not a vector field")
+        return column
 
     def selection(self, read_ts: int, mask: np.ndarray | None) -> np.ndarray:
         """Bool per row: visible at ``read_ts`` and in ``mask`` (when given)."""
@@ -234,22 +237,25 @@ class GrowingStore:
     ) -> pa.Table:
         """Exact top-``topk`` visible rows (and ``mask``) per query vector.
 
-        Returns columns ``query`` (int32), the primary key, ``distance``
-        (float32), then ``output_fields``; rows sorted by query, then best
-        first (ties: earlier stored row first). Raises ``ValueError`` for an
-        unknown metric or field, a dimension mismatch or ``topk < 1``.
+        ``vectors`` are ``(nq, dim)`` floats for a float vector field, ``(nq, dim / 8)``
+        uint8 codes for a binary one. Returns columns ``query`` (int32), the primary
+        key, ``distance`` (float32), then ``output_fields``; rows sorted by query,
+        then best first (ties: earlier stored row first). Raises ``ValueError`` for an
+        unknown metric or field, a metric of the other vector kind, a dimension
+        mismatch or ``topk < 1``.
         """
         parsed = parse_metric(metric)
-        column = self._vectors.get(field)
-        if column is None:
-            raise ValueError(f"{field!r} is not a float vector field")
-        queries = np.asarray(vectors, dtype=np.float32)
+        column = self._column(field)
+        binary = isinstance(column, BinaryVectorColumn)
+        if parsed.is_binary != binary:
+            kind = "binary" if binary else "float"
+            raise ValueError(f"metric {parsed.value} cannot search the {kind} vector field {field!r}")
+        width = column.code_size if isinstance(column, BinaryVectorColumn) else column.dim
+        queries = np.asarray(vectors, dtype=np.uint8 if binary else np.float32)
         if queries.ndim == 1:
             queries = queries.reshape(1, -1)
-        if queries.ndim != 2 or queries.shape[1] != column.dim:
-            raise ValueError(
-                f"query vectors must be (nq, {column.dim}), got shape {np.shape(vectors)}"
-            )
+        if queries.ndim != 2 or queries.shape[1] != width:
+            raise ValueError(f"query vectors must be (nq, {width}), got shape {np.shape(vectors)}")
         if topk < 1:
             raise ValueError(f"topk must be at least 1, got {topk}")
         outputs = self._output_columns(output_fields)
@@ -357,6 +363,12 @@ class GrowingStore:
                 raise ValueError(f"insert batch lacks column {f.name!r}")
             columns.append(_as_array(table.column(f.name), f.type))
         return pa.Table.from_arrays(columns, schema=self._arrow_schema)
+
+
+def _decode(column: VectorColumn | BinaryVectorColumn, values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(column, BinaryVectorColumn):
+        return BinaryVectorColumn.decode(values, column.code_size)
+    return VectorColumn.decode(values, column.dim)
 
 
 def _as_array(values: pa.Array | pa.ChunkedArray, type_: pa.DataType) -> pa.Array:

@@ -5,6 +5,15 @@
 * ``COSINE``: cosine similarity (both sides normalised, a zero vector scores
   0); larger is better.
 
+Binary vectors (``BINARY_VECTOR``) have their own metrics, all smaller-is-better
+(``binary_metric.py`` computes them):
+
+* ``HAMMING``: the number of differing bits (a whole number, as a float);
+* ``JACCARD``: ``1 - |a & b| / |a | b|`` in ``[0, 1]`` (1 when both are all zeros);
+* ``SUBSTRUCTURE`` / ``SUPERSTRUCTURE``: 0 for a row that contains the query
+  (``query & row == query``) / that the query contains (``query & row == row``);
+  other rows are never hits. Milvus offers them on ``BIN_FLAT`` only.
+
 Names are case-insensitive. Distances are computed in float32, like Milvus.
 """
 
@@ -26,16 +35,31 @@ class Metric(enum.Enum):
     L2 = "L2"
     IP = "IP"
     COSINE = "COSINE"
+    HAMMING = "HAMMING"
+    JACCARD = "JACCARD"
+    SUBSTRUCTURE = "SUBSTRUCTURE"
+    SUPERSTRUCTURE = "SUPERSTRUCTURE"
 
     @property
     def larger_is_better(self) -> bool:
         match self:
-            case Metric.L2:
+            case Metric.L2 | Metric.HAMMING | Metric.JACCARD | Metric.SUBSTRUCTURE | Metric.SUPERSTRUCTURE:
                 return False
             case Metric.IP | Metric.COSINE:
                 return True
             case _:
                 assert_never(self)
+
+    @property
+    def is_binary(self) -> bool:
+        """A metric of binary vectors (the others are of float vectors)."""
+        return self in BINARY_METRICS
+
+
+#: Metrics of ``FLOAT_VECTOR`` fields, in Milvus' order.
+FLOAT_METRICS = (Metric.L2, Metric.IP, Metric.COSINE)
+#: Metrics of ``BINARY_VECTOR`` fields, in Milvus' order.
+BINARY_METRICS = (Metric.HAMMING, Metric.JACCARD, Metric.SUBSTRUCTURE, Metric.SUPERSTRUCTURE)
 
 
 def parse_metric(name: str) -> Metric:
@@ -56,8 +80,11 @@ def distances(
 ) -> np.ndarray:
     """``(nq, n)`` float32 distances between ``queries (nq, d)`` and ``base (n, d)``.
 
-    ``base_sqnorms`` are the squared L2 norms of ``base``'s rows.
+    ``base_sqnorms`` are the squared L2 norms of ``base``'s rows. Float metrics
+    only (``binary_metric.binary_distances`` computes the binary ones).
     """
+    if metric.is_binary:
+        raise ValueError(f"{metric.value} is a metric of binary vectors")
     products: np.ndarray = queries @ base.T
     match metric:
         case Metric.IP:
@@ -76,6 +103,8 @@ def distances(
             products *= _inverse_or_zero(query_norms)[:, None]
             products *= _inverse_or_zero(np.sqrt(base_sqnorms))[None, :]
             return products
+        case Metric.HAMMING | Metric.JACCARD | Metric.SUBSTRUCTURE | Metric.SUPERSTRUCTURE:
+            raise AssertionError("unreachable: checked above")
         case _:
             assert_never(metric)
 

@@ -1,4 +1,4 @@
-"""Exact (brute-force) top-k search over a float32 matrix.
+"""Exact (brute-force) top-k search over a vector column (float32 or binary codes).
 
 Ranking is deterministic: best distance first, ties broken by the smaller
 row position. ``argpartition`` alone picks an arbitrary subset of the rows
@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from querynode.segments.binary_metric import binary_distances
+from querynode.segments.binary_vectors import BinaryVectorColumn
 from querynode.segments.metric import Metric, distances
 from querynode.segments.vectors import VectorColumn
 
@@ -62,7 +64,7 @@ def select_topk(scores: np.ndarray, k: int) -> np.ndarray:
 
 
 def exact_search(
-    column: VectorColumn,
+    column: VectorColumn | BinaryVectorColumn,
     queries: np.ndarray,
     *,
     metric: Metric,
@@ -73,33 +75,57 @@ def exact_search(
 
     Args:
         column: the stored vectors.
-        queries: ``(nq, dim)`` float32.
-        metric: distance to rank by.
+        queries: ``(nq, dim)`` float32, or ``(nq, dim / 8)`` uint8 codes for a binary column.
+        metric: distance to rank by (a binary metric for a binary column).
         topk: rows per query at most.
         candidates: sorted row positions to search, or ``None`` for every row.
+
+    A row at ``+inf`` (a structure metric that does not match it) is never a hit.
     """
     nq = len(queries)
-    matrix, sqnorms = column.matrix(), column.sqnorms()
+    matrix = column.matrix()
+    extra = column.popcounts() if isinstance(column, BinaryVectorColumn) else column.sqnorms()
+
+    def score(rows: np.ndarray | None) -> np.ndarray:
+        base, aux = (matrix, extra) if rows is None else (matrix[rows], extra[rows])
+        if isinstance(column, BinaryVectorColumn):
+            return binary_distances(metric, queries, base, aux)
+        return distances(metric, queries, base, aux)
+
     rows = np.arange(len(matrix), dtype=np.int64) if candidates is None else candidates
     if nq == 0 or len(rows) == 0:
         return Hits.empty()
     if candidates is None:
-        dist = distances(metric, queries, matrix, sqnorms)
+        dist = score(None)
     elif 2 * len(candidates) >= len(matrix):
         # Most rows qualify: gathering them would copy most of the matrix;
         # score every row and keep the candidates' columns instead.
-        dist = distances(metric, queries, matrix, sqnorms)[:, candidates]
+        dist = score(None)[:, candidates]
     else:
-        dist = distances(metric, queries, matrix[candidates], sqnorms[candidates])
+        dist = score(candidates)
     # Rank in "smaller is better" space; NaN (from NaN inputs) ranks last.
     scores = -dist if metric.larger_is_better else dist
     nan = np.isnan(scores)
     if nan.any():
         scores = np.where(nan, np.inf, scores)
     cols = select_topk(scores, topk)
+    if metric in (Metric.SUBSTRUCTURE, Metric.SUPERSTRUCTURE):
+        return _matches_only(cols, rows, dist)
     k = cols.shape[1]
     return Hits(
         query=np.repeat(np.arange(nq, dtype=np.int32), k),
         row=rows[cols].reshape(-1),
         distance=np.take_along_axis(dist, cols, axis=1).reshape(-1).astype(np.float32),
+    )
+
+
+def _matches_only(cols: np.ndarray, rows: np.ndarray, dist: np.ndarray) -> Hits:
+    """The hits of a structure metric: only the ranked rows that match (distance 0, not ``+inf``)."""
+    picked = np.take_along_axis(dist, cols, axis=1)
+    hit = np.isfinite(picked)
+    query = np.repeat(np.arange(len(cols), dtype=np.int32), cols.shape[1]).reshape(cols.shape)
+    return Hits(
+        query=query[hit],
+        row=rows[cols][hit].astype(np.int64),
+        distance=picked[hit].astype(np.float32),
     )

@@ -24,7 +24,7 @@ from services.aiogather import gather_all
 from services.arrowio import table_to_ipc
 from services.errors import ErrorCode, InvalidArgument, StrataError
 from services.grpcutil import ok_status, rpc_method
-from services.schema import CollectionSchema
+from services.schema import CollectionSchema, FieldSchema
 from services.segment import SegmentLevel
 from services.segment_pb import position_from_pb, segment_from_pb
 from services.storage.objectstore import ObjectStore
@@ -49,8 +49,15 @@ def _read_spec(read: pb.ReadOptions) -> ReadSpec:
     )
 
 
-def _matrix(raw: bytes, dim: int) -> np.ndarray:
-    """The query vectors of a request: float32 little-endian, row after row."""
+def _matrix(raw: bytes, field: FieldSchema) -> np.ndarray:
+    """The query vectors of a request, row after row: float32 little-endian, or for a binary
+    vector field the ``dim / 8`` bytes of each row's code."""
+    if field.dtype.is_binary_vector:
+        width = field.code_size
+        if width <= 0 or len(raw) % width:
+            raise InvalidArgument(f"search vectors of {len(raw)} bytes are not a whole number of {width}-byte codes")
+        return np.frombuffer(raw, dtype=np.uint8).reshape(-1, width).copy()
+    dim = field.dim
     if dim <= 0 or len(raw) % (4 * dim):
         raise InvalidArgument(f"search vectors of {len(raw)} bytes are not a whole number of {dim}-dim float32 rows")
     return np.frombuffer(raw, dtype="<f4").reshape(-1, dim).astype(np.float32)  # a writable copy
@@ -148,7 +155,7 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
             raise InvalidArgument("one search call covers the vchannels of one collection")
         field = delegators[0].schema.field(request.anns_field)
         spec = _read_spec(request.read)
-        vectors = _matrix(request.vectors, field.dim)
+        vectors = _matrix(request.vectors, field)
         params = _params(request.params)
         searches = [
             d.search(
@@ -211,7 +218,7 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
             list(request.segment_ids),
             read,
             field_name=request.anns_field,
-            queries=_matrix(request.vectors, field.dim),
+            queries=_matrix(request.vectors, field),
             metric=request.metric_type,
             topk=request.topk,
             params=search_params(_params(request.params)),

@@ -26,8 +26,9 @@ class FieldIndexSpec:
     spec: IndexSpec
 
 
-def index_spec(params: Mapping[str, str]) -> IndexSpec:
-    """The ``IndexSpec`` of catalog params (``index_type``, ``metric_type``, ``params`` JSON, other keys)."""
+def index_spec(params: Mapping[str, str], *, binary: bool = False) -> IndexSpec:
+    """The ``IndexSpec`` of catalog params (``index_type``, ``metric_type``, ``params`` JSON, other keys)
+    for a float vector field, or a binary one (``binary``: the metric defaults to HAMMING)."""
     build: dict[str, str | int | float] = {k: v for k, v in params.items() if k not in _META_KEYS}
     raw = params.get("params", "")
     if raw:
@@ -40,13 +41,16 @@ def index_spec(params: Mapping[str, str]) -> IndexSpec:
         build.update(extra)
     return IndexSpec(
         index_type=params.get("index_type", "AUTOINDEX") or "AUTOINDEX",
-        metric=params.get("metric_type", "") or "L2",
+        metric=params.get("metric_type", "") or ("HAMMING" if binary else "L2"),
         params=build,
+        binary=binary,
     )
 
 
-def field_index_spec(field_name: str, index_id: int, params: Mapping[str, str]) -> FieldIndexSpec:
-    return FieldIndexSpec(field_name=field_name, index_id=index_id, spec=index_spec(params))
+def field_index_spec(
+    field_name: str, index_id: int, params: Mapping[str, str], *, binary: bool = False
+) -> FieldIndexSpec:
+    return FieldIndexSpec(field_name=field_name, index_id=index_id, spec=index_spec(params, binary=binary))
 
 
 def vector_index_specs(
@@ -58,7 +62,7 @@ def vector_index_specs(
     before it did may still hold one): filters on those fields scan the column.
     """
     return [
-        field_index_spec(name, index_id, params)
+        field_index_spec(name, index_id, params, binary=schema.field(name).dtype.is_binary_vector)
         for name, index_id, params in indexes
         if schema.has_field(name) and schema.field(name).dtype.is_vector
     ]

@@ -1,7 +1,8 @@
 """One sealed segment on a worker: rows with MVCC, PK stats, and a vector index per indexed field.
 
 Rows live in the same structure as growing data (``GrowingStore``: Arrow
-columns, each vector field one float32 matrix, validity intervals per row);
+columns, each vector field one float32 matrix or, binary, one uint8 matrix of
+codes, validity intervals per row);
 cuts forwarded by the delegator end versions in it. A search computes the
 rows that may be returned, visible at the read timestamp and matching the
 filter, as one bitset, and hands it to the field's index, which applies it
@@ -108,7 +109,9 @@ def search_rows(
         empty = np.empty(0, dtype=np.int64)
         return store.hits_table(empty, empty, np.empty(0, np.float32), output_fields)
     if index is None:
-        index = build_index(IndexSpec(index_type="FLAT", metric=metric, params={}), store.vector_matrix(field_name))
+        binary = store.schema.field(field_name).dtype.is_binary_vector
+        exact = IndexSpec(index_type="BIN_FLAT" if binary else "FLAT", metric=metric, params={}, binary=binary)
+        index = build_index(exact, store.vector_matrix(field_name))
     found = index.search(queries, topk, allowed=allowed, params=params, threads=threads)
     rows, dists = found.rows, found.distances
     query_idx = np.repeat(np.arange(len(queries), dtype=np.int32), rows.shape[1])

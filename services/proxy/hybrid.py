@@ -274,6 +274,8 @@ def normalize_distances(distances: np.ndarray, metric: str) -> np.ndarray:
             return 0.5 + np.arctan(d) / np.pi
         case Metric.COSINE:
             return (1.0 + d) / 2.0
+        case Metric.HAMMING | Metric.JACCARD | Metric.SUBSTRUCTURE | Metric.SUPERSTRUCTURE:
+            return 1.0 - 2.0 * np.arctan(d) / np.pi  # Milvus' default branch, as for L2
 
 
 def _weighted_inputs(distances: np.ndarray, metric: str, *, norm_score: bool, mixed: bool) -> np.ndarray:

@@ -56,6 +56,8 @@ def hit_bytes(schema: CollectionSchema, output_fields: Sequence[str]) -> int:
             continue
         field = schema.field(name)
         width = _FIXED_WIDTH.get(field.dtype, 0)
+        if field.dtype is DataType.BINARY_VECTOR:
+            width = field.code_size
         size += width * field.dim if field.dtype is DataType.FLOAT_VECTOR else width
     return size
 

@@ -214,7 +214,12 @@ class ReadRouter:
         topk: int,
         params: dict[str, Any],
     ) -> list[pa.Table]:
-        payload = np.ascontiguousarray(vectors, dtype="<f4").tobytes()
+        # Float vectors as little-endian float32, binary codes (uint8) as they are (querynode.proto).
+        payload = (
+            np.ascontiguousarray(vectors).tobytes()
+            if vectors.dtype == np.uint8
+            else np.ascontiguousarray(vectors, dtype="<f4").tobytes()
+        )
         params_json = json.dumps(params)
 
         async def call(address: str, vchannels: list[str], read: ReadOptions) -> pa.Table:

@@ -20,7 +20,6 @@ from pymilvus.grpc_gen import common_pb2, milvus_pb2, milvus_pb2_grpc, schema_pb
 
 from protos import coordinator_pb2
 from querynode.segments.reduce import merge_topk
-from querynode.worker.indexes import index_spec
 from services.config import DEFAULT_LIMITS, ProxyLimits
 from services.coordclient import CoordinatorClient
 from services.errors import ErrorCode, IndexNotSupported, InvalidArgument, NotSupported, SegmentLoadFailed, StrataError
@@ -42,6 +41,7 @@ from services.proxy.rpc import milvus_rpc
 from services.proxy.stats import WALStats
 from services.proxy.status import success
 from services.proxy.unsupported import answer_unsupported
+from services.proxy.vectorindex import search_metric, vector_index_params
 from services.proxy.writes import allocate_ids, delete_pks, insert_table, upsert_table
 from services.tsoutil import physical_ms
 from streamingnode.client.producer import Producer
@@ -50,7 +50,6 @@ log = structlog.get_logger().bind(component="proxy")
 
 SERVER_VERSION = "v2.6.0-strata"
 DEFAULT_READ_TIMEOUT = 30.0
-DEFAULT_INDEX_METRIC = "COSINE"
 # Grouped searches fetch this many times topk x group_size hits per shard, at most the limit.
 GROUP_OVERFETCH = 4
 GROUP_FETCH_LIMIT = 16_384
@@ -258,12 +257,8 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
             raise InvalidArgument(f"cannot create index on non-exist field: {request.field_name}")
         field = coll.schema.field(request.field_name)
         if field.dtype.is_vector:
-            metric = params.get("metric_type", "").upper()
-            if metric and metric not in ("L2", "IP", "COSINE"):
-                raise InvalidArgument(f"metric type {metric} is not supported for float vectors; use L2, IP or COSINE")
-            params.setdefault("metric_type", DEFAULT_INDEX_METRIC)
-            params.setdefault("index_type", "AUTOINDEX")
-            index_spec(params)  # InvalidArgument naming a bad index type or build parameter
+            # Defaults filled in; InvalidArgument naming a bad metric, index type or build parameter.
+            params = vector_index_params(field, params)
         else:
             # Refused before anything is written: a worker builds vector indexes only, and an index
             # it cannot build must not be accepted (and then fail every load).
@@ -437,12 +432,7 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
         )
 
     async def _metric_for(self, coll: CollectionEntry, field: str, requested: str | None) -> str:
-        index_metric = coll.index_metrics.get(field, "")
-        if requested and index_metric and requested.upper() != index_metric:
-            raise InvalidArgument(
-                f"metric type not match: invalid parameter[expected={index_metric}][actual={requested.upper()}]"
-            )
-        return (requested or index_metric or DEFAULT_INDEX_METRIC).upper()
+        return search_metric(coll.schema.field(field), coll.index_metrics.get(field, ""), requested)
 
     @milvus_rpc(milvus_pb2.SearchResults)
     async def Search(self, request: milvus_pb2.SearchRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.SearchResults:

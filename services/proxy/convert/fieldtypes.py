@@ -28,6 +28,7 @@ SCALAR_SLOTS: dict[DataType, str] = {
 #: The ``VectorField`` oneof slot that carries each vector type.
 VECTOR_SLOTS: dict[DataType, str] = {
     DataType.FLOAT_VECTOR: "float_vector",
+    DataType.BINARY_VECTOR: "binary_vector",
 }
 
 #: numpy dtypes of the fixed-width scalar types (text types travel as str).

@@ -1,7 +1,9 @@
 """Query and search result columns: Arrow -> Milvus ``FieldData``.
 
 Milvus returns full-length columns with placeholders where ``valid_data`` is
-false, vectors flattened in ``vectors.float_vector`` with ``dim``, JSON as
+false, vectors flattened in ``vectors.float_vector`` with ``dim``, binary
+vectors as the rows' bytes one after the other in ``vectors.binary_vector``
+with ``dim`` in bits (pymilvus cuts ``dim / 8`` bytes per row), JSON as
 bytes, ARRAY cells as one ``ScalarField`` each in ``scalars.array_data`` (with
 its ``element_type`` set: pymilvus decodes the cells by it), and the dynamic
 keys a user asked for by name inside the ``$meta`` FieldData (``is_dynamic``);
@@ -131,6 +133,10 @@ def column_to_field_data(
         flat = array.flatten().to_numpy(zero_copy_only=False)
         append_packed(fd.vectors.float_vector, "data", flat, np.float32)
         return fd
+    if field.dtype == DataType.BINARY_VECTOR:
+        fd.vectors.dim = field.dim
+        fd.vectors.binary_vector = binary_codes(array, field.code_size).tobytes()
+        return fd
     if field.nullable:
         fd.valid_data.extend(array.is_valid().to_numpy(zero_copy_only=False).tolist())
     slot = getattr(fd.scalars, SCALAR_SLOTS[field.dtype])
@@ -148,6 +154,18 @@ def column_to_field_data(
         filler = False if field.dtype == DataType.BOOL else 0
         slot.data.extend(pc.fill_null(array, filler).to_numpy(zero_copy_only=False).tolist())
     return fd
+
+
+def binary_codes(array: pa.Array, code_size: int) -> np.ndarray:
+    """A ``fixed_size_binary`` column's rows as a ``(rows, code_size)`` uint8 matrix (null rows: zeros)."""
+    if len(array) == 0:
+        return np.empty((0, code_size), dtype=np.uint8)
+    data = array.buffers()[1]
+    codes = np.frombuffer(data, np.uint8, len(array) * code_size, array.offset * code_size).reshape(-1, code_size)
+    if array.null_count:
+        codes = codes.copy()
+        codes[~array.is_valid().to_numpy(zero_copy_only=False)] = 0
+    return codes
 
 
 def _array_cells(out: schema_pb2.ArrayArray, element_type: DataType, array: pa.Array) -> None:

@@ -7,7 +7,9 @@ full-length column with placeholders is accepted too. Row keys pymilvus could
 not place in a schema field arrive as JSON objects in a ``$meta`` FieldData
 marked ``is_dynamic``. An ``ARRAY`` column arrives as ``scalars.array_data``:
 one ``ScalarField`` per (valid) row, in the slot of the element type; a cell
-with no slot set is an empty array.
+with no slot set is an empty array. A ``BINARY_VECTOR`` column arrives as
+``vectors.binary_vector``: the rows' ``dim / 8`` bytes each, one after the
+other, with ``vectors.dim`` the field's dim in bits.
 
 The result direction (Arrow -> FieldData, output field resolution) lives in
 ``output`` and primary keys in ``ids``; both are re-exported here so the row
@@ -231,6 +233,8 @@ def _mismatch(field: FieldSchema, got: str | None) -> InvalidArgument:
 def _empty(field: FieldSchema) -> _Values:
     if field.dtype == DataType.FLOAT_VECTOR:
         return np.empty((0, field.dim), dtype=np.float32)
+    if field.dtype == DataType.BINARY_VECTOR:
+        return np.empty((0, field.code_size), dtype=np.uint8)
     if field.dtype in LIST_TYPES:
         return []
     return np.empty(0, dtype=NUMPY_TYPES[field.dtype])
@@ -258,6 +262,8 @@ def _read(field: FieldSchema, fd: schema_pb2.FieldData) -> _Values:
         if not np.isfinite(flat).all():
             raise InvalidArgument(f"float vector field ({field.name}) contains NaN or Inf")
         return flat.reshape(-1, field.dim)
+    if field.dtype == DataType.BINARY_VECTOR:
+        return _read_binary(field, fd)
 
     if field.dtype == DataType.ARRAY:
         return _read_arrays(field, fd)
@@ -274,6 +280,27 @@ def _read(field: FieldSchema, fd: schema_pb2.FieldData) -> _Values:
     if field.dtype == DataType.JSON:
         return _decode_text(field, data)
     return _numbers(field, field.dtype, data)
+
+
+def _read_binary(field: FieldSchema, fd: schema_pb2.FieldData) -> np.ndarray:
+    """A binary vector column: ``(rows, dim / 8)`` uint8 codes."""
+    kind = fd.WhichOneof("field")
+    if kind is None:
+        return np.empty((0, field.code_size), dtype=np.uint8)
+    slot = fd.vectors.WhichOneof("data") if kind == "vectors" else kind
+    if kind != "vectors" or slot not in (None, "binary_vector"):
+        raise _mismatch(field, slot)
+    raw = fd.vectors.binary_vector
+    if fd.vectors.dim != field.dim and (fd.vectors.dim != 0 or len(raw) > 0):
+        raise InvalidArgument(
+            f"the dim ({fd.vectors.dim}) of field data({field.name}) is not equal to schema dim ({field.dim})"
+        )
+    if len(raw) % field.code_size != 0:
+        raise InvalidArgument(
+            f"the length ({len(raw)}) of binary vector data of field ({field.name}) "
+            f"is not a multiple of its dim / 8 ({field.code_size} bytes per vector)"
+        )
+    return np.frombuffer(raw, dtype=np.uint8).reshape(-1, field.code_size)
 
 
 def _numbers(field: FieldSchema, dtype: DataType, data: Sequence[Any]) -> np.ndarray:
@@ -354,6 +381,10 @@ def _to_arrow(field: FieldSchema, values: _Values, valid: np.ndarray | None) -> 
         assert isinstance(values, np.ndarray)
         flat = pa.array(np.ascontiguousarray(values).reshape(-1), type=pa.float32())
         return pa.FixedSizeListArray.from_arrays(flat, field.dim)
+    if field.dtype == DataType.BINARY_VECTOR:
+        assert isinstance(values, np.ndarray)
+        codes = np.ascontiguousarray(values, dtype=np.uint8)
+        return pa.FixedSizeBinaryArray.from_buffers(field.arrow_type(), len(codes), [None, pa.py_buffer(codes)])
     if valid is not None and valid.all():
         valid = None
     if valid is not None and field.default_value is not None:

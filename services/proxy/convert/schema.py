@@ -37,6 +37,8 @@ MAX_FIELDS = 64
 MAX_FIELD_NAME_LENGTH = 255
 MAX_VARCHAR_LENGTH = 65535
 MAX_DIM = 32768
+#: A binary vector's dim (bits): a multiple of 8, at most Milvus' proxy.maxDimension x 8.
+MAX_BINARY_DIM = MAX_DIM * 8
 MAX_ARRAY_CAPACITY = 4096
 DIM_KEY = "dim"
 MAX_LENGTH_KEY = "max_length"
@@ -186,6 +188,9 @@ def _field_from_proto(
     if dtype == DataType.FLOAT_VECTOR:
         dim = _parse_dim(fpb.name, params)
         params[DIM_KEY] = str(dim)
+    if dtype == DataType.BINARY_VECTOR:
+        dim = _parse_binary_dim(fpb.name, params)
+        params[DIM_KEY] = str(dim)
     if dtype == DataType.ARRAY:
         element_type = _parse_element_type(fpb)
         max_capacity = _parse_max_capacity(fpb.name, params, collection)
@@ -277,6 +282,30 @@ def _parse_dim(name: str, params: dict[str, str]) -> int:
     if not 1 <= dim <= MAX_DIM:
         raise InvalidArgument(
             f"invalid dimension: {dim} of field {name}. float vector dimension should be in range 1 ~ {MAX_DIM}"
+        )
+    return dim
+
+
+def _parse_binary_dim(name: str, params: dict[str, str]) -> int:
+    """A ``BINARY_VECTOR`` field's dim, checked as Milvus' proxy does (multiple of 8 first)."""
+    raw = params.get(DIM_KEY)
+    if raw is None:
+        raise InvalidArgument(
+            f"dimension is not defined in field type params of field {name}, check type param `dim` for vector field"
+        )
+    try:
+        dim = int(raw)
+    except ValueError:
+        raise InvalidArgument(f"dim of field {name} must be an integer, got {raw!r}") from None
+    if dim <= 1:
+        raise InvalidArgument(f"invalid dimension: {dim}. should be in range 2 ~ {MAX_DIM}")
+    if dim % 8:
+        raise InvalidArgument(
+            f"invalid dimension: {dim} of field {name}. binary vector dimension should be multiple of 8. "
+        )
+    if dim > MAX_BINARY_DIM:
+        raise InvalidArgument(
+            f"invalid dimension: {dim} of field {name}. binary vector dimension should be in range 2 ~ {MAX_BINARY_DIM}"
         )
     return dim
 

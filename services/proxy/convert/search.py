@@ -6,7 +6,9 @@ key/values (``topk``, ``round_decimal``, ``ignore_growing``, optional
 holding every search parameter flattened, ``metric_type`` and ``radius``
 included), the query vectors as a serialised ``PlaceholderGroup`` with one
 ``FloatVector`` placeholder (each value the little-endian float32 bytes of one
-vector), the filter in ``dsl`` and its ``{name}`` values in
+vector) or, for a binary vector field, one ``BinaryVector`` placeholder (each
+value the ``dim / 8`` bytes of one vector, as the client passed them), the
+filter in ``dsl`` and its ``{name}`` values in
 ``expr_template_values``. A grouping search adds ``group_by_field``,
 ``group_size`` and ``strict_group_size`` as top-level search_params (a client
 may also put them inside ``params``).
@@ -80,7 +82,9 @@ GROUP_BY_TYPES = frozenset(
 )
 # Metrics whose larger distances rank first (the others rank smaller first).
 _LARGER_IS_BETTER = frozenset({"IP", "COSINE"})
-_SMALLER_IS_BETTER = frozenset({"L2"})
+_SMALLER_IS_BETTER = frozenset({"L2", "HAMMING", "JACCARD"})
+# knowhere's bounds on an IVF search's nprobe.
+NPROBE_LIMIT = 65536
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -88,7 +92,7 @@ class SearchSpec:
     """One ANN search as the proxy understood it (no protobuf past this point)."""
 
     vectors: np.ndarray
-    """Query vectors, float32, shape ``(nq, dim)``."""
+    """Query vectors: float32 ``(nq, dim)``, or uint8 codes ``(nq, dim / 8)`` for a binary vector field."""
     anns_field: str
     topk: int
     offset: int = 0
@@ -184,6 +188,8 @@ def parse_search_request(
     index_params = {k: v for k, v in params.items() if k not in _TOP_LEVEL_KEYS}
     if "ef" in index_params:
         index_params["ef"] = _parse_ef(index_params["ef"])
+    if "nprobe" in index_params:
+        index_params["nprobe"] = _parse_nprobe(index_params["nprobe"])
 
     anns = _anns_field(schema, kv.get("anns_field", "").strip())
     vectors = _decode_vectors(req.placeholder_group, anns, limits)
@@ -280,12 +286,25 @@ def _parse_ef(raw: Any) -> int:
     return ef
 
 
+def _parse_nprobe(raw: Any) -> int:
+    message = f"param 'nprobe' ({raw}) should be an integer in range [1, {NPROBE_LIMIT}]"
+    if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
+        raise InvalidArgument(message)
+    try:
+        nprobe = int(raw)
+    except (TypeError, ValueError):
+        raise InvalidArgument(message) from None
+    if not 1 <= nprobe <= NPROBE_LIMIT:
+        raise InvalidArgument(message)
+    return nprobe
+
+
 def check_range(metric: str | None, radius: float | None, range_filter: float | None) -> None:
     """Check a range search's bounds against the metric, as Milvus does.
 
-    ``range_filter`` needs ``radius``. Both given: for L2 (smaller is
-    better) ``range_filter < radius``, for IP/COSINE ``radius <
-    range_filter``. With no metric yet (the client left it to the index) or
+    ``range_filter`` needs ``radius``. Both given: for L2, HAMMING and
+    JACCARD (smaller is better) ``range_filter < radius``, for IP/COSINE
+    ``radius < range_filter``. With no metric yet (the client left it to the index) or
     one this check does not know, only the pairing is checked: call again
     once the index's metric is known.
 
@@ -384,7 +403,9 @@ def _decode_vectors(raw: bytes, anns: FieldSchema, limits: ProxyLimits) -> np.nd
             f"expected one placeholder of search vectors, got {len(group.placeholders)}"
         )
     holder = group.placeholders[0]
-    if holder.type != common_pb2.PlaceholderType.FloatVector:
+    binary = anns.dtype == DataType.BINARY_VECTOR
+    expected = common_pb2.PlaceholderType.BinaryVector if binary else common_pb2.PlaceholderType.FloatVector
+    if holder.type != expected:
         got = common_pb2.PlaceholderType.Name(holder.type)
         raise InvalidArgument(
             f"search data type {got} does not match the type "
@@ -392,6 +413,8 @@ def _decode_vectors(raw: bytes, anns: FieldSchema, limits: ProxyLimits) -> np.nd
         )
     nq = len(holder.values)
     _check_nq(nq, limits)
+    if binary:
+        return _binary_codes(holder.values, anns)
     width = anns.dim * 4
     for value in holder.values:
         if len(value) != width:
@@ -404,6 +427,17 @@ def _decode_vectors(raw: bytes, anns: FieldSchema, limits: ProxyLimits) -> np.nd
     if not np.isfinite(flat).all():
         raise InvalidArgument(f"search data of field ({anns.name}) contains NaN or Inf")
     return flat.astype(np.float32).reshape(nq, anns.dim)
+
+
+def _binary_codes(values: Sequence[bytes], anns: FieldSchema) -> np.ndarray:
+    width = anns.code_size
+    for value in values:
+        if len(value) != width:
+            raise InvalidArgument(
+                f"the dim ({len(value) * 8}) of search data is not equal to schema dim ({anns.dim}) "
+                f"of anns field ({anns.name})"
+            )
+    return np.frombuffer(b"".join(values), dtype=np.uint8).reshape(len(values), width).copy()
 
 
 def template_values_to_python(values: Mapping[str, schema_pb2.TemplateValue]) -> dict[str, Any]:

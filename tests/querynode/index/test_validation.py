@@ -18,7 +18,7 @@ from tests.querynode.index.reference import gaussian
 @pytest.mark.parametrize(
     ("index_type", "params", "message"),
     [
-        ("IVF_PQ", {}, "index_type must be one of FLAT, HNSW, AUTOINDEX, got 'IVF_PQ'"),
+        ("NO_SUCH_INDEX", {}, "index_type must be one of FLAT, HNSW, AUTOINDEX, BIN_FLAT, BIN_IVF_FLAT, got 'NO_SUCH_INDEX'"),
         ("", {}, "index_type must be one of"),
         ("HNSW", {"M": 0}, r"M must be in \[2, 2048\], got 0"),
         ("HNSW", {"M": 1}, r"M must be in \[2, 2048\], got 1"),
@@ -37,7 +37,14 @@ def test_bad_index_params_are_refused(index_type: str, params: dict[str, str | i
         IndexSpec(index_type=index_type, metric="L2", params=params)
 
 
-@pytest.mark.parametrize(("metric", "message"), [("", "metric_type is missing"), ("HAMMING", "metric_type must be")])
+@pytest.mark.parametrize(
+    ("metric", "message"),
+    [
+        ("", "metric_type is missing"),
+        ("HAMMING", "float vector index does not support metric type: HAMMING"),
+        ("NOPE", "float vector index does not support metric type: NOPE"),
+    ],
+)
 def test_a_missing_or_unknown_metric_is_refused(metric: str, message: str) -> None:
     with pytest.raises(InvalidArgument, match=message):
         IndexSpec(index_type="FLAT", metric=metric)

@@ -72,10 +72,11 @@ def test_metric_names_are_case_insensitive(dim, int_schema, make_batch, metric) 
 
 def test_unknown_metric_is_a_value_error(dim, int_schema, make_batch) -> None:
     store, _ = filled_store(int_schema, make_batch, 5)
-    with pytest.raises(ValueError, match="HAMMING"):
-        store.search(field="vec", vectors=np.ones(dim), metric="HAMMING", topk=3, read_ts=100)
+    for binary_metric in ("HAMMING", "JACCARD"):  # metrics of binary vectors, not of this float field
+        with pytest.raises(ValueError, match=f"metric {binary_metric} cannot search the float vector field"):
+            store.search(field="vec", vectors=np.ones(dim), metric=binary_metric, topk=3, read_ts=100)
     with pytest.raises(InvalidArgument):
-        store.search(field="vec", vectors=np.ones(dim), metric="JACCARD", topk=3, read_ts=100)
+        store.search(field="vec", vectors=np.ones(dim), metric="NOPE", topk=3, read_ts=100)
     assert issubclass(UnknownMetricError, ValueError)
 
 
@@ -212,7 +213,7 @@ def test_null_vectors_are_never_returned(dim, nullable_vector_schema, make_batch
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"field": "label"}, "not a float vector"),
+        ({"field": "label"}, "not a vector field"),
         ({"vectors": np.ones((2, 3))}, "must be"),
         ({"topk": 0}, "topk"),
         ({"output_fields": ["nope"]}, "unknown output field"),

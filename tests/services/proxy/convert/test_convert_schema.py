@@ -356,11 +356,6 @@ BAD_SCHEMAS: list[tuple[str, schema_pb2.CollectionSchema, str]] = [
         "ARRAY type not support default value, field `tags`",
     ),
     (
-        "binary vector",
-        _schema(_pk(), _field("b", schema_pb2.BinaryVector, params={"dim": 8})),
-        "data type BinaryVector is not supported yet",
-    ),
-    (
         "sparse vector",
         _schema(_pk(), _vec(), _field("sp", schema_pb2.SparseFloatVector)),
         "data type SparseFloatVector is not supported yet",

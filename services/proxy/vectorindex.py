@@ -1,0 +1,62 @@
+"""Vector index parameters and search metrics per vector type, as Milvus' proxy checks them.
+
+A float vector field's metric defaults to COSINE, a binary one's to HAMMING
+(Milvus' ``FloatVectorDefaultMetricType`` / ``BinaryVectorDefaultMetricType``),
+both for an index created without ``metric_type`` and for a search of a field
+without an index. Metrics of the other vector type are refused before anything
+is written, with Milvus' messages (``querynode/index/spec.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from querynode.segments.metric import UnknownMetricError, parse_metric
+from querynode.worker.indexes import index_spec
+from services.errors import InvalidArgument
+from services.schema import FieldSchema
+
+DEFAULT_FLOAT_METRIC = "COSINE"
+DEFAULT_BINARY_METRIC = "HAMMING"
+
+
+def default_metric(field: FieldSchema) -> str:
+    """The metric a vector field is searched and indexed with when none is given."""
+    return DEFAULT_BINARY_METRIC if field.dtype.is_binary_vector else DEFAULT_FLOAT_METRIC
+
+
+def vector_index_params(field: FieldSchema, params: Mapping[str, str]) -> dict[str, str]:
+    """A ``CreateIndex`` request's params for a vector field: the metric (upper case, the field's
+    default when missing) and ``index_type`` (AUTOINDEX when missing) filled in, then checked.
+
+    Raises:
+        InvalidArgument: a metric or index type the field's vector type does not have, or a bad
+            build parameter; the message is Milvus' and names it.
+    """
+    out = dict(params)
+    out["metric_type"] = (out.get("metric_type") or default_metric(field)).strip().upper()
+    out.setdefault("index_type", "AUTOINDEX")
+    index_spec(out, binary=field.dtype.is_binary_vector)
+    return out
+
+
+def search_metric(field: FieldSchema, index_metric: str, requested: str | None) -> str:
+    """The metric a search of ``field`` runs with: the request's, which must be the index's
+    (``index_metric``, empty without an index), else the index's, else the field's default.
+
+    Raises:
+        InvalidArgument: the request's metric is not the index's, or not of the field's vector type.
+    """
+    wanted = (requested or "").strip().upper()
+    if wanted and index_metric and wanted != index_metric:
+        raise InvalidArgument(f"metric type not match: invalid parameter[expected={index_metric}][actual={wanted}]")
+    metric = wanted or index_metric or default_metric(field)
+    try:
+        parsed = parse_metric(metric)
+    except UnknownMetricError:
+        parsed = None
+    binary = field.dtype.is_binary_vector
+    if parsed is None or parsed.is_binary != binary:
+        kind = "binary" if binary else "float"
+        raise InvalidArgument(f"{kind} vector field {field.name} does not support metric type: {metric}")
+    return metric
