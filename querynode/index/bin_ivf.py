@@ -1,7 +1,7 @@
 """BIN_IVF_FLAT: binary codes in ``nlist`` inverted lists; a search scans the ``nprobe`` nearest lists.
 
 Build (blocking, seconds): faiss' ``IndexBinaryIVF`` trains the centroids
-(k-means on the codes, faiss' seed, 10 iterations); then every row goes to
+(k-means on the codes with faiss' defaults: seed 1234, 10 iterations); then every row goes to
 its nearest centroid under the index's metric (ties: the smaller list). Like
 knowhere, a small segment gets fewer lists: ``nlist`` drops to ``rows / 39``
 (at least 1) when ``39 * nlist > rows`` (knowhere's ``MatchNlist``).
@@ -98,7 +98,6 @@ class BinIvfIndex:
         nlist = match_nlist(len(matrix), params.nlist)
         quantizer = faiss.IndexBinaryFlat(code_size * 8)
         ivf = faiss.IndexBinaryIVF(quantizer, code_size * 8, nlist)
-        ivf.cp.seed = options.seed
         ivf.train(matrix)
         # The trained centroids are the quantizer's rows (its ``xb``, absent from faiss' stubs).
         raw = faiss.vector_to_array(quantizer.xb)  # type: ignore[attr-defined]

@@ -12,6 +12,9 @@ naming the file and the field. The rules follow the proxy's insert path:
   string in a number column) is an error, as is a null in a field that is not
   nullable and has no default;
 * FLOAT_VECTOR: every row a list of exactly ``dim`` finite numbers;
+* BINARY_VECTOR: every row ``dim / 8`` bytes, as Milvus' import takes them: a
+  binary (or fixed-size binary) value of that many bytes, or a list of that many
+  integers in [0, 255] (Parquet ``list<uint8>``, a JSON array, a 2-D uint8 ``.npy``);
 * VARCHAR: at most ``max_length`` bytes; ARRAY: at most ``max_capacity``
   elements; JSON and ``$meta``: JSON text (``$meta`` an object).
 
@@ -88,6 +91,12 @@ def _type_fits(f: FieldSchema, t: pa.DataType) -> bool:
         return (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)) and (
             pa.types.is_floating(t.value_type) or pa.types.is_integer(t.value_type)
         )
+    if f.dtype == DataType.BINARY_VECTOR:
+        if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+            return True
+        return (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)) and (
+            pa.types.is_integer(t.value_type)
+        )
     if f.dtype == DataType.ARRAY:
         return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
     if f.dtype in (DataType.VARCHAR, DataType.JSON) or f.is_dynamic:
@@ -142,6 +151,8 @@ def _field(f: FieldSchema, column: pa.Array | None, rows: int) -> pa.Array:
         raise InvalidArgument("the field is missing (it is not nullable and has no default)")
     if f.dtype == DataType.FLOAT_VECTOR:
         return _vectors(f, column)
+    if f.dtype == DataType.BINARY_VECTOR:
+        return _binary_vectors(f, column)
     array = column.cast(f.arrow_type(), safe=True)
     if array.null_count:
         if f.default_value is not None:
@@ -186,6 +197,40 @@ def _vectors(f: FieldSchema, column: pa.Array) -> pa.Array:
         row = int(np.flatnonzero(~np.isfinite(flat))[0]) // f.dim
         raise InvalidArgument(f"NaN or Inf in the vector at row {row}")
     return pa.FixedSizeListArray.from_arrays(pa.array(flat, pa.float32()), f.dim)
+
+
+def _binary_vectors(f: FieldSchema, column: pa.Array) -> pa.Array:
+    """Binary vectors given as bytes or as lists of byte values, as ``fixed_size_binary[dim / 8]``."""
+    if column.null_count:
+        row = int(np.flatnonzero(~np.asarray(column.is_valid().to_numpy(zero_copy_only=False)))[0])
+        raise InvalidArgument(f"null vector at row {row}")
+    width = f.code_size
+    t = column.type
+    if pa.types.is_fixed_size_binary(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        lengths = np.asarray(pc.binary_length(column).to_numpy(zero_copy_only=False))
+        _check_widths(f, lengths, "bytes")
+        return column.cast(f.arrow_type())
+    if pa.types.is_fixed_size_list(t):
+        lengths = np.full(len(column), t.list_size)
+    else:
+        lengths = np.asarray(pc.list_value_length(column).to_numpy(zero_copy_only=False))
+    _check_widths(f, lengths, "byte values")
+    values = np.asarray(pc.list_flatten(column).to_numpy(zero_copy_only=False))
+    bad = (values < 0) | (values > 255)
+    if bad.any():
+        row = int(np.argmax(bad)) // width
+        raise InvalidArgument(f"the vector at row {row} holds a byte value outside [0, 255]")
+    codes = np.ascontiguousarray(values, dtype=np.uint8)
+    return pa.FixedSizeBinaryArray.from_buffers(f.arrow_type(), len(column), [None, pa.py_buffer(codes)])
+
+
+def _check_widths(f: FieldSchema, lengths: np.ndarray, unit: str) -> None:
+    bad = lengths != f.code_size
+    if bad.any():
+        row = int(np.argmax(bad))
+        raise InvalidArgument(
+            f"binary vector at row {row} has {int(lengths[row])} {unit}, the field (dim {f.dim}) needs {f.code_size}"
+        )
 
 
 def _check_json(f: FieldSchema, array: pa.Array) -> None:
@@ -261,6 +306,8 @@ def json_rows_to_columns(
 def _json_source_type(f: FieldSchema) -> pa.DataType:
     if f.dtype == DataType.FLOAT_VECTOR:
         return pa.list_(pa.float64())
+    if f.dtype == DataType.BINARY_VECTOR:
+        return pa.list_(pa.int64())
     if f.dtype == DataType.FLOAT:
         return pa.float64()
     return f.arrow_type()

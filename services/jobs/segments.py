@@ -64,7 +64,7 @@ def read_rows(
 ) -> DataFrame:
     """Every row of the segments ``refs`` (all columns of ``schema``'s stored rows, or ``columns``).
 
-    Vectors arrive as ``array<float>``, ``_ts`` as ``bigint`` (``sparktypes``).
+    Vectors arrive as ``array<float>``, binary vectors as ``binary``, ``_ts`` as ``bigint`` (``sparktypes``).
     """
     wanted = list(rows_schema(schema).names) if columns is None else list(columns)
     arrow = pa.schema([rows_schema(schema).field(n) for n in wanted])
@@ -192,8 +192,8 @@ def _build_indexes(
     held = GrowingStore(schema)
     held.apply_insert(table)
     for ref in vector_indexes:
-        spec = field_index_spec(ref.field_name, ref.index_id, ref.params)
         field = schema.field(ref.field_name)
+        spec = field_index_spec(ref.field_name, ref.index_id, ref.params, binary=field.dtype.is_binary_vector)
         vectors = held.vector_matrix(field.name)
         index = build_index(spec.spec, vectors)
         save_index(store, collection_id, segment_id, ref.index_id, field.field_id, spec.spec, index, vectors)

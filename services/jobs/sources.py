@@ -4,10 +4,11 @@ A file name is a local path (``/abs/file.parquet`` or ``file:///abs/file.parquet
 or a path relative to the object store's root (``imports/part-0.parquet``), as
 Milvus takes paths inside its bucket. Formats go by extension:
 
-* ``.parquet``: one column per field (vectors as lists of numbers);
+* ``.parquet``: one column per field (vectors as lists of numbers; binary
+  vectors as binary values or lists of byte values, ``dim / 8`` each);
 * ``.json``: ``{"rows": [{...}, ...]}`` or ``[{...}, ...]``; ``.jsonl``: one object per line;
 * ``.npy``: one file per field, named after it (``id.npy``, ``vec.npy``); every
-  ``.npy`` of one request forms one set.
+  ``.npy`` of one request forms one set (binary vectors: ``(rows, dim / 8)`` uint8).
 
 ``describe_files`` is the coordinator's check before a job starts: it reads only
 Parquet footers and NumPy headers (and JSON sizes), refuses what cannot fit the
@@ -154,6 +155,15 @@ def _describe_numpy(files: Sequence[str], schema: CollectionSchema, storage_uri:
             if shape[1] != schema.field(field).dim:
                 raise ImportFileError(
                     name, f"vectors have {shape[1]} dimensions, the field has dim {schema.field(field).dim}", field=field
+                )
+        if len(shape) == 2 and schema.has_field(field) and schema.field(field).dtype == DataType.BINARY_VECTOR:
+            binary = schema.field(field)
+            if dtype != np.uint8 or shape[1] != binary.code_size:
+                raise ImportFileError(
+                    name,
+                    f"binary vectors must be a (rows, {binary.code_size}) uint8 array (dim {binary.dim} / 8), "
+                    f"got {dtype} of shape {shape}",
+                    field=field,
                 )
         if rows is None:
             rows = shape[0]

@@ -5,6 +5,7 @@ Spark has no unsigned or fixed-size-list types, so rows cross into Spark as:
 | Strata (Arrow) | Spark |
 |---|---|
 | ``fixed_size_list<float32>[dim]`` (FLOAT_VECTOR) | ``array<float>`` |
+| ``fixed_size_binary[dim / 8]`` (BINARY_VECTOR) | ``binary`` (cast back; a row of another width fails the cast) |
 | ``uint64`` (``_ts``) | ``bigint`` (hybrid timestamps are below 2^63) |
 | every other type of ``CollectionSchema.arrow_schema()`` | the matching Spark type |
 
@@ -26,6 +27,8 @@ def spark_arrow_type(arrow_type: pa.DataType) -> pa.DataType:
         return pa.list_(spark_arrow_type(arrow_type.value_type))
     if pa.types.is_list(arrow_type):
         return pa.list_(spark_arrow_type(arrow_type.value_type))
+    if pa.types.is_fixed_size_binary(arrow_type):
+        return pa.binary()
     if pa.types.is_uint64(arrow_type):
         return pa.int64()
     return arrow_type
@@ -53,6 +56,7 @@ def _ddl_type(t: pa.DataType) -> str:
         pa.float64(): "double",
         pa.string(): "string",
         pa.large_string(): "string",
+        pa.binary(): "binary",
     }
     for arrow, ddl in simple.items():
         if t == arrow:
