@@ -1,1 +1,1 @@
-"""Vector indexes of sealed segments: FLAT (numpy) and HNSW (hnswlib). See README.md."""
+"""Vector indexes of sealed segments: FLAT (numpy), HNSW (hnswlib), BIN_FLAT and BIN_IVF_FLAT (binary vectors). See README.md."""

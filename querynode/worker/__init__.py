@@ -1,0 +1,1 @@
+"""The worker: sealed segments and their vector indexes, on behalf of delegators."""
