@@ -4,8 +4,8 @@ Collections with binary fields beside a float one, each binary field with its
 own index and metric (BIN_FLAT and BIN_IVF_FLAT with HAMMING and JACCARD,
 AUTOINDEX, BIN_FLAT with SUBSTRUCTURE), over sealed and growing rows: searches
 against a bit-by-bit numpy reference (distances exact), filters, range search,
-group by, hybrid search, queries returning the codes bit-exact, deletes, a
-restart; and the bad combinations refused with Milvus' code and message,
+group by, hybrid search, queries returning the codes bit-exact, deletes, an
+upsert, a restart; and the bad combinations refused with Milvus' code and message,
 nothing created.
 """
 
@@ -132,6 +132,13 @@ def test_binary_vectors_end_to_end(tmp_path: Path) -> None:
             client.delete("bins", ids=sorted(deleted))
             hits = _search(client, "h_flat", codes["h_flat"][[4, 5, SEALED + 7]], 1)  # 4 and SEALED + 7 deleted
             assert hits[0][0]["id"] != 4 and hits[1][0]["id"] == 5 and hits[2][0]["id"] != SEALED + 7
+            # An upsert replaces a row's codes (delete + insert at one timestamp).
+            fresh = {f: np.bitwise_not(codes[f][11]) for f in BINS}
+            client.upsert("bins", [{"id": 11, "tag": 11 % 3, **{f: fresh[f].tobytes() for f in BINS}}])
+            for f in BINS:
+                codes[f][11] = fresh[f]
+            got = client.query("bins", filter="id == 11", output_fields=list(BINS), consistency_level="Strong")
+            assert [_bytes(got[0][f]) for f in BINS] == [fresh[f].tobytes() for f in BINS]
             client.flush("bins")
             _check_bins(client, codes, deleted)
             client.close()
