@@ -142,7 +142,7 @@ class IndexSpec:
             raise InvalidArgument(
                 f"{family} vector index does not support metric type: {str(self.metric).upper()}: {_PARAMS_SUFFIX}"
             )
-        if self.binary and self.index_type.upper() == "AUTOINDEX" and metric not in BIN_IVF_METRICS:
+        if self.binary and str(self.index_type).upper() == "AUTOINDEX" and metric not in BIN_IVF_METRICS:
             raise InvalidArgument(
                 f"binary vector index does not support metric type: {metric.value}: {_PARAMS_SUFFIX}"
             )
@@ -161,7 +161,7 @@ class IndexSpec:
     @property
     def bin_ivf(self) -> BinIvfParams:
         """BIN_IVF_FLAT's build parameters: the given ones, AUTOINDEX's on a binary field, the defaults otherwise."""
-        name = self.index_type.upper()
+        name = str(self.index_type).upper()
         if name == "AUTOINDEX" and self.binary:
             return BinIvfParams(nlist=AUTOINDEX_BINARY_NLIST)
         if name != "BIN_IVF_FLAT":

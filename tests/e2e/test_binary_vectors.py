@@ -4,9 +4,9 @@ Collections with binary fields beside a float one, each binary field with its
 own index and metric (BIN_FLAT and BIN_IVF_FLAT with HAMMING and JACCARD,
 AUTOINDEX, BIN_FLAT with SUBSTRUCTURE), over sealed and growing rows: searches
 against a bit-by-bit numpy reference (distances exact), filters, range search,
-group by, hybrid search, queries returning the codes bit-exact, deletes, an
-upsert, a restart; and the bad combinations refused with Milvus' code and message,
-nothing created.
+group by, hybrid search, search_iterator, queries returning the codes
+bit-exact, deletes, an upsert, a restart; and the bad combinations refused
+with Milvus' code and message, nothing created.
 """
 
 from __future__ import annotations
@@ -121,6 +121,16 @@ def test_binary_vectors_end_to_end(tmp_path: Path) -> None:
             ]
             fused = client.hybrid_search("bins", requests, RRFRanker(), limit=3, consistency_level="Strong")
             assert fused[0][0]["id"] == 9
+
+            # search_iterator pages through the same ranking (pymilvus' v1 iterator: range searches).
+            iterator = client.search_iterator("bins", data=[codes["h_flat"][21].tobytes()], anns_field="h_flat",
+                                              batch_size=40, limit=100, consistency_level="Strong")
+            paged: list[Any] = []
+            while page := iterator.next():
+                paged.extend(page)
+            iterator.close()
+            best = [d for _, d in reference_topk("HAMMING", codes["h_flat"][[21]], codes["h_flat"], 100)[0]]
+            assert len({h["id"] for h in paged}) == 100 and [h["distance"] for h in paged] == best
 
             # Queries return the codes bit-exact, from sealed and growing rows.
             got = client.query("bins", filter="id in [3, 799, 800, 1199]", output_fields=list(BINS),
