@@ -22,8 +22,10 @@ from services.errors import InvalidArgument
 
 #: Milvus' upper bound on ``ef`` (knowhere's HNSW check).
 MAX_EF = 32768
-#: knowhere's bounds on ``nprobe`` (the IVF kinds).
+#: knowhere's bounds of the IVF and quantizer search parameters.
 NPROBE_RANGE = (1, 65536)
+REORDER_K_RANGE = (1, 2**31 - 1)
+RBQ_QUERY_BITS_RANGE = (0, 8)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,10 +33,12 @@ class SearchParams:
     """Per-request search parameters (Milvus' ``search_params``).
 
     ``ef``: HNSW candidate list size; ``None`` = the index's default. Other
-    kinds ignore it.
+    kinds ignore it, and each kind ignores the parameters of the others:
 
-    ``nprobe``: lists an IVF index searches; ``None`` = the index's default
-    (8). Other kinds ignore it.
+    * ``nprobe``: inverted lists probed (IVF_*, SCANN, BIN_IVF_FLAT; [1, 65536], default 8);
+    * ``refine_k``: candidates re-scored per hit by a refining index (``>= 1``);
+    * ``reorder_k``: SCANN's candidates re-scored with the raw vectors (``>= 1``);
+    * ``rbq_query_bits``: IVF_RABITQ's query quantization bits ([0, 8], 0 = none).
 
     ``radius`` / ``range_filter``: a range search when ``radius`` is set
     (``range_filter`` alone is ignored, like Milvus). Kept distances:
@@ -47,9 +51,12 @@ class SearchParams:
     """
 
     ef: int | None = None
-    nprobe: int | None = None
     radius: float | None = None
     range_filter: float | None = None
+    nprobe: int | None = None
+    refine_k: float | None = None
+    reorder_k: int | None = None
+    rbq_query_bits: int | None = None
 
     @property
     def is_range(self) -> bool:
@@ -62,12 +69,11 @@ class SearchParams:
                 raise InvalidArgument(f"invalid search params: ef must be an integer, got {self.ef!r}")
             if not 1 <= self.ef <= MAX_EF:
                 raise InvalidArgument(f"invalid search params: ef must be in [1, {MAX_EF}], got {self.ef}")
-        if self.nprobe is not None:
-            low, high = NPROBE_RANGE
-            if isinstance(self.nprobe, bool) or not isinstance(self.nprobe, int | np.integer):
-                raise InvalidArgument(f"invalid search params: nprobe must be an integer, got {self.nprobe!r}")
-            if not low <= self.nprobe <= high:
-                raise InvalidArgument(f"invalid search params: nprobe must be in [{low}, {high}], got {self.nprobe}")
+        _int_in("nprobe", self.nprobe, NPROBE_RANGE)
+        _int_in("reorder_k", self.reorder_k, REORDER_K_RANGE)
+        _int_in("rbq_query_bits", self.rbq_query_bits, RBQ_QUERY_BITS_RANGE)
+        if self.refine_k is not None and not _finite("refine_k", self.refine_k) >= 1.0:
+            raise InvalidArgument(f"invalid search params: refine_k must be at least 1, got {self.refine_k}")
         if self.radius is None:
             return
         if metric in (Metric.SUBSTRUCTURE, Metric.SUPERSTRUCTURE):
@@ -109,6 +115,16 @@ class SearchParams:
 
 #: Default search parameters: no range, the index's default ``ef``.
 NO_PARAMS = SearchParams()
+
+
+def _int_in(name: str, value: int | None, bounds: tuple[int, int]) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise InvalidArgument(f"invalid search params: {name} must be an integer, got {value!r}")
+    low, high = bounds
+    if not low <= value <= high:
+        raise InvalidArgument(f"invalid search params: {name} must be in [{low}, {high}], got {value}")
 
 
 def _finite(name: str, value: float) -> float:
@@ -204,11 +220,19 @@ def search_params(params: dict[str, object]) -> SearchParams:
         v = params.get(key)
         return None if v is None else float(v)  # type: ignore[arg-type]
 
-    def count(key: str) -> int | None:
+    def integer(key: str) -> int | None:
         v = params.get(key)
         return None if v is None else int(v)  # type: ignore[call-overload]
 
-    return SearchParams(ef=count("ef"), nprobe=count("nprobe"), radius=num("radius"), range_filter=num("range_filter"))
+    return SearchParams(
+        ef=integer("ef"),
+        radius=num("radius"),
+        range_filter=num("range_filter"),
+        nprobe=integer("nprobe"),
+        refine_k=num("refine_k"),
+        reorder_k=integer("reorder_k"),
+        rbq_query_bits=integer("rbq_query_bits"),
+    )
 
 
 def parse_params(raw: str) -> dict[str, object]:

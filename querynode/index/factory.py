@@ -14,6 +14,8 @@ import numpy as np
 from querynode.index.base import VectorIndex
 from querynode.index.bin_flat import BinFlatIndex
 from querynode.index.bin_ivf import BinIvfIndex
+from querynode.index.faiss_index import FaissIndex
+from querynode.index.faiss_params import FaissParams
 from querynode.index.flat import FlatIndex
 from querynode.index.hnsw import HnswIndex
 from querynode.index.options import DEFAULT_OPTIONS, IndexOptions
@@ -39,6 +41,18 @@ def build_index(spec: IndexSpec, vectors: np.ndarray, *, options: IndexOptions =
             return BinFlatIndex(vectors, spec.metric_type)
         case IndexKind.BIN_IVF_FLAT:
             return BinIvfIndex.build(vectors, spec.metric_type, spec.bin_ivf, options)
+        case (
+            IndexKind.IVF_FLAT
+            | IndexKind.IVF_SQ8
+            | IndexKind.IVF_PQ
+            | IndexKind.IVF_RABITQ
+            | IndexKind.SCANN
+            | IndexKind.HNSW_SQ
+            | IndexKind.HNSW_PQ
+            | IndexKind.HNSW_PRQ
+        ):
+            spec.check_dim(_dim(vectors))
+            return FaissIndex.build(kind, vectors, spec.metric_type, _faiss(spec), options)
         case _:
             assert_never(kind)
 
@@ -66,5 +80,26 @@ def restore_index(
             return BinFlatIndex(vectors, spec.metric_type)
         case IndexKind.BIN_IVF_FLAT:
             return BinIvfIndex.restore(data, vectors, spec.metric_type, spec.bin_ivf, options)
+        case (
+            IndexKind.IVF_FLAT
+            | IndexKind.IVF_SQ8
+            | IndexKind.IVF_PQ
+            | IndexKind.IVF_RABITQ
+            | IndexKind.SCANN
+            | IndexKind.HNSW_SQ
+            | IndexKind.HNSW_PQ
+            | IndexKind.HNSW_PRQ
+        ):
+            return FaissIndex.restore(kind, data, vectors, spec.metric_type, _faiss(spec), options)
         case _:
             assert_never(kind)
+
+
+def _faiss(spec: IndexSpec) -> FaissParams:
+    params = spec.faiss
+    assert params is not None, "a faiss kind has faiss parameters"
+    return params
+
+
+def _dim(vectors: np.ndarray) -> int:
+    return int(vectors.shape[1]) if vectors.ndim == 2 else 0

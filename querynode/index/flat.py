@@ -39,6 +39,11 @@ class FlatIndex:
     def num_rows(self) -> int:
         return len(self._vectors)
 
+    @property
+    def vectors(self) -> np.ndarray:
+        """The ``(rows, dim)`` float32 matrix searched (do not modify)."""
+        return self._vectors
+
     def search(
         self,
         queries: np.ndarray,

@@ -8,7 +8,9 @@ Example (format version 1)::
      "crc32c": 523386188}}
 
 ``index_type``, ``metric`` and ``params`` are the spec's canonical form
-(AUTOINDEX is stored as HNSW with its resolved parameters). ``data`` is
+(AUTOINDEX is stored as HNSW with its resolved parameters; the faiss kinds'
+params also hold strings such as ``sq_type`` and booleans such as
+``with_raw_data``). ``data`` is
 ``null`` when the index has no file of its own (FLAT, or HNSW of an empty
 segment).
 """
@@ -40,7 +42,7 @@ class IndexMeta:
     format_version: int
     index_type: str
     metric: str
-    params: dict[str, int]
+    params: dict[str, int | str | bool]
     field_id: int
     dim: int
     rows: int
@@ -94,8 +96,8 @@ class IndexMeta:
         if not isinstance(doc, dict):
             raise ValueError("index meta is not a JSON object")
         params = _field(doc, "params", dict)
-        if not all(isinstance(k, str) and _is_int(v) for k, v in params.items()):
-            raise ValueError("index meta params must map names to integers")
+        if not all(isinstance(k, str) and isinstance(v, int | str) for k, v in params.items()):
+            raise ValueError("index meta params must map names to integers, strings or booleans")
         data_doc = doc.get("data")
         data = None
         if data_doc is not None:

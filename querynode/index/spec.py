@@ -1,7 +1,9 @@
 """What index to build: the kind, the metric and the build parameters, validated like Milvus.
 
-``index_type`` is ``FLAT``, ``HNSW`` or ``AUTOINDEX`` (any case) for a float
-vector field, ``BIN_FLAT``, ``BIN_IVF_FLAT`` or ``AUTOINDEX`` for a binary one
+``index_type`` is ``FLAT``, ``HNSW``, ``AUTOINDEX`` or one of the faiss
+families (``IVF_FLAT``, ``IVF_SQ8``, ``IVF_PQ``, ``IVF_RABITQ``, ``SCANN``,
+``HNSW_SQ``, ``HNSW_PQ``, ``HNSW_PRQ``; their parameters are in
+``faiss_params.py``; any case) for a float vector field, ``BIN_FLAT``, ``BIN_IVF_FLAT`` or ``AUTOINDEX`` for a binary one
 (``IndexSpec.binary``). AUTOINDEX is HNSW with the default build parameters on
 a float field and BIN_IVF_FLAT with ``nlist`` 1024 on a binary one (Milvus'
 ``autoIndex.params.binary.build``); any given build parameters are ignored, as
@@ -23,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import assert_never
 
+from querynode.index.faiss_params import FaissParams, graph_params, ivf_params
 from querynode.segments.metric import Metric, UnknownMetricError, parse_metric
 from services.errors import InvalidArgument
 
@@ -51,7 +54,38 @@ class IndexKind(enum.Enum):
     HNSW = "HNSW"
     BIN_FLAT = "BIN_FLAT"
     BIN_IVF_FLAT = "BIN_IVF_FLAT"
+    # faiss-backed families (faiss_index.py).
+    IVF_FLAT = "IVF_FLAT"
+    IVF_SQ8 = "IVF_SQ8"
+    IVF_PQ = "IVF_PQ"
+    IVF_RABITQ = "IVF_RABITQ"
+    SCANN = "SCANN"
+    HNSW_SQ = "HNSW_SQ"
+    HNSW_PQ = "HNSW_PQ"
+    HNSW_PRQ = "HNSW_PRQ"
 
+    @property
+    def is_faiss(self) -> bool:
+        """Built with faiss (``faiss_index.py``)."""
+        return self in FAISS_KINDS
+
+    @property
+    def is_graph(self) -> bool:
+        """Searched by walking an HNSW graph (``ef``)."""
+        return self in (IndexKind.HNSW, IndexKind.HNSW_SQ, IndexKind.HNSW_PQ, IndexKind.HNSW_PRQ)
+
+
+#: The kinds built with faiss: inverted lists (IVF_*, SCANN) and quantized HNSW graphs (HNSW_*).
+FAISS_KINDS = (
+    IndexKind.IVF_FLAT,
+    IndexKind.IVF_SQ8,
+    IndexKind.IVF_PQ,
+    IndexKind.IVF_RABITQ,
+    IndexKind.SCANN,
+    IndexKind.HNSW_SQ,
+    IndexKind.HNSW_PQ,
+    IndexKind.HNSW_PRQ,
+)
 
 #: Accepted ``index_type`` names (upper case) and the kind each builds (AUTOINDEX: on a float field).
 INDEX_TYPES: Mapping[str, IndexKind] = {
@@ -60,6 +94,7 @@ INDEX_TYPES: Mapping[str, IndexKind] = {
     "AUTOINDEX": IndexKind.HNSW,
     "BIN_FLAT": IndexKind.BIN_FLAT,
     "BIN_IVF_FLAT": IndexKind.BIN_IVF_FLAT,
+    **{kind.value: kind for kind in FAISS_KINDS},
 }
 #: The kinds that index binary vectors (the others index float vectors).
 BINARY_KINDS = frozenset({IndexKind.BIN_FLAT, IndexKind.BIN_IVF_FLAT})
@@ -105,7 +140,7 @@ class IndexSpec:
         """Raise ``InvalidArgument`` naming the first bad parameter."""
         # Each property parses (and so checks) its part: the metric first (Milvus checks it against
         # the field's type before the index type), then the kind, as the others read it.
-        _ = (self.metric_type, self.kind, self.hnsw, self.bin_ivf)
+        _ = (self.metric_type, self.kind, self.hnsw, self.bin_ivf, self.faiss)
 
     @property
     def kind(self) -> IndexKind:
@@ -168,17 +203,47 @@ class IndexSpec:
             return BinIvfParams()
         return BinIvfParams(nlist=_int_param(self.params, "nlist", DEFAULT_NLIST, NLIST_RANGE))
 
+    @property
+    def faiss(self) -> FaissParams | None:
+        """The build parameters of a faiss-backed kind (``faiss_params.py``); None for the others."""
+        kind = self.kind
+        if not kind.is_faiss:
+            return None
+        if kind in (IndexKind.HNSW_SQ, IndexKind.HNSW_PQ, IndexKind.HNSW_PRQ):
+            return graph_params(kind.value, self.params)
+        return ivf_params(kind.value, self.params)
+
+    def check_dim(self, dim: int) -> None:
+        """Raise ``InvalidArgument`` when the index cannot be built over ``dim``-dimensional vectors
+        (IVF_PQ, HNSW_PQ and HNSW_PRQ need ``m`` to divide it, SCANN ``sub_dim``)."""
+        params = self.faiss
+        if params is not None:
+            params.check_dim(self.kind.value, dim)
+
     def canonical(self) -> dict[str, object]:
         """What the built index depends on, as plain JSON values (kind, metric, resolved params)."""
         kind = self.kind
         match kind:
             case IndexKind.FLAT | IndexKind.BIN_FLAT:
-                params: dict[str, int] = {}
+                params: dict[str, int | str | bool] = {}
             case IndexKind.HNSW:
                 hnsw = self.hnsw
                 params = {"M": hnsw.m, "efConstruction": hnsw.ef_construction}
             case IndexKind.BIN_IVF_FLAT:
                 params = {"nlist": self.bin_ivf.nlist}
+            case (
+                IndexKind.IVF_FLAT
+                | IndexKind.IVF_SQ8
+                | IndexKind.IVF_PQ
+                | IndexKind.IVF_RABITQ
+                | IndexKind.SCANN
+                | IndexKind.HNSW_SQ
+                | IndexKind.HNSW_PQ
+                | IndexKind.HNSW_PRQ
+            ):
+                faiss = self.faiss
+                assert faiss is not None
+                params = faiss.canonical()
             case _:
                 assert_never(kind)
         return {"index_type": kind.value, "metric": self.metric_type.value, "params": params}

@@ -3,7 +3,8 @@
 Layout, relative to the object-store root::
 
     index_files/<collection>/<segment>/<index_id>/meta.json
-    index_files/<collection>/<segment>/<index_id>/graph-<crc32c:08x>.bin   (HNSW only)
+    index_files/<collection>/<segment>/<index_id>/graph-<crc32c:08x>.bin   (HNSW)
+    index_files/<collection>/<segment>/<index_id>/faiss-<crc32c:08x>.bin   (the faiss kinds)
 
 The data file is written first and ``meta.json`` last: the meta is the commit
 marker, and ``ObjectStore`` writes each object atomically, so a reader that
@@ -91,7 +92,8 @@ def save_index(
     data = None
     if payload is not None:
         checksum = crc32c.crc32c(payload)
-        data = DataFile(name=f"graph-{checksum:08x}.bin", size=len(payload), crc32c=checksum)
+        prefix = "faiss" if index.kind.is_faiss else "graph"
+        data = DataFile(name=f"{prefix}-{checksum:08x}.bin", size=len(payload), crc32c=checksum)
         store.write_bytes(f"{directory}/{data.name}", payload)
     meta = IndexMeta.describe(spec, field_id=field_id, dim=index.dim, rows=index.num_rows, data=data)
     store.write_bytes(f"{directory}/{META_FILE}", meta.to_json())

@@ -2,19 +2,26 @@
 
 Parametrised over the backends: FLAT, HNSW walking its graph (the exact
 fallback switched off, a high ``ef``), and HNSW with the default options
-(small sets then take the exact path).
+(small sets then take the exact path). The faiss kinds run here in
+configurations whose answer is exact: IVF_FLAT probing every list; SCANN,
+IVF_RABITQ and HNSW_SQ/PQ/PRQ re-scoring so many candidates with the raw
+vectors (``reorder_k``, ``refine_k``; FP32 refine) that every row is one,
+with their exact fallbacks switched off. Their approximate answers are
+tested in ``test_faiss_kinds.py``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from querynode.index.base import SearchParams, VectorIndex
+from querynode.index.base import NO_PARAMS, IndexHits, SearchParams, VectorIndex
 from querynode.index.factory import IndexSpec, build_index
 from querynode.index.options import IndexOptions
+from querynode.index.spec import IndexKind
 from querynode.segments.metric import Metric
 from tests.querynode.index.reference import (
     METRICS,
@@ -43,7 +50,71 @@ def _autoindex(metric: Metric, vectors: np.ndarray) -> VectorIndex:
     return build_index(IndexSpec(index_type="autoindex", metric=metric.value), vectors)
 
 
-BACKENDS = {"flat": _flat, "hnsw-graph": _hnsw_graph, "autoindex": _autoindex}
+class Tuned:
+    """An index whose searches always carry ``overrides`` (the parameters that make it exhaustive)."""
+
+    def __init__(self, index: VectorIndex, **overrides: int | float) -> None:
+        self._index = index
+        self._overrides = overrides
+
+    @property
+    def kind(self) -> IndexKind:
+        return self._index.kind
+
+    @property
+    def metric(self) -> Metric:
+        return self._index.metric
+
+    @property
+    def dim(self) -> int:
+        return self._index.dim
+
+    @property
+    def num_rows(self) -> int:
+        return self._index.num_rows
+
+    def serialize(self) -> bytes | None:
+        return self._index.serialize()
+
+    def search(
+        self,
+        queries: np.ndarray,
+        topk: int,
+        *,
+        allowed: np.ndarray | None = None,
+        params: SearchParams = NO_PARAMS,
+        threads: int = 1,
+    ) -> IndexHits:
+        tuned = replace(params, **self._overrides)  # type: ignore[arg-type]
+        return self._index.search(queries, topk, allowed=allowed, params=tuned, threads=threads)
+
+
+def _faiss(index_type: str, **params: object) -> Builder:
+    """A faiss kind over 8 lists (every one probed) or a graph; ``m="quarter"``: a subquantizer
+    per 4 dimensions (or one, for fewer)."""
+
+    def build(metric: Metric, vectors: np.ndarray) -> VectorIndex:
+        given = {"nlist": 8, **params}
+        if given.get("m") == "quarter":
+            given["m"] = max(1, vectors.shape[1] // 4)
+        spec = IndexSpec(index_type=index_type, metric=metric.value, params=given)  # type: ignore[arg-type]
+        options = GRAPH_ONLY
+        return Tuned(build_index(spec, vectors, options=options), nprobe=8, reorder_k=100_000, refine_k=1000.0)
+
+    return build
+
+
+BACKENDS: dict[str, Builder] = {
+    "flat": _flat,
+    "hnsw-graph": _hnsw_graph,
+    "autoindex": _autoindex,
+    "ivf_flat": _faiss("IVF_FLAT"),
+    "scann-raw": _faiss("SCANN", sub_dim=1),
+    "ivf_rabitq-fp32": _faiss("IVF_RABITQ", refine=True),
+    "hnsw_sq-fp32": _faiss("HNSW_SQ", M=16, efConstruction=100, refine=True, refine_type="FP32"),
+    "hnsw_pq-fp32": _faiss("HNSW_PQ", M=16, efConstruction=100, m="quarter", refine=True),
+    "hnsw_prq-fp32": _faiss("HNSW_PRQ", M=16, efConstruction=100, m=1, nrq=1, nbits=8, refine=True),
+}
 
 
 @pytest.fixture(params=list(BACKENDS))
