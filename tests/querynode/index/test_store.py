@@ -83,6 +83,33 @@ def test_an_hnsw_index_round_trips_with_identical_results(store: RecordingStore,
         _assert_same_results(built, loaded, queries, mask)
 
 
+FAISS_SPECS = [
+    IndexSpec(index_type="IVF_FLAT", metric="L2", params={"nlist": 16}),
+    IndexSpec(index_type="IVF_PQ", metric="IP", params={"nlist": 16, "m": 4, "nbits": 6}),
+    IndexSpec(index_type="IVF_RABITQ", metric="COSINE", params={"nlist": 16, "refine": True, "refine_type": "SQ6"}),
+    IndexSpec(index_type="SCANN", metric="L2", params={"nlist": 16, "with_raw_data": False}),
+    IndexSpec(index_type="HNSW_SQ", metric="COSINE", params={"M": 8, "sq_type": "BF16", "refine": True}),
+    IndexSpec(index_type="HNSW_PRQ", metric="L2", params={"M": 8, "m": 4, "nrq": 1, "nbits": 4}),
+]
+
+
+@pytest.mark.parametrize("spec", FAISS_SPECS, ids=lambda s: f"{s.index_type}-{s.metric}")
+def test_a_faiss_index_round_trips_with_identical_results(store: RecordingStore, spec: IndexSpec) -> None:
+    vectors, queries = gaussian(1000, 16, seed=1), gaussian(20, 16, seed=2)
+    built = build_index(spec, vectors, options=GRAPH_ONLY)
+    save_index(store, COLL, SEG, INDEX, FIELD, spec, built, vectors)
+    assert store.writes[0].startswith(f"{index_dir(COLL, SEG, INDEX)}/faiss-") and store.writes[1] == _meta_path()
+    meta = json.loads(store.read_bytes(_meta_path()))
+    assert meta["index_type"] == spec.kind.value and meta["params"] == spec.canonical()["params"]
+    loaded = load_index(store, COLL, SEG, INDEX, FIELD, spec, vectors, options=GRAPH_ONLY)
+    assert loaded is not None and loaded.kind is spec.kind and loaded.metric is spec.metric_type
+    allowed = np.random.default_rng(3).random(1000) < 0.4
+    for mask in (None, allowed):
+        _assert_same_results(built, loaded, queries, mask)
+    other = IndexSpec(index_type=spec.index_type, metric=spec.metric, params={**spec.params, "nlist": 8, "M": 9})
+    assert load_index(store, COLL, SEG, INDEX, FIELD, other, vectors) is None  # built with other params
+
+
 def test_the_data_is_written_before_the_meta(store: RecordingStore) -> None:
     vectors = gaussian(200, 8, seed=4)
     save_index(store, COLL, SEG, INDEX, FIELD, HNSW, build_index(HNSW, vectors))
