@@ -53,7 +53,14 @@ from services.errors import InvalidArgument, NotSupported, StrataError
 from services.expr.asyncparse import parse_filter_async
 from services.jsonvalue import load_json
 from services.proxy import convert
-from services.proxy.convert.search import DISTANCE_COLUMN, QUERY_COLUMN, TOPK_LIMIT, SearchSpec, check_range
+from services.proxy.convert.search import (
+    DISTANCE_COLUMN,
+    QUERY_COLUMN,
+    TOPK_LIMIT,
+    SearchSpec,
+    check_index_search_params,
+    check_range,
+)
 from services.proxy.limits import check_expr_length
 from services.proxy.metacache import CollectionEntry
 from services.proxy.reads import ReadOptions, ReadRouter
@@ -430,6 +437,7 @@ async def hybrid_search(
         with _naming_sub_request(index, spec.anns_field):
             metric = await metric_for(coll, spec.anns_field, spec.metric_type)
             check_range(metric, spec.radius, spec.range_filter)  # the index's metric is known now
+            check_index_search_params(coll.index_types.get(spec.anns_field, ""), spec.params, spec.topk)
         return metric
 
     metrics = await _all(metric_of(i, spec) for i, spec in enumerate(specs))

@@ -29,6 +29,7 @@ class CollectionEntry:
     partition_key: str | None = None  # the partition key field, if any
     aliases: tuple[str, ...] = ()
     index_metrics: dict[str, str] = field(default_factory=dict)  # vector field -> its index's metric
+    index_types: dict[str, str] = field(default_factory=dict)  # vector field -> its index_type, upper case
 
     @property
     def key_partitions(self) -> list[tuple[str, int]]:
@@ -53,6 +54,7 @@ class CollectionEntry:
             partition_key=next((f.name for f in schema.fields if f.is_partition_key), None),
             aliases=tuple(info.aliases),
             index_metrics={i.field_name: i.params.get("metric_type", "").upper() for i in info.indexes},
+            index_types={i.field_name: i.params.get("index_type", "").upper() for i in info.indexes},
         )
 
 

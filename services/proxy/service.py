@@ -29,7 +29,7 @@ from services.proxy import convert
 from services.proxy.aliases import AliasRPCs
 from services.proxy.consistency import guarantee_timestamp
 from services.proxy.convert.groups import group_by_values
-from services.proxy.convert.search import check_range
+from services.proxy.convert.search import check_index_search_params, check_range
 from services.proxy.hybrid import hybrid_search
 from services.proxy.jobs import JobRPCs
 from services.proxy.limits import check_expr_length, check_result_size, check_search_output, hit_bytes
@@ -265,7 +265,8 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
             raise IndexNotSupported(
                 f"index type {params.get('index_type') or 'AUTOINDEX'} on field {field.name} "
                 f"({field.dtype.name}) is not supported: Strata builds indexes on vector fields only "
-                "(FLAT, HNSW, AUTOINDEX); filters on scalar and JSON fields scan the column"
+                "(FLAT, HNSW, AUTOINDEX, the IVF families, SCANN, HNSW_SQ/PQ/PRQ); filters on scalar "
+                "and JSON fields scan the column"
             )
         resp = await (await self._stub()).CreateIndex(
             coordinator_pb2.CreateIndexRequest(
@@ -444,6 +445,7 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
         fetch, _ = convert.resolve_output_fields(coll.schema, spec.output_fields)
         metric = await self._metric_for(coll, spec.anns_field, spec.metric_type)
         check_range(metric, spec.radius, spec.range_filter)  # the index's metric is known now
+        check_index_search_params(coll.index_types.get(spec.anns_field, ""), spec.params, spec.topk + spec.offset)
         group = spec.group_by_field
         await self._check_search_output(coll, spec, fetch)
         if group and group not in fetch:

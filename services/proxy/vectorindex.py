@@ -30,13 +30,15 @@ def vector_index_params(field: FieldSchema, params: Mapping[str, str]) -> dict[s
     default when missing) and ``index_type`` (AUTOINDEX when missing) filled in, then checked.
 
     Raises:
-        InvalidArgument: a metric or index type the field's vector type does not have, or a bad
-            build parameter; the message is Milvus' and names it.
+        InvalidArgument: a metric or index type the field's vector type does not have, a bad
+            build parameter, or an ``m`` / ``sub_dim`` that does not divide the field's dimension;
+            the message is Milvus' and names it.
     """
     out = dict(params)
     out["metric_type"] = (out.get("metric_type") or default_metric(field)).strip().upper()
     out.setdefault("index_type", "AUTOINDEX")
-    index_spec(out, binary=field.dtype.is_binary_vector)
+    # Also refused: a faiss kind the field's dimension does not fit (IVF_PQ's m must divide it).
+    index_spec(out, binary=field.dtype.is_binary_vector).check_dim(field.dim)
     return out
 
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import threading
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
+from querynode.index.base import SearchParams
+from querynode.index.factory import IndexSpec, build_index
 from querynode.offload import (
     INLINE_COST,
     QUERIES_PER_THREAD,
@@ -17,6 +20,7 @@ from querynode.offload import (
     query_slices,
     run_sized,
     run_sliced,
+    search_cost,
 )
 
 
@@ -146,3 +150,18 @@ def test_slices_are_joined_with_their_queries_numbered_from_the_first() -> None:
     assert joined.column("query").to_pylist() == [0, 0, 1, 2, 3]
     assert joined.schema.field("query").type == pa.int32()
     assert concat_slices([hits([0])], [slice(0, 1)]).column("query").to_pylist() == [0]
+
+
+def test_a_faiss_index_is_costed_by_the_lists_it_probes_or_the_graph_it_walks() -> None:
+    vectors = np.random.default_rng(1).standard_normal((20_000, 16)).astype(np.float32)
+    queries = vectors[:10]
+    exact = search_cost(len(vectors), None, queries, SearchParams(), filter_size=0)
+    ivf = build_index(IndexSpec(index_type="IVF_FLAT", metric="L2", params={"nlist": 256}), vectors)
+    probed = search_cost(len(vectors), ivf, queries, SearchParams(nprobe=8), filter_size=0)
+    # 256 centroids plus 8 of 256 lists of ~78 rows, instead of 20k rows.
+    assert probed == 10 * (256 + 8 * 20_000 // 256) * 16
+    assert probed < exact / 20
+    assert search_cost(len(vectors), ivf, queries, SearchParams(nprobe=256), filter_size=0) > 8 * probed
+    graph = build_index(IndexSpec(index_type="HNSW_SQ", metric="L2", params={"M": 8, "efConstruction": 16}), vectors)
+    walked = search_cost(len(vectors), graph, queries, SearchParams(ef=32), filter_size=0)
+    assert walked == 10 * 32 * 32 * 16

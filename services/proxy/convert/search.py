@@ -83,8 +83,15 @@ GROUP_BY_TYPES = frozenset(
 # Metrics whose larger distances rank first (the others rank smaller first).
 _LARGER_IS_BETTER = frozenset({"IP", "COSINE"})
 _SMALLER_IS_BETTER = frozenset({"L2", "HAMMING", "JACCARD"})
-# knowhere's bounds on an IVF search's nprobe.
+# knowhere's bounds on an IVF search's nprobe, SCANN's reorder_k and IVF_RABITQ's rbq_query_bits.
 NPROBE_LIMIT = 65536
+REORDER_K_LIMIT = 2**31 - 1
+RBQ_QUERY_BITS_LIMIT = 8
+_INT_SEARCH_PARAMS = (
+    ("nprobe", 1, NPROBE_LIMIT),
+    ("reorder_k", 1, REORDER_K_LIMIT),
+    ("rbq_query_bits", 0, RBQ_QUERY_BITS_LIMIT),
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -101,7 +108,8 @@ class SearchSpec:
     params: dict[str, Any] = field(default_factory=dict)
     """Index search parameters (``ef``, ``nprobe``, ``radius``, ...), as sent.
 
-    ``ef``, when present, has been checked and made an ``int``."""
+    ``ef``, ``nprobe``, ``reorder_k`` and ``rbq_query_bits``, when present, have
+    been checked and made ``int``s, ``refine_k`` a ``float``."""
     radius: float | None = None
     """Range search's outer bound: L2 keeps ``d < radius``, IP/COSINE ``d > radius``."""
     range_filter: float | None = None
@@ -188,8 +196,11 @@ def parse_search_request(
     index_params = {k: v for k, v in params.items() if k not in _TOP_LEVEL_KEYS}
     if "ef" in index_params:
         index_params["ef"] = _parse_ef(index_params["ef"])
-    if "nprobe" in index_params:
-        index_params["nprobe"] = _parse_nprobe(index_params["nprobe"])
+    for key, low, high in _INT_SEARCH_PARAMS:
+        if key in index_params:
+            index_params[key] = _parse_int_in(key, index_params[key], low, high)
+    if "refine_k" in index_params:
+        index_params["refine_k"] = _parse_refine_k(index_params["refine_k"])
 
     anns = _anns_field(schema, kv.get("anns_field", "").strip())
     vectors = _decode_vectors(req.placeholder_group, anns, limits)
@@ -286,17 +297,41 @@ def _parse_ef(raw: Any) -> int:
     return ef
 
 
-def _parse_nprobe(raw: Any) -> int:
-    message = f"param 'nprobe' ({raw}) should be an integer in range [1, {NPROBE_LIMIT}]"
+def _parse_int_in(key: str, raw: Any, low: int, high: int) -> int:
+    message = f"param '{key}' ({raw}) should be an integer in range [{low}, {high}]"
     if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
         raise InvalidArgument(message)
     try:
-        nprobe = int(raw)
+        value = int(raw)
     except (TypeError, ValueError):
         raise InvalidArgument(message) from None
-    if not 1 <= nprobe <= NPROBE_LIMIT:
+    if not low <= value <= high:
         raise InvalidArgument(message)
-    return nprobe
+    return value
+
+
+def _parse_refine_k(raw: Any) -> float:
+    message = f"param 'refine_k' ({raw}) should be a number in range [1, float_max)"
+    if isinstance(raw, bool):
+        raise InvalidArgument(message)
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise InvalidArgument(message) from None
+    if not (math.isfinite(value) and value >= 1.0):
+        raise InvalidArgument(message)
+    return value
+
+
+def check_index_search_params(index_type: str, params: Mapping[str, Any], k: int) -> None:
+    """The checks Milvus makes once the searched field's index is known (``k`` = topk + offset).
+
+    Raises:
+        InvalidArgument: SCANN's ``reorder_k`` below ``k``.
+    """
+    reorder_k = params.get("reorder_k")
+    if index_type.strip().upper() == "SCANN" and reorder_k is not None and reorder_k < k:
+        raise InvalidArgument(f"reorder_k({reorder_k}) should be larger than k({k})")
 
 
 def check_range(metric: str | None, radius: float | None, range_filter: float | None) -> None:
