@@ -9,6 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from querynode.index.faiss_index import FaissIndex
+from querynode.index.spec import IndexKind
 from querynode.index.store import load_index
 from querynode.worker.indexes import field_index_spec
 from services.jobs.compaction import l0_hits, range_outputs, run_compaction, survivors
@@ -109,6 +111,24 @@ def test_a_mix_plan_merges_segments_without_deleted_rows_and_builds_their_index(
         matrix = np.stack(table.column("v").to_numpy(zero_copy_only=False)).astype(np.float32)
         assert load_index(store, COLLECTION, out.segment_id, 55, 103, spec, matrix) is not None
     assert sorted(got) == expected
+
+
+def test_compaction_outputs_get_a_faiss_index_from_the_same_factory(spark: Any, tmp_path: Path) -> None:
+    store = ObjectStore.from_uri((tmp_path / "store").as_uri())
+    a = write_l1(store, 1, [rows(range(0, 400), 100)])
+    index = IndexRef(field_name="v", index_id=56, params={"index_type": "IVF_SQ8", "metric_type": "COSINE",
+                                                           "params": '{"nlist": 64}'})
+    plan = MixPlan(plan_id=3, vchannel=VCHANNEL, partition_id=PARTITION, inputs=(a,), deletes=(),
+                   target_rows=400, segment_id_base=2000, segment_id_count=1)
+    result = run_compaction(spark, _spec(tmp_path, mix=(plan,), indexes=(index,)))
+    assert not result.error and len(result.outputs) == 1
+    out = result.outputs[0]
+    table = read_segment(store, out.manifest)
+    matrix = np.stack(table.column("v").to_numpy(zero_copy_only=False)).astype(np.float32)
+    spec = field_index_spec("v", 56, index.params).spec
+    loaded = load_index(store, COLLECTION, out.segment_id, 56, 103, spec, matrix)
+    assert isinstance(loaded, FaissIndex) and loaded.kind is IndexKind.IVF_SQ8
+    assert loaded.structure is not None and loaded.structure.nlist == 400 // 39  # knowhere's nlist for 400 rows
 
 
 def test_a_mix_plan_whose_rows_are_all_deleted_or_expired_writes_nothing(spark: Any, tmp_path: Path) -> None:
