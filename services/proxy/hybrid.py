@@ -53,6 +53,7 @@ from services.errors import InvalidArgument, NotSupported, StrataError
 from services.expr.asyncparse import parse_filter_async
 from services.jsonvalue import load_json
 from services.proxy import convert
+from services.proxy.convert.pkids import check_no_primary_keys
 from services.proxy.convert.search import (
     DISTANCE_COLUMN,
     QUERY_COLUMN,
@@ -473,6 +474,7 @@ async def _parse_sub_request(
 ) -> SearchSpec:
     anns = next((p.value for p in sub.search_params if p.key == "anns_field"), "")
     with _naming_sub_request(index, anns):
+        check_no_primary_keys(sub)
         spec = convert.parse_search_request(sub, schema, limits)
         if spec.group_by_field:
             raise NotSupported("group by is not supported inside an ann search request of a hybrid search")

@@ -36,6 +36,7 @@ from services.proxy.limits import check_expr_length, check_result_size, check_se
 from services.proxy.metacache import CollectionEntry, MetaCache
 from services.proxy.partitions import PartitionRPCs, read_partitions, write_partition
 from services.proxy.pkfilter import primary_keys_of
+from services.proxy.pksearch import resolve_key_vectors
 from services.proxy.reads import ReadOptions, ReadRouter
 from services.proxy.rpc import milvus_rpc
 from services.proxy.stats import WALStats
@@ -465,6 +466,7 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
             partition_ids=partitions,
             partition_names=names,
         )
+        spec = await resolve_key_vectors(self._reads, coll, spec, read, self._limits)  # search by primary keys
         parts = await self._reads.search(
             coll, read=read, anns_field=spec.anns_field, metric=metric, vectors=spec.vectors,
             topk=per_shard, params=spec.params,

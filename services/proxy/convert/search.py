@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,7 @@ from services.proxy.convert.output import (
     resolve_output_fields,
     table_to_fields_data,
 )
+from services.proxy.convert.pkids import PrimaryKeys, search_primary_keys
 from services.proxy.convert.schema import type_name
 from services.schema import CollectionSchema, DataType, FieldSchema
 
@@ -87,6 +88,7 @@ _SMALLER_IS_BETTER = frozenset({"L2", "HAMMING", "JACCARD"})
 NPROBE_LIMIT = 65536
 REORDER_K_LIMIT = 2**31 - 1
 RBQ_QUERY_BITS_LIMIT = 8
+_NO_VECTORS = np.empty((0, 0), dtype=np.float32)
 _INT_SEARCH_PARAMS = (
     ("nprobe", 1, NPROBE_LIMIT),
     ("reorder_k", 1, REORDER_K_LIMIT),
@@ -99,7 +101,9 @@ class SearchSpec:
     """One ANN search as the proxy understood it (no protobuf past this point)."""
 
     vectors: np.ndarray
-    """Query vectors: float32 ``(nq, dim)``, or uint8 codes ``(nq, dim / 8)`` for a binary vector field."""
+    """Query vectors: float32 ``(nq, dim)``, or uint8 codes ``(nq, dim / 8)`` for a binary vector field.
+
+    Empty in a search by primary keys until the keys' vectors are read (:mod:`.pkids`)."""
     anns_field: str
     topk: int
     offset: int = 0
@@ -132,10 +136,12 @@ class SearchSpec:
     guarantee_timestamp: int = 0
     consistency_level: int = 0
     use_default_consistency: bool = False
+    primary_keys: PrimaryKeys | None = None
+    """A search by primary keys: the keys whose ``anns_field`` vectors are the queries, in order."""
 
     @property
     def nq(self) -> int:
-        return int(self.vectors.shape[0])
+        return len(self.primary_keys) if self.primary_keys else int(self.vectors.shape[0])
 
     @property
     def limit(self) -> int:
@@ -157,8 +163,7 @@ def parse_search_request(
         raise InvalidArgument("hybrid search through sub requests is not supported yet")
     if req.HasField("function_score") and len(req.function_score.functions) > 0:
         raise InvalidArgument("search with a ranker (function_score) is not supported yet")
-    if req.search_by_primary_keys or (req.HasField("ids") and not req.placeholder_group):
-        raise InvalidArgument("search by primary keys is not supported yet")
+    keys = search_primary_keys(req, schema, max_nq=limits.max_nq)
 
     kv = {p.key: p.value for p in req.search_params}
     params = _parse_params(kv.get("params", ""))
@@ -181,7 +186,7 @@ def parse_search_request(
             f"offset+topk [{topk + offset}] is invalid, it should be in range [1, {max_topk}], "
             f"but got {topk + offset}"
         )
-    if req.nq:  # told before the vectors are decoded: refuse too many at once
+    if req.nq and keys is None:  # told before the vectors are decoded: refuse too many at once
         _check_nq(req.nq, limits)
     round_decimal = _parse_int("round_decimal", kv.get("round_decimal", -1))
     if round_decimal != -1 and not 0 <= round_decimal <= 6:
@@ -202,9 +207,9 @@ def parse_search_request(
     if "refine_k" in index_params:
         index_params["refine_k"] = _parse_refine_k(index_params["refine_k"])
 
-    anns = _anns_field(schema, kv.get("anns_field", "").strip())
-    vectors = _decode_vectors(req.placeholder_group, anns, limits)
-    if req.nq and req.nq != vectors.shape[0]:
+    anns = _anns_field(schema, kv.get("anns_field", "").strip(), by_keys=keys is not None)
+    vectors = _NO_VECTORS if keys is not None else _decode_vectors(req.placeholder_group, anns, limits)
+    if req.nq and keys is None and req.nq != vectors.shape[0]:
         raise InvalidArgument(
             f"nq ({req.nq}) of the request does not match the number of search vectors "
             f"({vectors.shape[0]})"
@@ -230,7 +235,16 @@ def parse_search_request(
         guarantee_timestamp=req.guarantee_timestamp,
         consistency_level=int(req.consistency_level),
         use_default_consistency=req.use_default_consistency,
+        primary_keys=keys,
     )
+
+
+def with_key_vectors(
+    spec: SearchSpec, placeholder_group: bytes, schema: CollectionSchema, limits: ProxyLimits = DEFAULT_LIMITS
+) -> SearchSpec:
+    """A search by primary keys given its keys' vectors (a placeholder group, as a client sends one)."""
+    vectors = _decode_vectors(placeholder_group, schema.field(spec.anns_field), limits)
+    return replace(spec, vectors=vectors, primary_keys=None)
 
 
 def _parse_params(raw: str) -> dict[str, Any]:
@@ -399,9 +413,11 @@ def _check_group_by_field(schema: CollectionSchema, name: str) -> None:
         )
 
 
-def _anns_field(schema: CollectionSchema, name: str) -> FieldSchema:
+def _anns_field(schema: CollectionSchema, name: str, *, by_keys: bool = False) -> FieldSchema:
     if not name:
         vectors = schema.vector_fields
+        if len(vectors) != 1 and by_keys:
+            raise InvalidArgument("anns_field is required for search by IDs")
         if len(vectors) != 1:
             raise InvalidArgument(
                 "multiple anns_fields exist, please specify a anns_field in search_params"

@@ -156,7 +156,6 @@ BAD_REQUESTS: list[tuple[str, dict[str, Any], str]] = [
         {"order_by_fields": [{"field": "title", "order": "asc"}]},
         "order_by_fields is not supported yet",
     ),
-    ("by primary keys", {"data": None, "ids": [1, 2]}, "search by primary keys"),
 ]
 
 
