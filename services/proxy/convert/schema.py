@@ -34,7 +34,10 @@ from services.schema import (
 
 FIRST_FIELD_ID = 100
 MAX_FIELDS = 64
+#: Milvus' proxy.maxVectorFieldNum default (its range is [1, 10]): vector fields per collection.
+MAX_VECTOR_FIELDS = 4
 MAX_FIELD_NAME_LENGTH = 255
+_VECTOR_TYPE_VALUES = frozenset(int(t) for t in DataType if t.is_vector)
 MAX_VARCHAR_LENGTH = 65535
 MAX_DIM = 32768
 #: A binary vector's dim (bits): a multiple of 8, at most Milvus' proxy.maxDimension x 8.
@@ -104,6 +107,9 @@ def schema_from_proto(pb: schema_pb2.CollectionSchema, *, collection_name: str) 
         raise InvalidArgument("namespaces are not supported yet")
     if len(pb.fields) > MAX_FIELDS:
         raise InvalidArgument(f"maximum field's number should be limited to {MAX_FIELDS}")
+    vectors = sum(1 for f in pb.fields if f.data_type in _VECTOR_TYPE_VALUES)
+    if vectors > MAX_VECTOR_FIELDS:
+        raise InvalidArgument(f"maximum vector field's number should be limited to {MAX_VECTOR_FIELDS}")
 
     seen: set[str] = set()
     for fpb in pb.fields:

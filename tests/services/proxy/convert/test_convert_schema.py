@@ -466,6 +466,11 @@ BAD_SCHEMAS: list[tuple[str, schema_pb2.CollectionSchema, str]] = [
         _schema(_pk(), _vec(), *[_field(f"f{i}", schema_pb2.Int64) for i in range(63)]),
         "maximum field's number should be limited to 64",
     ),
+    (
+        "too many vector fields",
+        _schema(_pk(), *[_vec(name=f"v{i}") for i in range(5)]),
+        "maximum vector field's number should be limited to 4",
+    ),
 ]
 
 
