@@ -27,6 +27,7 @@ from pymilvus.grpc_gen import schema_pb2
 
 from services.errors import InvalidArgument
 from services.proxy.convert.fieldtypes import NUMPY_TYPES, SCALAR_SLOTS
+from services.proxy.convert.nullvectors import nullable_vector_field_data
 from services.schema import DYNAMIC_FIELD_NAME, CollectionSchema, DataType, FieldSchema
 
 _IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -128,6 +129,8 @@ def column_to_field_data(
         field_id=field.field_id,
         is_dynamic=field.is_dynamic,
     )
+    if field.dtype.is_vector and field.nullable:
+        return nullable_vector_field_data(field, array, column_to_field_data)
     if field.dtype == DataType.FLOAT_VECTOR:
         fd.vectors.dim = field.dim
         flat = array.flatten().to_numpy(zero_copy_only=False)

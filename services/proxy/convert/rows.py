@@ -30,6 +30,7 @@ from services.errors import InvalidArgument
 from services.jsonvalue import load_json
 from services.proxy.convert.fieldtypes import LIST_TYPES, NUMPY_TYPES, SCALAR_SLOTS, slot_name
 from services.proxy.convert.ids import ids_from_proto, ids_to_proto
+from services.proxy.convert.nullvectors import with_nulls
 from services.proxy.convert.output import (
     OutputFields,
     column_to_field_data,
@@ -186,7 +187,7 @@ def _column(
             f"equal to passed num_rows ({num_rows})"
         )
     if not valid.all():
-        if field.dtype.is_vector:
+        if field.dtype.is_vector and not field.nullable:
             raise InvalidArgument(f"vector field ({field.name}) does not support null")
         if not field.nullable and field.default_value is None:
             raise InvalidArgument(
@@ -377,6 +378,8 @@ def _expand(values: _Values, valid: np.ndarray) -> _Values:
 
 def _to_arrow(field: FieldSchema, values: _Values, valid: np.ndarray | None) -> pa.Array:
     """Build the Arrow column; rows with ``valid`` false take the default or null."""
+    if field.dtype.is_vector and valid is not None and not valid.all():
+        return with_nulls(_to_arrow(field, values, None), valid)  # a nullable vector field
     if field.dtype == DataType.FLOAT_VECTOR:
         assert isinstance(values, np.ndarray)
         flat = pa.array(np.ascontiguousarray(values).reshape(-1), type=pa.float32())

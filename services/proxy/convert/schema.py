@@ -22,6 +22,7 @@ from pymilvus.grpc_gen import common_pb2, schema_pb2
 
 from services.errors import InvalidArgument
 from services.jsonvalue import JsonTooDeep, load_json
+from services.proxy.convert.nullvectors import NULLABLE_VECTOR_TYPES
 from services.schema import (
     ARRAY_ELEMENT_TYPES,
     DYNAMIC_FIELD_NAME,
@@ -207,7 +208,7 @@ def _field_from_proto(
 
     if fpb.nullable and fpb.is_primary_key:
         raise InvalidArgument(f"primary field not support null, field name = {fpb.name}")
-    if fpb.nullable and dtype.is_vector:
+    if fpb.nullable and dtype.is_vector and dtype not in NULLABLE_VECTOR_TYPES:
         raise InvalidArgument(f"vector type not support null, field name = {fpb.name}")
 
     default: Any = None

@@ -396,9 +396,10 @@ BAD_SCHEMAS: list[tuple[str, schema_pb2.CollectionSchema, str]] = [
         "partition key should be Int64 or VarChar",
     ),
     (
-        "nullable vector",
-        _schema(_pk(), _field("v", schema_pb2.FloatVector, params={"dim": 4}, nullable=True)),
-        "vector type not support null",
+        "vector default value",
+        _schema(_pk(), _field("v", schema_pb2.FloatVector, params={"dim": 4}, nullable=True,
+                              default_value={"int_data": 1})),
+        "vector type not support default value",
     ),
     (
         "default type mismatch",
