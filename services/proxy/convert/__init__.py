@@ -6,7 +6,9 @@ Protobuf stops here. Each module owns one direction of one concept:
 * ``rows``: insert columns (``FieldData``) -> Arrow rows;
 * ``output``: Arrow result columns -> ``FieldData``, output field resolution;
 * ``ids``: primary keys as ``IDs``;
-* ``search``: ``SearchRequest`` -> ``SearchSpec``, search and query results.
+* ``search``: ``SearchRequest`` -> ``SearchSpec``, search and query results;
+* ``pkids``: search by primary keys (the keys, and their vectors as a placeholder group);
+* ``nullvectors``: nullable vector fields (None vectors <-> Arrow nulls, ``valid_data``).
 
 Everything is pure (no I/O) and raises ``InvalidArgument`` for client errors.
 """
