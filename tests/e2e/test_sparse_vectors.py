@@ -116,6 +116,19 @@ def test_sparse_vectors_end_to_end(tmp_path: Path) -> None:
             fused = client.hybrid_search("sparse", requests, RRFRanker(), limit=3, consistency_level="Strong")
             assert fused[0][0]["id"] == 9
 
+            # search_iterator pages through the same ranking (pymilvus' v1 iterator: range searches).
+            iterator = client.search_iterator("sparse", data=[base[21]], anns_field="maxscore", batch_size=15,
+                                              limit=60, consistency_level="Strong")
+            paged: list[Any] = []
+            while page := iterator.next():
+                paged.extend(page)
+            iterator.close()
+            rows = rows_from_pairs([(np.array(sorted(r), np.uint32), np.array([r[k] for k in sorted(r)], np.float32))
+                                    for r in base])
+            best = [d for _, d in reference_topk(rows, base[21], 60)]
+            assert len({h["id"] for h in paged}) == len(paged) == len(best)
+            np.testing.assert_allclose([h["distance"] for h in paged], best, rtol=1e-6)
+
             # Queries return the rows exactly (indices ascending, float32 values), sealed and growing.
             got = client.query("sparse", filter="id in [3, 599, 600, 899]", output_fields=list(FIELDS),
                                consistency_level="Strong")
