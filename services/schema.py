@@ -18,6 +18,13 @@ Arrow type of each Milvus data type:
   the bit order within a byte does not matter); one value buffer of exactly
   ``rows * dim / 8`` bytes, so a column is a ``(rows, dim / 8)`` uint8 matrix
   without a copy, and Parquet stores it as ``FIXED_LEN_BYTE_ARRAY``;
+* ``SPARSE_FLOAT_VECTOR`` -> ``binary``: each row's ``(index, value)`` pairs
+  packed exactly as Milvus stores and sends them (little-endian uint32 index,
+  float32 value, 8 bytes a pair, indices ascending; an empty row is zero
+  bytes). Variable length, so no fixed-size type fits; ``binary`` is Parquet's
+  ``BYTE_ARRAY`` and Spark's ``BinaryType``, and its offsets / 8 and data
+  buffer are the row pointers, indices and values of a CSR matrix without a
+  copy (``querynode/segments/sparse_rows.py``); a sparse field has no ``dim``;
 * every row also carries the system column ``_ts`` (uint64 hybrid timestamp
   of the WAL message that carried it).
 """
@@ -65,6 +72,10 @@ class DataType(IntEnum):
         return self is DataType.BINARY_VECTOR
 
     @property
+    def is_sparse_vector(self) -> bool:
+        return self is DataType.SPARSE_FLOAT_VECTOR
+
+    @property
     def is_integer(self) -> bool:
         return self in (DataType.INT8, DataType.INT16, DataType.INT32, DataType.INT64)
 
@@ -88,6 +99,7 @@ SUPPORTED_TYPES = frozenset(
         DataType.ARRAY,
         DataType.FLOAT_VECTOR,
         DataType.BINARY_VECTOR,
+        DataType.SPARSE_FLOAT_VECTOR,
     }
 )
 
@@ -155,6 +167,8 @@ class FieldSchema:
             return pa.list_(pa.float32(), self.dim)
         if self.dtype == DataType.BINARY_VECTOR:
             return pa.binary(self.code_size)
+        if self.dtype == DataType.SPARSE_FLOAT_VECTOR:
+            return pa.binary()
         if self.dtype == DataType.ARRAY:
             if self.element_type not in ARRAY_ELEMENT_TYPES:
                 raise ValueError(f"ARRAY field {self.name} has element type {self.element_type.name}")

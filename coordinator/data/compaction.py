@@ -84,7 +84,7 @@ def row_bytes(schema: CollectionSchema) -> int:
             size += 4 * f.dim
         elif f.dtype == DataType.BINARY_VECTOR:
             size += f.code_size
-        elif f.dtype in (DataType.VARCHAR, DataType.JSON, DataType.ARRAY) or f.is_dynamic:
+        elif f.dtype in (DataType.VARCHAR, DataType.JSON, DataType.ARRAY, DataType.SPARSE_FLOAT_VECTOR) or f.is_dynamic:
             size += 64
         elif f.dtype in (DataType.BOOL, DataType.INT8):
             size += 1

@@ -16,6 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
+from querynode.index.sparse_params import check_sparse_search
 from querynode.index.spec import IndexKind
 from querynode.segments.metric import Metric
 from services.errors import InvalidArgument
@@ -38,7 +39,8 @@ class SearchParams:
     * ``nprobe``: inverted lists probed (IVF_*, SCANN, BIN_IVF_FLAT; [1, 65536], default 8);
     * ``refine_k``: candidates re-scored per hit by a refining index (``>= 1``);
     * ``reorder_k``: SCANN's candidates re-scored with the raw vectors (``>= 1``);
-    * ``rbq_query_bits``: IVF_RABITQ's query quantization bits ([0, 8], 0 = none).
+    * ``rbq_query_bits``: IVF_RABITQ's query quantization bits ([0, 8], 0 = none);
+    * ``drop_ratio_search``, ``dim_max_score_ratio``: the sparse kinds' (``sparse_params.py``).
 
     ``radius`` / ``range_filter``: a range search when ``radius`` is set
     (``range_filter`` alone is ignored, like Milvus). Kept distances:
@@ -57,6 +59,8 @@ class SearchParams:
     refine_k: float | None = None
     reorder_k: int | None = None
     rbq_query_bits: int | None = None
+    drop_ratio_search: float | None = None
+    dim_max_score_ratio: float | None = None
 
     @property
     def is_range(self) -> bool:
@@ -74,6 +78,7 @@ class SearchParams:
         _int_in("rbq_query_bits", self.rbq_query_bits, RBQ_QUERY_BITS_RANGE)
         if self.refine_k is not None and not _finite("refine_k", self.refine_k) >= 1.0:
             raise InvalidArgument(f"invalid search params: refine_k must be at least 1, got {self.refine_k}")
+        check_sparse_search(self.drop_ratio_search, self.dim_max_score_ratio)
         if self.radius is None:
             return
         if metric in (Metric.SUBSTRUCTURE, Metric.SUPERSTRUCTURE):
@@ -232,6 +237,8 @@ def search_params(params: dict[str, object]) -> SearchParams:
         refine_k=num("refine_k"),
         reorder_k=integer("reorder_k"),
         rbq_query_bits=integer("rbq_query_bits"),
+        drop_ratio_search=num("drop_ratio_search"),
+        dim_max_score_ratio=num("dim_max_score_ratio"),
     )
 
 

@@ -19,19 +19,27 @@ from querynode.index.faiss_params import FaissParams
 from querynode.index.flat import FlatIndex
 from querynode.index.hnsw import HnswIndex
 from querynode.index.options import DEFAULT_OPTIONS, IndexOptions
+from querynode.index.sparse_inverted import SparseInvertedIndex
+from querynode.index.sparse_params import SparseBuildParams
 from querynode.index.spec import IndexKind, IndexSpec
+from querynode.segments.sparse_rows import SparseRows
 
-__all__ = ["IndexSpec", "build_index", "restore_index"]
+__all__ = ["IndexSpec", "VectorData", "build_index", "restore_index"]
+
+#: What an index is built over: a dense matrix, or a sparse field's rows.
+VectorData = np.ndarray | SparseRows
 
 
-def build_index(spec: IndexSpec, vectors: np.ndarray, *, options: IndexOptions = DEFAULT_OPTIONS) -> VectorIndex:
-    """Build ``spec``'s index over ``vectors`` (``(rows, dim)`` float32, or ``(rows, dim / 8)``
-    uint8 codes for the binary kinds; row position = label).
+def build_index(spec: IndexSpec, vectors: VectorData, *, options: IndexOptions = DEFAULT_OPTIONS) -> VectorIndex:
+    """Build ``spec``'s index over ``vectors`` (``(rows, dim)`` float32, ``(rows, dim / 8)``
+    uint8 codes for the binary kinds, ``SparseRows`` for the sparse ones; row position = label).
 
     FLAT keeps a reference to ``vectors`` (no copy when already float32), and
     so do HNSW for its exact fallback and the binary kinds: do not modify them afterwards.
     """
     kind = spec.kind
+    if isinstance(vectors, SparseRows):
+        return SparseInvertedIndex.build(kind, vectors, spec.metric_type, _sparse(spec))
     match kind:
         case IndexKind.FLAT:
             return FlatIndex(vectors, spec.metric_type)
@@ -53,12 +61,14 @@ def build_index(spec: IndexSpec, vectors: np.ndarray, *, options: IndexOptions =
         ):
             spec.check_dim(_dim(vectors))
             return FaissIndex.build(kind, vectors, spec.metric_type, _faiss(spec), options)
+        case IndexKind.SPARSE_INVERTED_INDEX | IndexKind.SPARSE_WAND:
+            raise ValueError(f"a {kind.value} index is built over sparse rows, not a matrix")
         case _:
             assert_never(kind)
 
 
 def restore_index(
-    spec: IndexSpec, vectors: np.ndarray, data: bytes | None, *, options: IndexOptions = DEFAULT_OPTIONS
+    spec: IndexSpec, vectors: VectorData, data: bytes | None, *, options: IndexOptions = DEFAULT_OPTIONS
 ) -> VectorIndex:
     """The index ``serialize()`` turned into ``data``, over the same ``vectors``.
 
@@ -67,6 +77,8 @@ def restore_index(
         RuntimeError: the backend cannot read ``data``.
     """
     kind = spec.kind
+    if isinstance(vectors, SparseRows):
+        return SparseInvertedIndex.restore(kind, data, vectors, spec.metric_type, _sparse(spec))
     match kind:
         case IndexKind.FLAT:
             if data is not None:
@@ -91,8 +103,17 @@ def restore_index(
             | IndexKind.HNSW_PRQ
         ):
             return FaissIndex.restore(kind, data, vectors, spec.metric_type, _faiss(spec), options)
+        case IndexKind.SPARSE_INVERTED_INDEX | IndexKind.SPARSE_WAND:
+            raise ValueError(f"a {kind.value} index is built over sparse rows, not a matrix")
         case _:
             assert_never(kind)
+
+
+def _sparse(spec: IndexSpec) -> SparseBuildParams:
+    params = spec.sparse_params
+    if params is None:
+        raise ValueError(f"{spec.kind.value} cannot index sparse vectors")
+    return params
 
 
 def _faiss(spec: IndexSpec) -> FaissParams:

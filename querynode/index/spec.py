@@ -15,7 +15,11 @@ as pymilvus sends them. Other keys are ignored. Every error is an
 are checked against the field's vector type first, with Milvus' messages
 (``binary vector index does not support metric type: L2``, ``data type
 BinaryVector can't build with this index HNSW``). SUBSTRUCTURE and
-SUPERSTRUCTURE are BIN_FLAT's only, as in Milvus.
+SUPERSTRUCTURE are BIN_FLAT's only, as in Milvus. A sparse float vector field
+(``IndexSpec.sparse``) takes ``SPARSE_INVERTED_INDEX``, ``SPARSE_WAND`` or
+``AUTOINDEX`` (SPARSE_INVERTED_INDEX with DAAT_MAXSCORE) and the metric ``IP``
+only (their parameters are in ``sparse_params.py``); ``BM25`` is refused, as
+Milvus refuses it outside a BM25 function's output field.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import assert_never
 
 from querynode.index.faiss_params import FaissParams, graph_params, ivf_params
+from querynode.index.sparse_params import SparseBuildParams, sparse_build_params
 from querynode.segments.metric import Metric, UnknownMetricError, parse_metric
 from services.errors import InvalidArgument
 
@@ -63,6 +68,9 @@ class IndexKind(enum.Enum):
     HNSW_SQ = "HNSW_SQ"
     HNSW_PQ = "HNSW_PQ"
     HNSW_PRQ = "HNSW_PRQ"
+    # sparse float vectors (sparse_inverted.py).
+    SPARSE_INVERTED_INDEX = "SPARSE_INVERTED_INDEX"
+    SPARSE_WAND = "SPARSE_WAND"
 
     @property
     def is_faiss(self) -> bool:
@@ -95,9 +103,15 @@ INDEX_TYPES: Mapping[str, IndexKind] = {
     "BIN_FLAT": IndexKind.BIN_FLAT,
     "BIN_IVF_FLAT": IndexKind.BIN_IVF_FLAT,
     **{kind.value: kind for kind in FAISS_KINDS},
+    "SPARSE_INVERTED_INDEX": IndexKind.SPARSE_INVERTED_INDEX,
+    "SPARSE_WAND": IndexKind.SPARSE_WAND,
 }
 #: The kinds that index binary vectors (the others index float vectors).
 BINARY_KINDS = frozenset({IndexKind.BIN_FLAT, IndexKind.BIN_IVF_FLAT})
+#: The kinds that index sparse float vectors.
+SPARSE_KINDS = frozenset({IndexKind.SPARSE_INVERTED_INDEX, IndexKind.SPARSE_WAND})
+#: Metrics Milvus lists for sparse indexes (BM25 only on a BM25 function's output field).
+SPARSE_METRIC_NAMES = ("IP", "BM25")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -132,6 +146,7 @@ class IndexSpec:
     metric: str
     params: Mapping[str, str | int | float] = field(default_factory=dict)
     binary: bool = False
+    sparse: bool = False
 
     def __post_init__(self) -> None:
         self.validate()
@@ -140,7 +155,7 @@ class IndexSpec:
         """Raise ``InvalidArgument`` naming the first bad parameter."""
         # Each property parses (and so checks) its part: the metric first (Milvus checks it against
         # the field's type before the index type), then the kind, as the others read it.
-        _ = (self.metric_type, self.kind, self.hnsw, self.bin_ivf, self.faiss)
+        _ = (self.metric_type, self.kind, self.hnsw, self.bin_ivf, self.faiss, self.sparse_params)
 
     @property
     def kind(self) -> IndexKind:
@@ -153,6 +168,11 @@ class IndexSpec:
             )
         if name == "AUTOINDEX" and self.binary:
             return IndexKind.BIN_IVF_FLAT
+        if name == "AUTOINDEX" and self.sparse:
+            return IndexKind.SPARSE_INVERTED_INDEX
+        if (kind in SPARSE_KINDS) != self.sparse:
+            data_type = "SparseFloatVector" if self.sparse else ("BinaryVector" if self.binary else "FloatVector")
+            raise InvalidArgument(f"data type {data_type} can't build with this index {name}: invalid parameter")
         if (kind in BINARY_KINDS) != self.binary:
             data_type = "BinaryVector" if self.binary else "FloatVector"
             raise InvalidArgument(f"data type {data_type} can't build with this index {name}: invalid parameter")
@@ -168,6 +188,8 @@ class IndexSpec:
         """The parsed metric, one of the field's vector type."""
         if not self.metric:
             raise InvalidArgument("invalid index params: metric_type is missing")
+        if self.sparse:
+            return _sparse_metric(self.metric)
         family = "binary" if self.binary else "float"
         try:
             metric = parse_metric(self.metric)
@@ -213,6 +235,14 @@ class IndexSpec:
             return graph_params(kind.value, self.params)
         return ivf_params(kind.value, self.params)
 
+    @property
+    def sparse_params(self) -> SparseBuildParams | None:
+        """The build parameters of a sparse kind (``sparse_params.py``); None for the others."""
+        if not self.sparse:
+            return None
+        kind = self.kind
+        return sparse_build_params(kind.value, {} if str(self.index_type).upper() == "AUTOINDEX" else self.params)
+
     def check_dim(self, dim: int) -> None:
         """Raise ``InvalidArgument`` when the index cannot be built over ``dim``-dimensional vectors
         (IVF_PQ, HNSW_PQ and HNSW_PRQ need ``m`` to divide it, SCANN ``sub_dim``)."""
@@ -244,9 +274,24 @@ class IndexSpec:
                 faiss = self.faiss
                 assert faiss is not None
                 params = faiss.canonical()
+            case IndexKind.SPARSE_INVERTED_INDEX | IndexKind.SPARSE_WAND:
+                sparse = self.sparse_params
+                assert sparse is not None
+                params = sparse.canonical()
             case _:
                 assert_never(kind)
         return {"index_type": kind.value, "metric": self.metric_type.value, "params": params}
+
+
+def _sparse_metric(name: str) -> Metric:
+    """A sparse field's metric: IP; BM25 only belongs to a BM25 function's output field."""
+    upper = str(name).strip().upper()
+    if upper == "BM25":
+        raise InvalidArgument(f"only BM25 Function output field support BM25 metric type: {_PARAMS_SUFFIX}")
+    if upper != "IP":
+        supported = " ".join(SPARSE_METRIC_NAMES)
+        raise InvalidArgument(f"metric type {upper} not found or not supported, supported: [{supported}]")
+    return Metric.IP
 
 
 def _int_param(params: Mapping[str, str | int | float], key: str, default: int, bounds: tuple[int, int]) -> int:

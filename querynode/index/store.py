@@ -22,14 +22,13 @@ the meta. Every function blocks (storage I/O, hnswlib): call from a thread.
 from __future__ import annotations
 
 import crc32c
-import numpy as np
 import structlog
 
 from querynode.index.base import VectorIndex
-from querynode.index.factory import restore_index
+from querynode.index.factory import VectorData, restore_index
 from querynode.index.meta import DataFile, IndexMeta
 from querynode.index.options import DEFAULT_OPTIONS, IndexOptions
-from querynode.index.spec import IndexSpec
+from querynode.index.spec import SPARSE_KINDS, IndexSpec
 from services.errors import InvalidArgument
 from services.storage import layout
 from services.storage.errors import ObjectNotFound
@@ -70,7 +69,7 @@ def save_index(
     field_id: int,
     spec: IndexSpec,
     index: VectorIndex,
-    vectors: np.ndarray | None = None,
+    vectors: VectorData | None = None,
 ) -> None:
     """Store ``index`` (built from ``spec`` over the field ``field_id``): data first, then the meta.
 
@@ -92,7 +91,7 @@ def save_index(
     data = None
     if payload is not None:
         checksum = crc32c.crc32c(payload)
-        prefix = "faiss" if index.kind.is_faiss else "graph"
+        prefix = "faiss" if index.kind.is_faiss else ("postings" if index.kind in SPARSE_KINDS else "graph")
         data = DataFile(name=f"{prefix}-{checksum:08x}.bin", size=len(payload), crc32c=checksum)
         store.write_bytes(f"{directory}/{data.name}", payload)
     meta = IndexMeta.describe(spec, field_id=field_id, dim=index.dim, rows=index.num_rows, data=data)
@@ -113,7 +112,7 @@ def load_index(
     index_id: int,
     field_id: int,
     spec: IndexSpec,
-    vectors: np.ndarray,
+    vectors: VectorData,
     *,
     options: IndexOptions = DEFAULT_OPTIONS,
 ) -> VectorIndex | None:

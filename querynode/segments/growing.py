@@ -9,7 +9,8 @@ a read overlap a write.
 Pieces (one module each): ``mvcc`` (row validity intervals), ``pk_index``
 (primary key -> code), ``rows`` (scalar columns as Arrow chunks),
 ``vectors`` (float32 matrix per float vector field), ``binary_vectors``
-(uint8 matrix per binary vector field), ``search`` (exact top-k), ``metric``
+(uint8 matrix per binary vector field), ``sparse_vectors`` (a growing CSR
+matrix per sparse float vector field), ``search`` (exact top-k), ``metric``
 and ``binary_metric`` (distances).
 """
 
@@ -27,6 +28,8 @@ from querynode.segments.mvcc import VersionChains
 from querynode.segments.pk_index import make_pk_index
 from querynode.segments.rows import ChunkedRows
 from querynode.segments.search import Hits, exact_search
+from querynode.segments.sparse_rows import SparseRows
+from querynode.segments.sparse_vectors import SparseVectorColumn
 from querynode.segments.vectors import VectorColumn
 from services.schema import TIMESTAMP_COLUMN, CollectionSchema, DataType
 
@@ -45,12 +48,14 @@ class GrowingStore:
         self._schema = schema
         self._pk = schema.primary_field
         self._arrow_schema = schema.arrow_schema()
-        self._vectors: dict[str, VectorColumn | BinaryVectorColumn] = {}
+        self._vectors: dict[str, VectorColumn | BinaryVectorColumn | SparseVectorColumn] = {}
         for f in schema.vector_fields:
             if f.dtype == DataType.FLOAT_VECTOR:
                 self._vectors[f.name] = VectorColumn(f.dim)
             elif f.dtype == DataType.BINARY_VECTOR:
                 self._vectors[f.name] = BinaryVectorColumn(f.dim)
+            elif f.dtype == DataType.SPARSE_FLOAT_VECTOR:
+                self._vectors[f.name] = SparseVectorColumn()
             else:
                 raise ValueError(f"vector field {f.name}: {f.dtype.name} is not supported")
         self._rows = ChunkedRows(
@@ -105,7 +110,7 @@ class GrowingStore:
 
         self._chains.append(pks, ts_values)
         for name, (rows, valid) in decoded.items():
-            self._vectors[name].append(rows, valid)
+            self._vectors[name].append(rows, valid)  # type: ignore[arg-type]  # each column gets its own decode
         self._rows.append(batch.select(self._rows.schema.names))
         self._table = None
         self._int_pks = None
@@ -124,16 +129,16 @@ class GrowingStore:
         self._chains.delete(keys, ts)
         self._masks.clear()
 
-    def vector_matrix(self, field: str) -> np.ndarray:
+    def vector_matrix(self, field: str) -> np.ndarray | SparseRows:
         """The matrix of a vector field (a view; do not modify): ``(rows, dim)`` float32 for a
-        float vector field, ``(rows, dim / 8)`` uint8 for a binary one."""
+        float vector field, ``(rows, dim / 8)`` uint8 for a binary one, CSR rows for a sparse one."""
         return self._column(field).matrix()
 
     def vector_valid(self, field: str) -> np.ndarray | None:
         """Bool per row: the vector is not null (None when none is null)."""
         return self._column(field).valid()
 
-    def _column(self, field: str) -> VectorColumn | BinaryVectorColumn:
+    def _column(self, field: str) -> VectorColumn | BinaryVectorColumn | SparseVectorColumn:
         column = self._vectors.get(field)
         if column is None:
             raise ValueError(f"{field!r} is not a vector field")
@@ -246,6 +251,8 @@ class GrowingStore:
         """
         parsed = parse_metric(metric)
         column = self._column(field)
+        if isinstance(column, SparseVectorColumn):
+            raise ValueError(f"{field!r} is a sparse vector field: search it with querynode.worker.segment.search_rows")
         binary = isinstance(column, BinaryVectorColumn)
         if parsed.is_binary != binary:
             kind = "binary" if binary else "float"
@@ -365,7 +372,11 @@ class GrowingStore:
         return pa.Table.from_arrays(columns, schema=self._arrow_schema)
 
 
-def _decode(column: VectorColumn | BinaryVectorColumn, values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+def _decode(
+    column: VectorColumn | BinaryVectorColumn | SparseVectorColumn, values: pa.Array
+) -> tuple[np.ndarray | SparseRows, np.ndarray]:
+    if isinstance(column, SparseVectorColumn):
+        return SparseVectorColumn.decode(values)
     if isinstance(column, BinaryVectorColumn):
         return BinaryVectorColumn.decode(values, column.code_size)
     return VectorColumn.decode(values, column.dim)

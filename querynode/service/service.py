@@ -16,6 +16,7 @@ from protos import querynode_pb2_grpc
 from querynode.delegator.delegator import Delegator, PlacedSegment, ReadSpec
 from querynode.delegator.distribution import Placement
 from querynode.index.base import parse_params, search_params
+from querynode.segments.sparse_rows import queries_from_bytes
 from querynode.worker.client import WorkerClient, segment_read
 from querynode.worker.cuts import decode_cuts
 from querynode.worker.indexes import vector_index_specs
@@ -51,7 +52,13 @@ def _read_spec(read: pb.ReadOptions) -> ReadSpec:
 
 def _matrix(raw: bytes, field: FieldSchema) -> np.ndarray:
     """The query vectors of a request, row after row: float32 little-endian, or for a binary
-    vector field the ``dim / 8`` bytes of each row's code."""
+    vector field the ``dim / 8`` bytes of each row's code, for a sparse one a padded batch of pairs
+    (``sparse_rows.queries_to_bytes``)."""
+    if field.dtype.is_sparse_vector:
+        try:
+            return queries_from_bytes(raw)
+        except ValueError as err:
+            raise InvalidArgument(str(err)) from None
     if field.dtype.is_binary_vector:
         width = field.code_size
         if width <= 0 or len(raw) % width:

@@ -26,7 +26,7 @@ class FieldIndexSpec:
     spec: IndexSpec
 
 
-def index_spec(params: Mapping[str, str], *, binary: bool = False) -> IndexSpec:
+def index_spec(params: Mapping[str, str], *, binary: bool = False, sparse: bool = False) -> IndexSpec:
     """The ``IndexSpec`` of catalog params (``index_type``, ``metric_type``, ``params`` JSON, other keys)
     for a float vector field, or a binary one (``binary``: the metric defaults to HAMMING)."""
     build: dict[str, str | int | float] = {k: v for k, v in params.items() if k not in _META_KEYS}
@@ -41,16 +41,18 @@ def index_spec(params: Mapping[str, str], *, binary: bool = False) -> IndexSpec:
         build.update(extra)
     return IndexSpec(
         index_type=params.get("index_type", "AUTOINDEX") or "AUTOINDEX",
-        metric=params.get("metric_type", "") or ("HAMMING" if binary else "L2"),
+        metric=params.get("metric_type", "") or ("HAMMING" if binary else "IP" if sparse else "L2"),
         params=build,
         binary=binary,
+        sparse=sparse,
     )
 
 
 def field_index_spec(
-    field_name: str, index_id: int, params: Mapping[str, str], *, binary: bool = False
+    field_name: str, index_id: int, params: Mapping[str, str], *, binary: bool = False, sparse: bool = False
 ) -> FieldIndexSpec:
-    return FieldIndexSpec(field_name=field_name, index_id=index_id, spec=index_spec(params, binary=binary))
+    spec = index_spec(params, binary=binary, sparse=sparse)
+    return FieldIndexSpec(field_name=field_name, index_id=index_id, spec=spec)
 
 
 def vector_index_specs(
@@ -62,7 +64,13 @@ def vector_index_specs(
     before it did may still hold one): filters on those fields scan the column.
     """
     return [
-        field_index_spec(name, index_id, params, binary=schema.field(name).dtype.is_binary_vector)
+        field_index_spec(
+            name,
+            index_id,
+            params,
+            binary=schema.field(name).dtype.is_binary_vector,
+            sparse=schema.field(name).dtype.is_sparse_vector,
+        )
         for name, index_id, params in indexes
         if schema.has_field(name) and schema.field(name).dtype.is_vector
     ]

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from querynode.index.base import SearchParams, VectorIndex
 from querynode.index.factory import IndexSpec, build_index
+from querynode.index.sparse_exact import exact_sparse_index
 from querynode.segments.growing import GrowingStore
 from querynode.segments.metric import parse_metric
 from services.segment import SegmentMeta
@@ -108,6 +109,8 @@ def search_rows(
     if store.num_rows == 0 or not allowed.any():
         empty = np.empty(0, dtype=np.int64)
         return store.hits_table(empty, empty, np.empty(0, np.float32), output_fields)
+    if index is None and store.schema.field(field_name).dtype.is_sparse_vector:
+        index = exact_sparse_index(store.vector_matrix(field_name), metric)
     if index is None:
         binary = store.schema.field(field_name).dtype.is_binary_vector
         exact = IndexSpec(index_type="BIN_FLAT" if binary else "FLAT", metric=metric, params={}, binary=binary)

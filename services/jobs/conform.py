@@ -15,6 +15,9 @@ naming the file and the field. The rules follow the proxy's insert path:
 * BINARY_VECTOR: every row ``dim / 8`` bytes, as Milvus' import takes them: a
   binary (or fixed-size binary) value of that many bytes, or a list of that many
   integers in [0, 255] (Parquet ``list<uint8>``, a JSON array, a 2-D uint8 ``.npy``);
+* SPARSE_FLOAT_VECTOR: JSON (an object of index -> value, or ``indices`` and
+  ``values`` lists), a Parquet struct of ``indices``/``values`` lists, or the
+  packed pairs as binary (``sparse_conform.py``);
 * VARCHAR: at most ``max_length`` bytes; ARRAY: at most ``max_capacity``
   elements; JSON and ``$meta``: JSON text (``$meta`` an object).
 
@@ -33,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from services.errors import InvalidArgument
+from services.jobs.sparse_conform import sparse_column, sparse_type_fits
 from services.jsonvalue import load_json
 from services.schema import DYNAMIC_FIELD_NAME, CollectionSchema, DataType, FieldSchema
 
@@ -97,6 +101,8 @@ def _type_fits(f: FieldSchema, t: pa.DataType) -> bool:
         return (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)) and (
             pa.types.is_integer(t.value_type)
         )
+    if f.dtype == DataType.SPARSE_FLOAT_VECTOR:
+        return sparse_type_fits(t)
     if f.dtype == DataType.ARRAY:
         return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
     if f.dtype in (DataType.VARCHAR, DataType.JSON) or f.is_dynamic:
@@ -153,6 +159,8 @@ def _field(f: FieldSchema, column: pa.Array | None, rows: int) -> pa.Array:
         return _vectors(f, column)
     if f.dtype == DataType.BINARY_VECTOR:
         return _binary_vectors(f, column)
+    if f.dtype == DataType.SPARSE_FLOAT_VECTOR:
+        return sparse_column(column)
     array = column.cast(f.arrow_type(), safe=True)
     if array.null_count:
         if f.default_value is not None:
@@ -292,7 +300,7 @@ def json_rows_to_columns(
         if f.is_dynamic or f.name not in present:
             continue
         cells = values[f.name]
-        if f.dtype == DataType.JSON:
+        if f.dtype in (DataType.JSON, DataType.SPARSE_FLOAT_VECTOR):
             cells = [None if c is None else json.dumps(c) for c in cells]
         try:
             columns[f.name] = pa.array(cells, type=_json_source_type(f))
@@ -310,4 +318,6 @@ def _json_source_type(f: FieldSchema) -> pa.DataType:
         return pa.list_(pa.int64())
     if f.dtype == DataType.FLOAT:
         return pa.float64()
+    if f.dtype == DataType.SPARSE_FLOAT_VECTOR:
+        return pa.string()  # each row's JSON text, parsed by sparse_conform
     return f.arrow_type()

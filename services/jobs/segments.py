@@ -193,7 +193,13 @@ def _build_indexes(
     held.apply_insert(table)
     for ref in vector_indexes:
         field = schema.field(ref.field_name)
-        spec = field_index_spec(ref.field_name, ref.index_id, ref.params, binary=field.dtype.is_binary_vector)
+        spec = field_index_spec(
+            ref.field_name,
+            ref.index_id,
+            ref.params,
+            binary=field.dtype.is_binary_vector,
+            sparse=field.dtype.is_sparse_vector,
+        )
         vectors = held.vector_matrix(field.name)
         index = build_index(spec.spec, vectors)
         save_index(store, collection_id, segment_id, ref.index_id, field.field_id, spec.spec, index, vectors)

@@ -8,7 +8,8 @@ Milvus takes paths inside its bucket. Formats go by extension:
   vectors as binary values or lists of byte values, ``dim / 8`` each);
 * ``.json``: ``{"rows": [{...}, ...]}`` or ``[{...}, ...]``; ``.jsonl``: one object per line;
 * ``.npy``: one file per field, named after it (``id.npy``, ``vec.npy``); every
-  ``.npy`` of one request forms one set (binary vectors: ``(rows, dim / 8)`` uint8).
+  ``.npy`` of one request forms one set (binary vectors: ``(rows, dim / 8)`` uint8;
+  sparse vectors cannot come from ``.npy``, as in Milvus).
 
 ``describe_files`` is the coordinator's check before a job starts: it reads only
 Parquet footers and NumPy headers (and JSON sizes), refuses what cannot fit the
@@ -145,6 +146,10 @@ def _describe_numpy(files: Sequence[str], schema: CollectionSchema, storage_uri:
         except ValueError as err:
             raise ImportFileError(name, f"not a readable .npy file: {err}") from None
         paths[field] = path
+        if schema.has_field(field) and schema.field(field).dtype == DataType.SPARSE_FLOAT_VECTOR:
+            raise ImportFileError(
+                name, "sparse vectors cannot be imported from .npy files (as in Milvus); use Parquet or JSON", field=field
+            )
         if len(shape) == 2:
             types[field] = pa.list_(pa.from_numpy_dtype(dtype), shape[1])
         elif len(shape) == 1:

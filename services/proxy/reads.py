@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 from protos import coordinator_pb2, querynode_pb2, querynode_pb2_grpc
+from querynode.segments.sparse_rows import PAIR, queries_to_bytes
 from services.aiogather import gather_all
 from services.arrowio import ipc_to_table
 from services.coordclient import CoordinatorClient
@@ -215,11 +216,12 @@ class ReadRouter:
         params: dict[str, Any],
     ) -> list[pa.Table]:
         # Float vectors as little-endian float32, binary codes (uint8) as they are (querynode.proto).
-        payload = (
-            np.ascontiguousarray(vectors).tobytes()
-            if vectors.dtype == np.uint8
-            else np.ascontiguousarray(vectors, dtype="<f4").tobytes()
-        )
+        if vectors.dtype == PAIR:  # sparse: a padded batch of (index, value) pairs
+            payload = queries_to_bytes(vectors)
+        elif vectors.dtype == np.uint8:
+            payload = np.ascontiguousarray(vectors).tobytes()
+        else:
+            payload = np.ascontiguousarray(vectors, dtype="<f4").tobytes()
         params_json = json.dumps(params)
 
         async def call(address: str, vchannels: list[str], read: ReadOptions) -> pa.Table:

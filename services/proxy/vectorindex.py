@@ -1,7 +1,8 @@
 """Vector index parameters and search metrics per vector type, as Milvus' proxy checks them.
 
-A float vector field's metric defaults to COSINE, a binary one's to HAMMING
-(Milvus' ``FloatVectorDefaultMetricType`` / ``BinaryVectorDefaultMetricType``),
+A float vector field's metric defaults to COSINE, a binary one's to HAMMING, a
+sparse one's to IP (Milvus' ``FloatVectorDefaultMetricType`` /
+``BinaryVectorDefaultMetricType`` / ``SparseFloatVectorDefaultMetricType``),
 both for an index created without ``metric_type`` and for a search of a field
 without an index. Metrics of the other vector type are refused before anything
 is written, with Milvus' messages (``querynode/index/spec.py``).
@@ -18,10 +19,13 @@ from services.schema import FieldSchema
 
 DEFAULT_FLOAT_METRIC = "COSINE"
 DEFAULT_BINARY_METRIC = "HAMMING"
+DEFAULT_SPARSE_METRIC = "IP"
 
 
 def default_metric(field: FieldSchema) -> str:
     """The metric a vector field is searched and indexed with when none is given."""
+    if field.dtype.is_sparse_vector:
+        return DEFAULT_SPARSE_METRIC
     return DEFAULT_BINARY_METRIC if field.dtype.is_binary_vector else DEFAULT_FLOAT_METRIC
 
 
@@ -38,7 +42,7 @@ def vector_index_params(field: FieldSchema, params: Mapping[str, str]) -> dict[s
     out["metric_type"] = (out.get("metric_type") or default_metric(field)).strip().upper()
     out.setdefault("index_type", "AUTOINDEX")
     # Also refused: a faiss kind the field's dimension does not fit (IVF_PQ's m must divide it).
-    index_spec(out, binary=field.dtype.is_binary_vector).check_dim(field.dim)
+    index_spec(out, binary=field.dtype.is_binary_vector, sparse=field.dtype.is_sparse_vector).check_dim(field.dim)
     return out
 
 
@@ -53,6 +57,10 @@ def search_metric(field: FieldSchema, index_metric: str, requested: str | None) 
     if wanted and index_metric and wanted != index_metric:
         raise InvalidArgument(f"metric type not match: invalid parameter[expected={index_metric}][actual={wanted}]")
     metric = wanted or index_metric or default_metric(field)
+    if field.dtype.is_sparse_vector:
+        if metric != "IP":
+            raise InvalidArgument(f"sparse vector field {field.name} does not support metric type: {metric}")
+        return metric
     try:
         parsed = parse_metric(metric)
     except UnknownMetricError:

@@ -29,6 +29,7 @@ SCALAR_SLOTS: dict[DataType, str] = {
 VECTOR_SLOTS: dict[DataType, str] = {
     DataType.FLOAT_VECTOR: "float_vector",
     DataType.BINARY_VECTOR: "binary_vector",
+    DataType.SPARSE_FLOAT_VECTOR: "sparse_float_vector",
 }
 
 #: numpy dtypes of the fixed-width scalar types (text types travel as str).
@@ -45,7 +46,7 @@ NUMPY_TYPES: dict[DataType, type[np.generic]] = {
 TEXT_TYPES = frozenset({DataType.VARCHAR, DataType.JSON})
 
 #: Types whose insert values are read as a Python list, one item per row (not numpy).
-LIST_TYPES = TEXT_TYPES | {DataType.ARRAY}
+LIST_TYPES = TEXT_TYPES | {DataType.ARRAY, DataType.SPARSE_FLOAT_VECTOR}
 
 
 def slot_name(dtype: DataType) -> str:

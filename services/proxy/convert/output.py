@@ -28,6 +28,7 @@ from pymilvus.grpc_gen import schema_pb2
 from services.errors import InvalidArgument
 from services.proxy.convert.fieldtypes import NUMPY_TYPES, SCALAR_SLOTS
 from services.proxy.convert.nullvectors import nullable_vector_field_data
+from services.proxy.convert.sparse import sparse_field_data
 from services.schema import DYNAMIC_FIELD_NAME, CollectionSchema, DataType, FieldSchema
 
 _IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -139,6 +140,9 @@ def column_to_field_data(
     if field.dtype == DataType.BINARY_VECTOR:
         fd.vectors.dim = field.dim
         fd.vectors.binary_vector = binary_codes(array, field.code_size).tobytes()
+        return fd
+    if field.dtype == DataType.SPARSE_FLOAT_VECTOR:
+        sparse_field_data(fd, array)
         return fd
     if field.nullable:
         fd.valid_data.extend(array.is_valid().to_numpy(zero_copy_only=False).tolist())

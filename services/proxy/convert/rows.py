@@ -38,6 +38,7 @@ from services.proxy.convert.output import (
     table_to_fields_data,
 )
 from services.proxy.convert.schema import type_name
+from services.proxy.convert.sparse import read_sparse_column
 from services.schema import DYNAMIC_FIELD_NAME, CollectionSchema, DataType, FieldSchema
 
 __all__ = [
@@ -265,6 +266,11 @@ def _read(field: FieldSchema, fd: schema_pb2.FieldData) -> _Values:
         return flat.reshape(-1, field.dim)
     if field.dtype == DataType.BINARY_VECTOR:
         return _read_binary(field, fd)
+    if field.dtype == DataType.SPARSE_FLOAT_VECTOR:
+        rows = read_sparse_column(field, fd)
+        if rows is None:
+            raise _mismatch(field, fd.vectors.WhichOneof("data") if kind == "vectors" else kind)
+        return rows
 
     if field.dtype == DataType.ARRAY:
         return _read_arrays(field, fd)

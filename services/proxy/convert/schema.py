@@ -198,6 +198,8 @@ def _field_from_proto(
     if dtype == DataType.BINARY_VECTOR:
         dim = _parse_binary_dim(fpb.name, params)
         params[DIM_KEY] = str(dim)
+    if dtype == DataType.SPARSE_FLOAT_VECTOR and DIM_KEY in params:
+        raise InvalidArgument(f"dim should not be specified for sparse vector field {fpb.name}({field_id})")
     if dtype == DataType.ARRAY:
         element_type = _parse_element_type(fpb)
         max_capacity = _parse_max_capacity(fpb.name, params, collection)

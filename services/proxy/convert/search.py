@@ -43,6 +43,7 @@ from services.proxy.convert.output import (
 )
 from services.proxy.convert.pkids import PrimaryKeys, search_primary_keys
 from services.proxy.convert.schema import type_name
+from services.proxy.convert.sparse import check_sparse_search_params, sparse_queries
 from services.schema import CollectionSchema, DataType, FieldSchema
 
 # Milvus's defaults of quotaAndLimits.limits.topK and .nq; a proxy's own are in ProxyLimits.
@@ -206,6 +207,7 @@ def parse_search_request(
             index_params[key] = _parse_int_in(key, index_params[key], low, high)
     if "refine_k" in index_params:
         index_params["refine_k"] = _parse_refine_k(index_params["refine_k"])
+    check_sparse_search_params(index_params)
 
     anns = _anns_field(schema, kv.get("anns_field", "").strip(), by_keys=keys is not None)
     vectors = _NO_VECTORS if keys is not None else _decode_vectors(req.placeholder_group, anns, limits)
@@ -456,6 +458,8 @@ def _decode_vectors(raw: bytes, anns: FieldSchema, limits: ProxyLimits) -> np.nd
     holder = group.placeholders[0]
     binary = anns.dtype == DataType.BINARY_VECTOR
     expected = common_pb2.PlaceholderType.BinaryVector if binary else common_pb2.PlaceholderType.FloatVector
+    if anns.dtype == DataType.SPARSE_FLOAT_VECTOR:
+        expected = common_pb2.PlaceholderType.SparseFloatVector
     if holder.type != expected:
         got = common_pb2.PlaceholderType.Name(holder.type)
         raise InvalidArgument(
@@ -464,6 +468,8 @@ def _decode_vectors(raw: bytes, anns: FieldSchema, limits: ProxyLimits) -> np.nd
         )
     nq = len(holder.values)
     _check_nq(nq, limits)
+    if anns.dtype == DataType.SPARSE_FLOAT_VECTOR:
+        return sparse_queries(holder.values)
     if binary:
         return _binary_codes(holder.values, anns)
     width = anns.dim * 4

@@ -356,11 +356,6 @@ BAD_SCHEMAS: list[tuple[str, schema_pb2.CollectionSchema, str]] = [
         "ARRAY type not support default value, field `tags`",
     ),
     (
-        "sparse vector",
-        _schema(_pk(), _vec(), _field("sp", schema_pb2.SparseFloatVector)),
-        "data type SparseFloatVector is not supported yet",
-    ),
-    (
         "string",
         _schema(_pk(), _vec(), _field("s", schema_pb2.String)),
         "data type String is not supported yet",
