@@ -18,6 +18,11 @@ Arrow type of each Milvus data type:
   the bit order within a byte does not matter); one value buffer of exactly
   ``rows * dim / 8`` bytes, so a column is a ``(rows, dim / 8)`` uint8 matrix
   without a copy, and Parquet stores it as ``FIXED_LEN_BYTE_ARRAY``;
+* ``FLOAT16_VECTOR`` / ``BFLOAT16_VECTOR`` -> ``fixed_size_binary[dim * 2]``, the
+  little-endian IEEE half / bfloat16 bits of each element as the client sent them;
+  ``INT8_VECTOR`` -> ``fixed_size_binary[dim]``; a column is a ``(rows, dim)``
+  float16 / uint16 (bfloat16 bits) / int8 matrix without a copy
+  (``services/narrow_vectors.py``), Parquet stores it as ``FIXED_LEN_BYTE_ARRAY``;
 * every row also carries the system column ``_ts`` (uint64 hybrid timestamp
   of the WAL message that carried it).
 """
@@ -55,6 +60,7 @@ class DataType(IntEnum):
     FLOAT16_VECTOR = 102
     BFLOAT16_VECTOR = 103
     SPARSE_FLOAT_VECTOR = 104
+    INT8_VECTOR = 105
 
     @property
     def is_vector(self) -> bool:
@@ -63,6 +69,11 @@ class DataType(IntEnum):
     @property
     def is_binary_vector(self) -> bool:
         return self is DataType.BINARY_VECTOR
+
+    @property
+    def is_narrow_vector(self) -> bool:
+        """A dense vector of 2- or 1-byte elements: FLOAT16, BFLOAT16 or INT8 (``narrow_vectors.py``)."""
+        return self in (DataType.FLOAT16_VECTOR, DataType.BFLOAT16_VECTOR, DataType.INT8_VECTOR)
 
     @property
     def is_integer(self) -> bool:
@@ -88,6 +99,9 @@ SUPPORTED_TYPES = frozenset(
         DataType.ARRAY,
         DataType.FLOAT_VECTOR,
         DataType.BINARY_VECTOR,
+        DataType.FLOAT16_VECTOR,
+        DataType.BFLOAT16_VECTOR,
+        DataType.INT8_VECTOR,
     }
 )
 
@@ -146,14 +160,19 @@ class FieldSchema:
 
     @property
     def code_size(self) -> int:
-        """Bytes per row of a ``BINARY_VECTOR`` field (``dim / 8``); 0 for other types."""
-        return self.dim // 8 if self.dtype == DataType.BINARY_VECTOR else 0
+        """Bytes per row of a ``BINARY_VECTOR`` field (``dim / 8``), of a FLOAT16 or BFLOAT16
+        one (``dim * 2``) or an INT8 one (``dim``); 0 for other types."""
+        if self.dtype == DataType.BINARY_VECTOR:
+            return self.dim // 8
+        if self.dtype in (DataType.FLOAT16_VECTOR, DataType.BFLOAT16_VECTOR):
+            return self.dim * 2
+        return self.dim if self.dtype == DataType.INT8_VECTOR else 0
 
     def arrow_type(self) -> pa.DataType:
         """The Arrow type this field's column has everywhere in Strata."""
         if self.dtype == DataType.FLOAT_VECTOR:
             return pa.list_(pa.float32(), self.dim)
-        if self.dtype == DataType.BINARY_VECTOR:
+        if self.dtype == DataType.BINARY_VECTOR or self.dtype.is_narrow_vector:
             return pa.binary(self.code_size)
         if self.dtype == DataType.ARRAY:
             if self.element_type not in ARRAY_ELEMENT_TYPES:

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 from querynode.segments.binary_vectors import BinaryVectorColumn
 from querynode.segments.metric import parse_metric
 from querynode.segments.mvcc import VersionChains
+from querynode.segments.narrow_vectors import NarrowVectorColumn
 from querynode.segments.pk_index import make_pk_index
 from querynode.segments.rows import ChunkedRows
 from querynode.segments.search import Hits, exact_search
@@ -45,12 +46,14 @@ class GrowingStore:
         self._schema = schema
         self._pk = schema.primary_field
         self._arrow_schema = schema.arrow_schema()
-        self._vectors: dict[str, VectorColumn | BinaryVectorColumn] = {}
+        self._vectors: dict[str, VectorColumn | BinaryVectorColumn | NarrowVectorColumn] = {}
         for f in schema.vector_fields:
             if f.dtype == DataType.FLOAT_VECTOR:
                 self._vectors[f.name] = VectorColumn(f.dim)
             elif f.dtype == DataType.BINARY_VECTOR:
                 self._vectors[f.name] = BinaryVectorColumn(f.dim)
+            elif f.dtype.is_narrow_vector:
+                self._vectors[f.name] = NarrowVectorColumn(f.dtype, f.dim)
             else:
                 raise ValueError(f"vector field {f.name}: {f.dtype.name} is not supported")
         self._rows = ChunkedRows(
@@ -126,14 +129,15 @@ class GrowingStore:
 
     def vector_matrix(self, field: str) -> np.ndarray:
         """The matrix of a vector field (a view; do not modify): ``(rows, dim)`` float32 for a
-        float vector field, ``(rows, dim / 8)`` uint8 for a binary one."""
+        float vector field, ``(rows, dim / 8)`` uint8 for a binary one, ``(rows, dim)`` float16,
+        uint16 (bfloat16 bits) or int8 for a narrow one (``services/narrow_vectors.py``)."""
         return self._column(field).matrix()
 
     def vector_valid(self, field: str) -> np.ndarray | None:
         """Bool per row: the vector is not null (None when none is null)."""
         return self._column(field).valid()
 
-    def _column(self, field: str) -> VectorColumn | BinaryVectorColumn:
+    def _column(self, field: str) -> VectorColumn | BinaryVectorColumn | NarrowVectorColumn:
         column = self._vectors.get(field)
         if column is None:
             raise ValueError(f"{field!r} is not a vector field")
@@ -237,8 +241,8 @@ class GrowingStore:
     ) -> pa.Table:
         """Exact top-``topk`` visible rows (and ``mask``) per query vector.
 
-        ``vectors`` are ``(nq, dim)`` floats for a float vector field, ``(nq, dim / 8)``
-        uint8 codes for a binary one. Returns columns ``query`` (int32), the primary
+        ``vectors`` are ``(nq, dim)`` floats for a float or narrow (FLOAT16, BFLOAT16,
+        INT8) vector field, ``(nq, dim / 8)`` uint8 codes for a binary one. Returns columns ``query`` (int32), the primary
         key, ``distance`` (float32), then ``output_fields``; rows sorted by query,
         then best first (ties: earlier stored row first). Raises ``ValueError`` for an
         unknown metric or field, a metric of the other vector kind, a dimension
@@ -365,7 +369,11 @@ class GrowingStore:
         return pa.Table.from_arrays(columns, schema=self._arrow_schema)
 
 
-def _decode(column: VectorColumn | BinaryVectorColumn, values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+def _decode(
+    column: VectorColumn | BinaryVectorColumn | NarrowVectorColumn, values: pa.Array
+) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(column, NarrowVectorColumn):
+        return column.decode(values)
     if isinstance(column, BinaryVectorColumn):
         return BinaryVectorColumn.decode(values, column.code_size)
     return VectorColumn.decode(values, column.dim)

@@ -26,9 +26,10 @@ class FieldIndexSpec:
     spec: IndexSpec
 
 
-def index_spec(params: Mapping[str, str], *, binary: bool = False) -> IndexSpec:
+def index_spec(params: Mapping[str, str], *, binary: bool = False, int8: bool = False) -> IndexSpec:
     """The ``IndexSpec`` of catalog params (``index_type``, ``metric_type``, ``params`` JSON, other keys)
-    for a float vector field, or a binary one (``binary``: the metric defaults to HAMMING)."""
+    for a float vector field, a binary one (``binary``: the metric defaults to HAMMING) or an
+    INT8_VECTOR (``int8``: only the HNSW family)."""
     build: dict[str, str | int | float] = {k: v for k, v in params.items() if k not in _META_KEYS}
     raw = params.get("params", "")
     if raw:
@@ -44,6 +45,7 @@ def index_spec(params: Mapping[str, str], *, binary: bool = False) -> IndexSpec:
         metric=params.get("metric_type", "") or ("HAMMING" if binary else "L2"),
         params=build,
         binary=binary,
+        int8=int8,
     )
 
 

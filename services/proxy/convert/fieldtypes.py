@@ -29,6 +29,9 @@ SCALAR_SLOTS: dict[DataType, str] = {
 VECTOR_SLOTS: dict[DataType, str] = {
     DataType.FLOAT_VECTOR: "float_vector",
     DataType.BINARY_VECTOR: "binary_vector",
+    DataType.FLOAT16_VECTOR: "float16_vector",
+    DataType.BFLOAT16_VECTOR: "bfloat16_vector",
+    DataType.INT8_VECTOR: "int8_vector",
 }
 
 #: numpy dtypes of the fixed-width scalar types (text types travel as str).
