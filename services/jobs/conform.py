@@ -15,6 +15,8 @@ naming the file and the field. The rules follow the proxy's insert path:
 * BINARY_VECTOR: every row ``dim / 8`` bytes, as Milvus' import takes them: a
   binary (or fixed-size binary) value of that many bytes, or a list of that many
   integers in [0, 255] (Parquet ``list<uint8>``, a JSON array, a 2-D uint8 ``.npy``);
+* FLOAT16_VECTOR, BFLOAT16_VECTOR, INT8_VECTOR: the rows' bytes or their values
+  (``narrow_import.py``);
 * VARCHAR: at most ``max_length`` bytes; ARRAY: at most ``max_capacity``
   elements; JSON and ``$meta``: JSON text (``$meta`` an object).
 
@@ -33,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from services.errors import InvalidArgument
+from services.jobs.narrow_import import narrow_column, narrow_type_fits
 from services.jsonvalue import load_json
 from services.schema import DYNAMIC_FIELD_NAME, CollectionSchema, DataType, FieldSchema
 
@@ -97,6 +100,8 @@ def _type_fits(f: FieldSchema, t: pa.DataType) -> bool:
         return (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)) and (
             pa.types.is_integer(t.value_type)
         )
+    if f.dtype.is_narrow_vector:
+        return narrow_type_fits(t)
     if f.dtype == DataType.ARRAY:
         return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
     if f.dtype in (DataType.VARCHAR, DataType.JSON) or f.is_dynamic:
@@ -153,6 +158,8 @@ def _field(f: FieldSchema, column: pa.Array | None, rows: int) -> pa.Array:
         return _vectors(f, column)
     if f.dtype == DataType.BINARY_VECTOR:
         return _binary_vectors(f, column)
+    if f.dtype.is_narrow_vector:
+        return narrow_column(f, column)
     array = column.cast(f.arrow_type(), safe=True)
     if array.null_count:
         if f.default_value is not None:
@@ -308,6 +315,8 @@ def _json_source_type(f: FieldSchema) -> pa.DataType:
         return pa.list_(pa.float64())
     if f.dtype == DataType.BINARY_VECTOR:
         return pa.list_(pa.int64())
+    if f.dtype.is_narrow_vector:
+        return pa.list_(pa.float64())
     if f.dtype == DataType.FLOAT:
         return pa.float64()
     return f.arrow_type()
