@@ -160,7 +160,7 @@ class IndexSpec:
         if name == "AUTOINDEX" and self.binary:
             return IndexKind.BIN_IVF_FLAT
         if (kind in BINARY_KINDS) != self.binary:
-            data_type = "BinaryVector" if self.binary else "FloatVector"
+            data_type = "BinaryVector" if self.binary else "Int8Vector" if self.int8 else "FloatVector"
             raise InvalidArgument(f"data type {data_type} can't build with this index {name}: invalid parameter")
         if self.int8 and kind not in INT8_KINDS:
             raise InvalidArgument(f"data type Int8Vector can't build with this index {name}: invalid parameter")
