@@ -25,6 +25,11 @@ Arrow type of each Milvus data type:
   ``BYTE_ARRAY`` and Spark's ``BinaryType``, and its offsets / 8 and data
   buffer are the row pointers, indices and values of a CSR matrix without a
   copy (``querynode/segments/sparse_rows.py``); a sparse field has no ``dim``;
+* ``FLOAT16_VECTOR`` / ``BFLOAT16_VECTOR`` -> ``fixed_size_binary[dim * 2]``, the
+  little-endian IEEE half / bfloat16 bits of each element as the client sent them;
+  ``INT8_VECTOR`` -> ``fixed_size_binary[dim]``; a column is a ``(rows, dim)``
+  float16 / uint16 (bfloat16 bits) / int8 matrix without a copy
+  (``services/narrow_vectors.py``), Parquet stores it as ``FIXED_LEN_BYTE_ARRAY``;
 * every row also carries the system column ``_ts`` (uint64 hybrid timestamp
   of the WAL message that carried it).
 """
@@ -62,6 +67,7 @@ class DataType(IntEnum):
     FLOAT16_VECTOR = 102
     BFLOAT16_VECTOR = 103
     SPARSE_FLOAT_VECTOR = 104
+    INT8_VECTOR = 105
 
     @property
     def is_vector(self) -> bool:
@@ -74,6 +80,11 @@ class DataType(IntEnum):
     @property
     def is_sparse_vector(self) -> bool:
         return self is DataType.SPARSE_FLOAT_VECTOR
+
+    @property
+    def is_narrow_vector(self) -> bool:
+        """A dense vector of 2- or 1-byte elements: FLOAT16, BFLOAT16 or INT8 (``narrow_vectors.py``)."""
+        return self in (DataType.FLOAT16_VECTOR, DataType.BFLOAT16_VECTOR, DataType.INT8_VECTOR)
 
     @property
     def is_integer(self) -> bool:
@@ -100,6 +111,9 @@ SUPPORTED_TYPES = frozenset(
         DataType.FLOAT_VECTOR,
         DataType.BINARY_VECTOR,
         DataType.SPARSE_FLOAT_VECTOR,
+        DataType.FLOAT16_VECTOR,
+        DataType.BFLOAT16_VECTOR,
+        DataType.INT8_VECTOR,
     }
 )
 
@@ -158,14 +172,19 @@ class FieldSchema:
 
     @property
     def code_size(self) -> int:
-        """Bytes per row of a ``BINARY_VECTOR`` field (``dim / 8``); 0 for other types."""
-        return self.dim // 8 if self.dtype == DataType.BINARY_VECTOR else 0
+        """Bytes per row of a ``BINARY_VECTOR`` field (``dim / 8``), of a FLOAT16 or BFLOAT16
+        one (``dim * 2``) or an INT8 one (``dim``); 0 for other types."""
+        if self.dtype == DataType.BINARY_VECTOR:
+            return self.dim // 8
+        if self.dtype in (DataType.FLOAT16_VECTOR, DataType.BFLOAT16_VECTOR):
+            return self.dim * 2
+        return self.dim if self.dtype == DataType.INT8_VECTOR else 0
 
     def arrow_type(self) -> pa.DataType:
         """The Arrow type this field's column has everywhere in Strata."""
         if self.dtype == DataType.FLOAT_VECTOR:
             return pa.list_(pa.float32(), self.dim)
-        if self.dtype == DataType.BINARY_VECTOR:
+        if self.dtype == DataType.BINARY_VECTOR or self.dtype.is_narrow_vector:
             return pa.binary(self.code_size)
         if self.dtype == DataType.SPARSE_FLOAT_VECTOR:
             return pa.binary()

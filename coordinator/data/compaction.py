@@ -82,7 +82,7 @@ def row_bytes(schema: CollectionSchema) -> int:
     for f in schema.fields:
         if f.dtype == DataType.FLOAT_VECTOR:
             size += 4 * f.dim
-        elif f.dtype == DataType.BINARY_VECTOR:
+        elif f.dtype == DataType.BINARY_VECTOR or f.dtype.is_narrow_vector:
             size += f.code_size
         elif f.dtype in (DataType.VARCHAR, DataType.JSON, DataType.ARRAY, DataType.SPARSE_FLOAT_VECTOR) or f.is_dynamic:
             size += 64

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from services.errors import InvalidArgument
+from services.narrow_vectors import is_narrow
 
 
 def check_vectors(vectors: np.ndarray) -> np.ndarray:
@@ -13,6 +14,17 @@ def check_vectors(vectors: np.ndarray) -> np.ndarray:
     if matrix.ndim != 2 or matrix.shape[1] < 1:
         raise ValueError(f"index vectors must be a (rows, dim) matrix with dim >= 1, got shape {matrix.shape}")
     return matrix
+
+
+def check_dense_vectors(vectors: np.ndarray) -> np.ndarray:
+    """Like ``check_vectors``, but narrow rows (float16, bfloat16 bits as uint16, int8:
+    ``services/narrow_vectors.py``) stay in their own type (C-contiguous, no copy when already)."""
+    if isinstance(vectors, np.ndarray) and is_narrow(vectors):
+        matrix = np.ascontiguousarray(vectors)
+        if matrix.ndim != 2 or matrix.shape[1] < 1:
+            raise ValueError(f"index vectors must be a (rows, dim) matrix with dim >= 1, got shape {matrix.shape}")
+        return matrix
+    return check_vectors(vectors)
 
 
 def check_queries(queries: np.ndarray, dim: int) -> np.ndarray:

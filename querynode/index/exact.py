@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from querynode.index.base import IndexHits, SearchParams, worst_distance
-from querynode.segments.metric import Metric, distances
+from querynode.segments.metric import Metric
+from querynode.segments.narrow_vectors import matrix_distances
 from querynode.segments.search import select_topk
 
 #: Largest distance block (queries x candidate rows) computed at once: 32 MiB of float32.
@@ -32,7 +33,7 @@ def exact_topk(
 
     Args:
         metric: the distance.
-        vectors: ``(n, dim)`` float32 rows.
+        vectors: ``(n, dim)`` float32 rows, or narrow ones (converted a chunk of rows at a time).
         sqnorms: their squared L2 norms (``(n,)`` float32).
         queries: ``(nq, dim)`` float32, already checked.
         topk: at least 1.
@@ -55,7 +56,7 @@ def exact_topk(
     step = max(1, BLOCK_CELLS // len(base))
     for start in range(0, nq, step):
         block = slice(start, min(nq, start + step))
-        dist = distances(metric, queries[block], base, base_sqnorms)
+        dist = matrix_distances(metric, queries[block], base, base_sqnorms)
         if drop is not None:
             dist = dist[:, drop]
         _rank_block(metric, dist, rows, topk, params, hits, block)

@@ -33,6 +33,9 @@ one per PQ centroid, i.e. a single row) gets no structure and is searched exactl
 A refine representation other than FP32 (SQ6, SQ8, FP16, BF16) is an
 ``IndexScalarQuantizer`` over the same rows; FP32 re-scores with the
 segment's own vectors, so nothing is stored for it.
+
+Rows come as a ``FloatRows`` (``float_rows.py``): a float32 segment in one
+piece, the rows of a FLOAT16, BFLOAT16 or INT8 one converted a chunk at a time.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ import faiss as faiss_module
 import numpy as np
 
 from querynode.index.faiss_params import FaissParams
+from querynode.index.float_rows import FloatRows
 from querynode.index.spec import IndexKind
 from querynode.segments.metric import Metric
 
@@ -127,8 +131,8 @@ def trainable(kind: IndexKind, params: FaissParams, rows: int) -> bool:
     return True
 
 
-def build_structure(kind: IndexKind, params: FaissParams, metric: Metric, data: np.ndarray) -> Any:
-    """Train and fill the faiss index of ``kind`` over ``data`` (already normalised for COSINE).
+def build_structure(kind: IndexKind, params: FaissParams, metric: Metric, data: FloatRows) -> Any:
+    """Train and fill the faiss index of ``kind`` over ``data`` (float32, unit rows for COSINE).
 
     Runs on the calling thread's OpenMP threads (see ``omp_threads``).
     """
@@ -139,30 +143,33 @@ def build_structure(kind: IndexKind, params: FaissParams, metric: Metric, data: 
     if kind in (IndexKind.HNSW_PQ, IndexKind.HNSW_PRQ):
         _link_over_floats(index, params, mt, data)
         return index
-    index.train(data)
-    index.add(data)
+    index.train(data.sample())
+    for chunk in data.chunks():
+        index.add(chunk)
     return index
 
 
-def _link_over_floats(index: Any, params: FaissParams, mt: int, data: np.ndarray) -> None:
+def _link_over_floats(index: Any, params: FaissParams, mt: int, data: FloatRows) -> None:
     """Fill ``index``'s quantized storage with ``data`` and give it a graph linked over the floats."""
     assert params.graph_m is not None and params.ef_construction is not None
     exact = faiss.IndexHNSWFlat(data.shape[1], params.graph_m, mt)
     exact.hnsw.efConstruction = params.ef_construction
-    exact.add(data)
     storage = faiss.downcast_index(index.storage)
-    storage.train(data)
-    storage.add(data)
+    storage.train(data.sample())
+    for chunk in data.chunks():
+        exact.add(chunk)
+        storage.add(chunk)
     index.hnsw = exact.hnsw  # a copy of the graph; the float storage goes with ``exact``
     index.ntotal = storage.ntotal
     index.is_trained = True
 
 
-def build_refine_store(refine_type: str, metric: Metric, data: np.ndarray) -> Any:
+def build_refine_store(refine_type: str, metric: Metric, data: FloatRows) -> Any:
     """The ``IndexScalarQuantizer`` that re-scores candidates for ``refine_type`` (not FP32)."""
     store = faiss.IndexScalarQuantizer(data.shape[1], _SQ_TYPES[refine_type], faiss_metric(metric))
-    store.train(data)
-    store.add(data)
+    store.train(data.sample())
+    for chunk in data.chunks():
+        store.add(chunk)
     return store
 
 

@@ -46,7 +46,7 @@ import faiss as faiss_module
 import numpy as np
 
 from querynode.index.base import NO_PARAMS, IndexHits, SearchParams, worst_distance
-from querynode.index.checks import check_allowed, check_queries, check_topk, check_vectors
+from querynode.index.checks import check_allowed, check_queries, check_topk
 from querynode.index.faiss_build import (
     build_refine_store,
     build_structure,
@@ -58,6 +58,7 @@ from querynode.index.faiss_build import (
 )
 from querynode.index.faiss_params import FaissParams
 from querynode.index.flat import FlatIndex
+from querynode.index.float_rows import FloatRows
 from querynode.index.options import DEFAULT_OPTIONS, IndexOptions
 from querynode.index.refine import Refiner
 from querynode.index.spec import IndexKind
@@ -125,11 +126,10 @@ class FaissIndex:
     ) -> FaissIndex:
         """Train and fill the structure over ``vectors`` (blocking, ``options.threads`` threads)."""
         flat = FlatIndex(vectors, metric)
-        matrix = check_vectors(vectors)
         faiss_metric(metric)  # refuses a metric faiss cannot serve
-        if not trainable(kind, params, len(matrix)):
+        if not trainable(kind, params, flat.num_rows):
             return FaissIndex(kind, params, flat, None, None, options)
-        data = normalized(metric, matrix)
+        data = FloatRows(flat.vectors, metric)  # narrow rows: converted a chunk at a time
         with omp_threads(options.threads):
             structure = build_structure(kind, params, metric, data)
             store = None

@@ -1,25 +1,30 @@
-"""FLAT: exact search over the segment's own float32 matrix; nothing is built or stored."""
+"""FLAT: exact search over the segment's own matrix; nothing is built or stored.
+
+The matrix is float32, or the narrow rows of a FLOAT16, BFLOAT16 or INT8 field
+(searched a chunk of rows at a time in float32: ``exact.py``).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
 from querynode.index.base import NO_PARAMS, IndexHits, SearchParams
-from querynode.index.checks import check_allowed, check_queries, check_topk, check_vectors
+from querynode.index.checks import check_allowed, check_dense_vectors, check_queries, check_topk
 from querynode.index.exact import exact_topk
 from querynode.index.spec import IndexKind
 from querynode.segments.metric import Metric
+from services.narrow_vectors import row_sqnorms
 
 
 class FlatIndex:
-    """Brute force over ``vectors`` (kept by reference, not copied when already float32).
+    """Brute force over ``vectors`` (kept by reference, not copied when already float32 or narrow).
 
     The squared norms are computed on the first search that needs them
     (L2, COSINE), so wrapping a matrix for one search costs nothing up front.
     """
 
     def __init__(self, vectors: np.ndarray, metric: Metric) -> None:
-        self._vectors = check_vectors(vectors)
+        self._vectors = check_dense_vectors(vectors)
         self._metric = metric
         self._sqnorms: np.ndarray | None = None
 
@@ -41,7 +46,7 @@ class FlatIndex:
 
     @property
     def vectors(self) -> np.ndarray:
-        """The ``(rows, dim)`` float32 matrix searched (do not modify)."""
+        """The ``(rows, dim)`` matrix searched, float32 or narrow (do not modify)."""
         return self._vectors
 
     def search(
@@ -72,5 +77,5 @@ class FlatIndex:
         if self._sqnorms is None:
             if self._metric is Metric.IP:
                 return np.zeros(self.num_rows, dtype=np.float32)
-            self._sqnorms = np.einsum("ij,ij->i", self._vectors, self._vectors)
+            self._sqnorms = row_sqnorms(self._vectors)
         return self._sqnorms

@@ -37,12 +37,15 @@ import numpy as np
 import structlog
 
 from querynode.index.base import NO_PARAMS, IndexHits, SearchParams
-from querynode.index.checks import check_allowed, check_queries, check_topk, check_vectors
+from querynode.index.checks import check_allowed, check_queries, check_topk
 from querynode.index.flat import FlatIndex
 from querynode.index.options import DEFAULT_OPTIONS, IndexOptions
 from querynode.index.spec import HnswParams, IndexKind
 from querynode.segments.metric import Metric
+from services.narrow_vectors import float_chunks
 
+#: Narrow rows (FLOAT16, BFLOAT16, INT8) converted to float32 per ``add_items`` call: 64 MiB.
+BUILD_CHUNK_CELLS = 16 * 1024 * 1024
 #: ``ef`` when the request gives none (at least ``topk``).
 DEFAULT_EF = 64
 
@@ -101,7 +104,7 @@ class HnswIndex:
     ) -> HnswIndex:
         """Build the graph over ``vectors`` (blocking CPU work, ``options.threads`` threads)."""
         flat = FlatIndex(vectors, metric)
-        matrix = check_vectors(vectors)
+        matrix = flat.vectors  # float32, or narrow rows: the graph gets them converted a chunk at a time
         if len(matrix) == 0:
             return HnswIndex(None, flat, params, options)
         graph = hnswlib.Index(space=hnsw_space(metric), dim=matrix.shape[1])
@@ -109,7 +112,9 @@ class HnswIndex:
             max_elements=len(matrix), M=params.m, ef_construction=params.ef_construction, random_seed=options.seed
         )
         graph.set_num_threads(options.threads)
-        graph.add_items(matrix, np.arange(len(matrix), dtype=np.int64), num_threads=options.threads)
+        for start, chunk in float_chunks(matrix, BUILD_CHUNK_CELLS):
+            labels = np.arange(start, start + len(chunk), dtype=np.int64)
+            graph.add_items(np.ascontiguousarray(chunk), labels, num_threads=options.threads)
         return HnswIndex(graph, flat, params, options)
 
     @staticmethod

@@ -3,7 +3,7 @@
 The refine step of HNSW_SQ/PQ/PRQ and IVF_RABITQ (``refine_type``) and
 SCANN's re-ranking (``with_raw_data``): the quantized index proposes
 candidates, and their distances are computed again from either the segment's
-own float32 vectors (FP32: exact distances, nothing stored) or a scalar
+own vectors (FP32: exact distances, nothing stored; narrow rows are converted per candidate) or a scalar
 quantizer's decoded vectors (SQ6, SQ8, FP16, BF16), as faiss' ``IndexRefine``
 does. The caller ranks the re-scored candidates and keeps the best.
 """
@@ -16,6 +16,7 @@ import numpy as np
 
 from querynode.index.base import worst_distance
 from querynode.segments.metric import Metric
+from services.narrow_vectors import to_float32
 
 #: Largest candidate block (queries x candidates x dimension) decoded at once: 32 MiB of float32.
 BLOCK_CELLS = 8 * 1024 * 1024
@@ -63,7 +64,7 @@ class Refiner:
         safe = np.where(valid, rows, 0)
         if self.store is None:
             assert self._vectors is not None and self._sqnorms is not None
-            cand = self._vectors[safe]
+            cand = to_float32(self._vectors[safe])  # only the candidates of narrow rows
             sq = self._sqnorms[safe]
         else:
             flat = self.store.reconstruct_batch(np.ascontiguousarray(safe.ravel(), dtype=np.int64))

@@ -4,7 +4,8 @@
 families (``IVF_FLAT``, ``IVF_SQ8``, ``IVF_PQ``, ``IVF_RABITQ``, ``SCANN``,
 ``HNSW_SQ``, ``HNSW_PQ``, ``HNSW_PRQ``; their parameters are in
 ``faiss_params.py``; any case) for a float vector field, ``BIN_FLAT``, ``BIN_IVF_FLAT`` or ``AUTOINDEX`` for a binary one
-(``IndexSpec.binary``). AUTOINDEX is HNSW with the default build parameters on
+(``IndexSpec.binary``), and the HNSW family or AUTOINDEX for an INT8_VECTOR
+(``IndexSpec.int8``; FLOAT16 and BFLOAT16 take every float kind). AUTOINDEX is HNSW with the default build parameters on
 a float field and BIN_IVF_FLAT with ``nlist`` 1024 on a binary one (Milvus'
 ``autoIndex.params.binary.build``); any given build parameters are ignored, as
 Milvus picks them itself. HNSW reads ``M`` (in [2, 2048], default 16) and
@@ -112,6 +113,8 @@ BINARY_KINDS = frozenset({IndexKind.BIN_FLAT, IndexKind.BIN_IVF_FLAT})
 SPARSE_KINDS = frozenset({IndexKind.SPARSE_INVERTED_INDEX, IndexKind.SPARSE_WAND})
 #: Metrics Milvus lists for sparse indexes (BM25 only on a BM25 function's output field).
 SPARSE_METRIC_NAMES = ("IP", "BM25")
+#: The kinds an INT8_VECTOR field may have (Milvus 2.6: the HNSW family; AUTOINDEX builds HNSW).
+INT8_KINDS = frozenset({IndexKind.HNSW, IndexKind.HNSW_SQ, IndexKind.HNSW_PQ, IndexKind.HNSW_PRQ})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -134,7 +137,9 @@ class IndexSpec:
     """An index definition as the user gave it; construction validates it.
 
     ``binary``: the indexed field is a ``BINARY_VECTOR`` (the metric and kind must
-    be binary ones; AUTOINDEX builds BIN_IVF_FLAT).
+    be binary ones; AUTOINDEX builds BIN_IVF_FLAT). ``int8``: an ``INT8_VECTOR``
+    (float metrics; only the ``INT8_KINDS``). FLOAT16 and BFLOAT16 fields take
+    every float kind.
 
     Raises:
         InvalidArgument: unknown ``index_type``, missing or unknown ``metric``, a
@@ -147,6 +152,7 @@ class IndexSpec:
     params: Mapping[str, str | int | float] = field(default_factory=dict)
     binary: bool = False
     sparse: bool = False
+    int8: bool = False
 
     def __post_init__(self) -> None:
         self.validate()
@@ -171,11 +177,17 @@ class IndexSpec:
         if name == "AUTOINDEX" and self.sparse:
             return IndexKind.SPARSE_INVERTED_INDEX
         if (kind in SPARSE_KINDS) != self.sparse:
-            data_type = "SparseFloatVector" if self.sparse else ("BinaryVector" if self.binary else "FloatVector")
+            data_type = (
+                "SparseFloatVector"
+                if self.sparse
+                else "BinaryVector" if self.binary else "Int8Vector" if self.int8 else "FloatVector"
+            )
             raise InvalidArgument(f"data type {data_type} can't build with this index {name}: invalid parameter")
         if (kind in BINARY_KINDS) != self.binary:
-            data_type = "BinaryVector" if self.binary else "FloatVector"
+            data_type = "BinaryVector" if self.binary else "Int8Vector" if self.int8 else "FloatVector"
             raise InvalidArgument(f"data type {data_type} can't build with this index {name}: invalid parameter")
+        if self.int8 and kind not in INT8_KINDS:
+            raise InvalidArgument(f"data type Int8Vector can't build with this index {name}: invalid parameter")
         if kind is IndexKind.BIN_IVF_FLAT and self.metric_type not in BIN_IVF_METRICS:
             supported = " ".join(m.value for m in BIN_IVF_METRICS)
             raise InvalidArgument(

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 from querynode.segments.binary_vectors import BinaryVectorColumn
 from querynode.segments.metric import parse_metric
 from querynode.segments.mvcc import VersionChains
+from querynode.segments.narrow_vectors import NarrowVectorColumn
 from querynode.segments.pk_index import make_pk_index
 from querynode.segments.rows import ChunkedRows
 from querynode.segments.search import Hits, exact_search
@@ -48,7 +49,7 @@ class GrowingStore:
         self._schema = schema
         self._pk = schema.primary_field
         self._arrow_schema = schema.arrow_schema()
-        self._vectors: dict[str, VectorColumn | BinaryVectorColumn | SparseVectorColumn] = {}
+        self._vectors: dict[str, VectorColumn | BinaryVectorColumn | SparseVectorColumn | NarrowVectorColumn] = {}
         for f in schema.vector_fields:
             if f.dtype == DataType.FLOAT_VECTOR:
                 self._vectors[f.name] = VectorColumn(f.dim)
@@ -56,6 +57,8 @@ class GrowingStore:
                 self._vectors[f.name] = BinaryVectorColumn(f.dim)
             elif f.dtype == DataType.SPARSE_FLOAT_VECTOR:
                 self._vectors[f.name] = SparseVectorColumn()
+            elif f.dtype.is_narrow_vector:
+                self._vectors[f.name] = NarrowVectorColumn(f.dtype, f.dim)
             else:
                 raise ValueError(f"vector field {f.name}: {f.dtype.name} is not supported")
         self._rows = ChunkedRows(
@@ -131,14 +134,16 @@ class GrowingStore:
 
     def vector_matrix(self, field: str) -> np.ndarray | SparseRows:
         """The matrix of a vector field (a view; do not modify): ``(rows, dim)`` float32 for a
-        float vector field, ``(rows, dim / 8)`` uint8 for a binary one, CSR rows for a sparse one."""
+        float vector field, ``(rows, dim / 8)`` uint8 for a binary one, CSR rows for a sparse one,
+        ``(rows, dim)`` float16, uint16 (bfloat16 bits) or int8 for a narrow one
+        (``services/narrow_vectors.py``)."""
         return self._column(field).matrix()
 
     def vector_valid(self, field: str) -> np.ndarray | None:
         """Bool per row: the vector is not null (None when none is null)."""
         return self._column(field).valid()
 
-    def _column(self, field: str) -> VectorColumn | BinaryVectorColumn | SparseVectorColumn:
+    def _column(self, field: str) -> VectorColumn | BinaryVectorColumn | SparseVectorColumn | NarrowVectorColumn:
         column = self._vectors.get(field)
         if column is None:
             raise ValueError(f"{field!r} is not a vector field")
@@ -242,8 +247,8 @@ class GrowingStore:
     ) -> pa.Table:
         """Exact top-``topk`` visible rows (and ``mask``) per query vector.
 
-        ``vectors`` are ``(nq, dim)`` floats for a float vector field, ``(nq, dim / 8)``
-        uint8 codes for a binary one. Returns columns ``query`` (int32), the primary
+        ``vectors`` are ``(nq, dim)`` floats for a float or narrow (FLOAT16, BFLOAT16,
+        INT8) vector field, ``(nq, dim / 8)`` uint8 codes for a binary one. Returns columns ``query`` (int32), the primary
         key, ``distance`` (float32), then ``output_fields``; rows sorted by query,
         then best first (ties: earlier stored row first). Raises ``ValueError`` for an
         unknown metric or field, a metric of the other vector kind, a dimension
@@ -373,10 +378,12 @@ class GrowingStore:
 
 
 def _decode(
-    column: VectorColumn | BinaryVectorColumn | SparseVectorColumn, values: pa.Array
+    column: VectorColumn | BinaryVectorColumn | SparseVectorColumn | NarrowVectorColumn, values: pa.Array
 ) -> tuple[np.ndarray | SparseRows, np.ndarray]:
     if isinstance(column, SparseVectorColumn):
         return SparseVectorColumn.decode(values)
+    if isinstance(column, NarrowVectorColumn):
+        return column.decode(values)
     if isinstance(column, BinaryVectorColumn):
         return BinaryVectorColumn.decode(values, column.code_size)
     return VectorColumn.decode(values, column.dim)

@@ -13,7 +13,8 @@ import numpy as np
 
 from querynode.segments.binary_metric import binary_distances
 from querynode.segments.binary_vectors import BinaryVectorColumn
-from querynode.segments.metric import Metric, distances
+from querynode.segments.metric import Metric
+from querynode.segments.narrow_vectors import NarrowVectorColumn, matrix_distances
 from querynode.segments.vectors import VectorColumn
 
 
@@ -64,7 +65,7 @@ def select_topk(scores: np.ndarray, k: int) -> np.ndarray:
 
 
 def exact_search(
-    column: VectorColumn | BinaryVectorColumn,
+    column: VectorColumn | BinaryVectorColumn | NarrowVectorColumn,
     queries: np.ndarray,
     *,
     metric: Metric,
@@ -75,7 +76,8 @@ def exact_search(
 
     Args:
         column: the stored vectors.
-        queries: ``(nq, dim)`` float32, or ``(nq, dim / 8)`` uint8 codes for a binary column.
+        queries: ``(nq, dim)`` float32 (a narrow column's rows are converted to float32 a
+            chunk at a time), or ``(nq, dim / 8)`` uint8 codes for a binary column.
         metric: distance to rank by (a binary metric for a binary column).
         topk: rows per query at most.
         candidates: sorted row positions to search, or ``None`` for every row.
@@ -90,7 +92,7 @@ def exact_search(
         base, aux = (matrix, extra) if rows is None else (matrix[rows], extra[rows])
         if isinstance(column, BinaryVectorColumn):
             return binary_distances(metric, queries, base, aux)
-        return distances(metric, queries, base, aux)
+        return matrix_distances(metric, queries, base, aux)
 
     rows = np.arange(len(matrix), dtype=np.int64) if candidates is None else candidates
     if nq == 0 or len(rows) == 0:

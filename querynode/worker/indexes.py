@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from querynode.index.spec import IndexSpec
 from services.errors import InvalidArgument
-from services.schema import CollectionSchema
+from services.schema import CollectionSchema, DataType
 
 _META_KEYS = {"index_type", "metric_type", "params"}
 
@@ -26,9 +26,12 @@ class FieldIndexSpec:
     spec: IndexSpec
 
 
-def index_spec(params: Mapping[str, str], *, binary: bool = False, sparse: bool = False) -> IndexSpec:
+def index_spec(
+    params: Mapping[str, str], *, binary: bool = False, sparse: bool = False, int8: bool = False
+) -> IndexSpec:
     """The ``IndexSpec`` of catalog params (``index_type``, ``metric_type``, ``params`` JSON, other keys)
-    for a float vector field, or a binary one (``binary``: the metric defaults to HAMMING)."""
+    for a float vector field, a binary one (``binary``: the metric defaults to HAMMING) or an
+    INT8_VECTOR (``int8``: only the HNSW family)."""
     build: dict[str, str | int | float] = {k: v for k, v in params.items() if k not in _META_KEYS}
     raw = params.get("params", "")
     if raw:
@@ -45,13 +48,20 @@ def index_spec(params: Mapping[str, str], *, binary: bool = False, sparse: bool 
         params=build,
         binary=binary,
         sparse=sparse,
+        int8=int8,
     )
 
 
 def field_index_spec(
-    field_name: str, index_id: int, params: Mapping[str, str], *, binary: bool = False, sparse: bool = False
+    field_name: str,
+    index_id: int,
+    params: Mapping[str, str],
+    *,
+    binary: bool = False,
+    sparse: bool = False,
+    int8: bool = False,
 ) -> FieldIndexSpec:
-    spec = index_spec(params, binary=binary, sparse=sparse)
+    spec = index_spec(params, binary=binary, sparse=sparse, int8=int8)
     return FieldIndexSpec(field_name=field_name, index_id=index_id, spec=spec)
 
 
@@ -70,6 +80,7 @@ def vector_index_specs(
             params,
             binary=schema.field(name).dtype.is_binary_vector,
             sparse=schema.field(name).dtype.is_sparse_vector,
+            int8=schema.field(name).dtype == DataType.INT8_VECTOR,
         )
         for name, index_id, params in indexes
         if schema.has_field(name) and schema.field(name).dtype.is_vector

@@ -18,6 +18,8 @@ naming the file and the field. The rules follow the proxy's insert path:
 * SPARSE_FLOAT_VECTOR: JSON (an object of index -> value, or ``indices`` and
   ``values`` lists), a Parquet struct of ``indices``/``values`` lists, or the
   packed pairs as binary (``sparse_conform.py``);
+* FLOAT16_VECTOR, BFLOAT16_VECTOR, INT8_VECTOR: the rows' bytes or their values
+  (``narrow_import.py``);
 * VARCHAR: at most ``max_length`` bytes; ARRAY: at most ``max_capacity``
   elements; JSON and ``$meta``: JSON text (``$meta`` an object).
 
@@ -36,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from services.errors import InvalidArgument
+from services.jobs.narrow_import import narrow_column, narrow_type_fits
 from services.jobs.sparse_conform import sparse_column, sparse_type_fits
 from services.jsonvalue import load_json
 from services.schema import DYNAMIC_FIELD_NAME, CollectionSchema, DataType, FieldSchema
@@ -103,6 +106,8 @@ def _type_fits(f: FieldSchema, t: pa.DataType) -> bool:
         )
     if f.dtype == DataType.SPARSE_FLOAT_VECTOR:
         return sparse_type_fits(t)
+    if f.dtype.is_narrow_vector:
+        return narrow_type_fits(t)
     if f.dtype == DataType.ARRAY:
         return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
     if f.dtype in (DataType.VARCHAR, DataType.JSON) or f.is_dynamic:
@@ -161,6 +166,8 @@ def _field(f: FieldSchema, column: pa.Array | None, rows: int) -> pa.Array:
         return _binary_vectors(f, column)
     if f.dtype == DataType.SPARSE_FLOAT_VECTOR:
         return sparse_column(column)
+    if f.dtype.is_narrow_vector:
+        return narrow_column(f, column)
     array = column.cast(f.arrow_type(), safe=True)
     if array.null_count:
         if f.default_value is not None:
@@ -316,6 +323,8 @@ def _json_source_type(f: FieldSchema) -> pa.DataType:
         return pa.list_(pa.float64())
     if f.dtype == DataType.BINARY_VECTOR:
         return pa.list_(pa.int64())
+    if f.dtype.is_narrow_vector:
+        return pa.list_(pa.float64())
     if f.dtype == DataType.FLOAT:
         return pa.float64()
     if f.dtype == DataType.SPARSE_FLOAT_VECTOR:

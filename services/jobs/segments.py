@@ -30,7 +30,7 @@ from querynode.segments.growing import GrowingStore
 from querynode.worker.indexes import field_index_spec
 from services.jobs.plans import IndexRef, OutputSegment, SegmentRef
 from services.jobs.sparktypes import rows_schema, spark_arrow_schema, spark_ddl, to_spark
-from services.schema import TIMESTAMP_COLUMN, CollectionSchema
+from services.schema import TIMESTAMP_COLUMN, CollectionSchema, DataType
 from services.segment import SegmentLevel
 from services.storage.manifest import SegmentManifest
 from services.storage.objectstore import ObjectStore
@@ -199,6 +199,7 @@ def _build_indexes(
             ref.params,
             binary=field.dtype.is_binary_vector,
             sparse=field.dtype.is_sparse_vector,
+            int8=field.dtype == DataType.INT8_VECTOR,
         )
         vectors = held.vector_matrix(field.name)
         index = build_index(spec.spec, vectors)

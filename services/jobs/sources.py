@@ -9,7 +9,8 @@ Milvus takes paths inside its bucket. Formats go by extension:
 * ``.json``: ``{"rows": [{...}, ...]}`` or ``[{...}, ...]``; ``.jsonl``: one object per line;
 * ``.npy``: one file per field, named after it (``id.npy``, ``vec.npy``); every
   ``.npy`` of one request forms one set (binary vectors: ``(rows, dim / 8)`` uint8;
-  sparse vectors cannot come from ``.npy``, as in Milvus).
+  sparse vectors cannot come from ``.npy``, as in Milvus; FLOAT16/BFLOAT16: ``(rows, dim)``
+  floats or ``(rows, dim * 2)`` uint8 bytes; INT8: ``(rows, dim)`` int8).
 
 ``describe_files`` is the coordinator's check before a job starts: it reads only
 Parquet footers and NumPy headers (and JSON sizes), refuses what cannot fit the
@@ -41,6 +42,7 @@ from services.jobs.conform import (
     json_rows_to_columns,
     numpy_column,
 )
+from services.jobs.narrow_import import npy_fits
 from services.jobs.plans import ImportFile
 from services.schema import CollectionSchema, DataType
 from services.storage.objectstore import ObjectStore
@@ -167,6 +169,16 @@ def _describe_numpy(files: Sequence[str], schema: CollectionSchema, storage_uri:
                 raise ImportFileError(
                     name,
                     f"binary vectors must be a (rows, {binary.code_size}) uint8 array (dim {binary.dim} / 8), "
+                    f"got {dtype} of shape {shape}",
+                    field=field,
+                )
+        if len(shape) == 2 and schema.has_field(field) and schema.field(field).dtype.is_narrow_vector:
+            narrow = schema.field(field)
+            if not npy_fits(narrow, dtype, shape[1]):
+                raise ImportFileError(
+                    name,
+                    f"{narrow.dtype.name} vectors must be a (rows, {narrow.dim}) array of their values "
+                    f"or a (rows, {narrow.code_size}) uint8 array of their bytes (int8 values only for INT8_VECTOR), "
                     f"got {dtype} of shape {shape}",
                     field=field,
                 )

@@ -7,6 +7,7 @@ Spark has no unsigned or fixed-size-list types, so rows cross into Spark as:
 | ``fixed_size_list<float32>[dim]`` (FLOAT_VECTOR) | ``array<float>`` |
 | ``fixed_size_binary[dim / 8]`` (BINARY_VECTOR) | ``binary`` (cast back; a row of another width fails the cast) |
 | ``binary`` (SPARSE_FLOAT_VECTOR: packed pairs) | ``binary`` |
+| ``fixed_size_binary[dim * 2]`` / ``[dim]`` (FLOAT16, BFLOAT16 / INT8_VECTOR) | ``binary`` (the same) |
 | ``uint64`` (``_ts``) | ``bigint`` (hybrid timestamps are below 2^63) |
 | every other type of ``CollectionSchema.arrow_schema()`` | the matching Spark type |
 

@@ -56,7 +56,7 @@ def hit_bytes(schema: CollectionSchema, output_fields: Sequence[str]) -> int:
             continue
         field = schema.field(name)
         width = _FIXED_WIDTH.get(field.dtype, 0)
-        if field.dtype is DataType.BINARY_VECTOR:
+        if field.dtype is DataType.BINARY_VECTOR or field.dtype.is_narrow_vector:
             width = field.code_size
         size += width * field.dim if field.dtype is DataType.FLOAT_VECTOR else width
     return size

@@ -4,8 +4,9 @@ A float vector field's metric defaults to COSINE, a binary one's to HAMMING, a
 sparse one's to IP (Milvus' ``FloatVectorDefaultMetricType`` /
 ``BinaryVectorDefaultMetricType`` / ``SparseFloatVectorDefaultMetricType``),
 both for an index created without ``metric_type`` and for a search of a field
-without an index. Metrics of the other vector type are refused before anything
-is written, with Milvus' messages (``querynode/index/spec.py``).
+without an index; FLOAT16, BFLOAT16 and INT8 fields are float ones (an INT8 field
+takes only the HNSW family). Metrics of the other vector type are refused before
+anything is written, with Milvus' messages (``querynode/index/spec.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Mapping
 from querynode.segments.metric import UnknownMetricError, parse_metric
 from querynode.worker.indexes import index_spec
 from services.errors import InvalidArgument
-from services.schema import FieldSchema
+from services.schema import DataType, FieldSchema
 
 DEFAULT_FLOAT_METRIC = "COSINE"
 DEFAULT_BINARY_METRIC = "HAMMING"
@@ -42,7 +43,10 @@ def vector_index_params(field: FieldSchema, params: Mapping[str, str]) -> dict[s
     out["metric_type"] = (out.get("metric_type") or default_metric(field)).strip().upper()
     out.setdefault("index_type", "AUTOINDEX")
     # Also refused: a faiss kind the field's dimension does not fit (IVF_PQ's m must divide it).
-    index_spec(out, binary=field.dtype.is_binary_vector, sparse=field.dtype.is_sparse_vector).check_dim(field.dim)
+    dtype = field.dtype
+    index_spec(
+        out, binary=dtype.is_binary_vector, sparse=dtype.is_sparse_vector, int8=dtype == DataType.INT8_VECTOR
+    ).check_dim(field.dim)
     return out
 
 

@@ -30,6 +30,9 @@ VECTOR_SLOTS: dict[DataType, str] = {
     DataType.FLOAT_VECTOR: "float_vector",
     DataType.BINARY_VECTOR: "binary_vector",
     DataType.SPARSE_FLOAT_VECTOR: "sparse_float_vector",
+    DataType.FLOAT16_VECTOR: "float16_vector",
+    DataType.BFLOAT16_VECTOR: "bfloat16_vector",
+    DataType.INT8_VECTOR: "int8_vector",
 }
 
 #: numpy dtypes of the fixed-width scalar types (text types travel as str).

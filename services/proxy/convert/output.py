@@ -26,6 +26,7 @@ from google.protobuf.message import Message
 from pymilvus.grpc_gen import schema_pb2
 
 from services.errors import InvalidArgument
+from services.proxy.convert import narrow
 from services.proxy.convert.fieldtypes import NUMPY_TYPES, SCALAR_SLOTS
 from services.proxy.convert.nullvectors import nullable_vector_field_data
 from services.proxy.convert.sparse import sparse_field_data
@@ -136,6 +137,9 @@ def column_to_field_data(
         fd.vectors.dim = field.dim
         flat = array.flatten().to_numpy(zero_copy_only=False)
         append_packed(fd.vectors.float_vector, "data", flat, np.float32)
+        return fd
+    if field.dtype.is_narrow_vector:
+        narrow.fill_field_data(fd, field, array)
         return fd
     if field.dtype == DataType.BINARY_VECTOR:
         fd.vectors.dim = field.dim

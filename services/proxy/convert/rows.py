@@ -9,7 +9,8 @@ marked ``is_dynamic``. An ``ARRAY`` column arrives as ``scalars.array_data``:
 one ``ScalarField`` per (valid) row, in the slot of the element type; a cell
 with no slot set is an empty array. A ``BINARY_VECTOR`` column arrives as
 ``vectors.binary_vector``: the rows' ``dim / 8`` bytes each, one after the
-other, with ``vectors.dim`` the field's dim in bits.
+other, with ``vectors.dim`` the field's dim in bits. FLOAT16, BFLOAT16 and
+INT8 vector columns are read by ``narrow``.
 
 The result direction (Arrow -> FieldData, output field resolution) lives in
 ``output`` and primary keys in ``ids``; both are re-exported here so the row
@@ -28,6 +29,7 @@ from pymilvus.grpc_gen import schema_pb2
 
 from services.errors import InvalidArgument
 from services.jsonvalue import load_json
+from services.proxy.convert import narrow
 from services.proxy.convert.fieldtypes import LIST_TYPES, NUMPY_TYPES, SCALAR_SLOTS, slot_name
 from services.proxy.convert.ids import ids_from_proto, ids_to_proto
 from services.proxy.convert.nullvectors import with_nulls
@@ -237,6 +239,8 @@ def _empty(field: FieldSchema) -> _Values:
         return np.empty((0, field.dim), dtype=np.float32)
     if field.dtype == DataType.BINARY_VECTOR:
         return np.empty((0, field.code_size), dtype=np.uint8)
+    if field.dtype.is_narrow_vector:
+        return narrow.empty_rows(field)
     if field.dtype in LIST_TYPES:
         return []
     return np.empty(0, dtype=NUMPY_TYPES[field.dtype])
@@ -271,6 +275,8 @@ def _read(field: FieldSchema, fd: schema_pb2.FieldData) -> _Values:
         if rows is None:
             raise _mismatch(field, fd.vectors.WhichOneof("data") if kind == "vectors" else kind)
         return rows
+    if field.dtype.is_narrow_vector:
+        return narrow.read_column(field, fd)
 
     if field.dtype == DataType.ARRAY:
         return _read_arrays(field, fd)
@@ -394,6 +400,9 @@ def _to_arrow(field: FieldSchema, values: _Values, valid: np.ndarray | None) -> 
         assert isinstance(values, np.ndarray)
         codes = np.ascontiguousarray(values, dtype=np.uint8)
         return pa.FixedSizeBinaryArray.from_buffers(field.arrow_type(), len(codes), [None, pa.py_buffer(codes)])
+    if field.dtype.is_narrow_vector:
+        assert isinstance(values, np.ndarray)
+        return narrow.to_arrow(field, values)
     if valid is not None and valid.all():
         valid = None
     if valid is not None and field.default_value is not None:

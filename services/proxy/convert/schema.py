@@ -192,7 +192,7 @@ def _field_from_proto(
     max_length = 0
     element_type = DataType.NONE
     max_capacity = 0
-    if dtype == DataType.FLOAT_VECTOR:
+    if dtype == DataType.FLOAT_VECTOR or dtype.is_narrow_vector:
         dim = _parse_dim(fpb.name, params)
         params[DIM_KEY] = str(dim)
     if dtype == DataType.BINARY_VECTOR:

@@ -35,6 +35,7 @@ from pymilvus.grpc_gen import common_pb2, milvus_pb2, schema_pb2
 from services.config import DEFAULT_LIMITS, ProxyLimits
 from services.errors import InvalidArgument
 from services.jsonvalue import load_json
+from services.proxy.convert import narrow
 from services.proxy.convert.ids import ids_to_proto
 from services.proxy.convert.output import (
     append_packed,
@@ -456,6 +457,9 @@ def _decode_vectors(raw: bytes, anns: FieldSchema, limits: ProxyLimits) -> np.nd
             f"expected one placeholder of search vectors, got {len(group.placeholders)}"
         )
     holder = group.placeholders[0]
+    if anns.dtype.is_narrow_vector:
+        _check_nq(len(holder.values), limits)
+        return narrow.search_vectors(holder.type, holder.values, anns)
     binary = anns.dtype == DataType.BINARY_VECTOR
     expected = common_pb2.PlaceholderType.BinaryVector if binary else common_pb2.PlaceholderType.FloatVector
     if anns.dtype == DataType.SPARSE_FLOAT_VECTOR:
