@@ -135,3 +135,63 @@ def test_a_null_in_a_non_nullable_vector_field_is_refused(milvus: MilvusClient) 
         assert milvus.get_collection_stats(name)["row_count"] == 0
     finally:
         milvus.drop_collection(name)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "index_type", "metric"),
+    [
+        (DataType.FLOAT16_VECTOR, "HNSW", "L2"),
+        (DataType.BFLOAT16_VECTOR, "IVF_FLAT", "IP"),
+        (DataType.INT8_VECTOR, "HNSW", "COSINE"),
+        (DataType.SPARSE_FLOAT_VECTOR, "SPARSE_INVERTED_INDEX", "IP"),
+    ],
+)
+def test_nullable_fields_of_the_other_vector_types(
+    milvus: MilvusClient, dtype: DataType, index_type: str, metric: str
+) -> None:
+    import ml_dtypes
+
+    rng = np.random.default_rng(int(dtype))
+    name = f"nullable_{dtype.name.lower()}"
+    values: list[Any]
+    if dtype == DataType.SPARSE_FLOAT_VECTOR:
+        values = [{int(j): float(rng.random() + 0.1) for j in rng.choice(16, 4, replace=False)} for _ in range(N)]
+    elif dtype == DataType.INT8_VECTOR:
+        values = list(rng.integers(-100, 100, (N, DIM), dtype=np.int8))
+    else:
+        wide = rng.standard_normal((N, DIM)).astype(np.float32)
+        values = list(wide.astype(np.float16 if dtype == DataType.FLOAT16_VECTOR else ml_dtypes.bfloat16))
+    valid = {i: i % 3 != 0 for i in range(N)}
+    schema = MilvusClient.create_schema(auto_id=False)
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    if dtype == DataType.SPARSE_FLOAT_VECTOR:
+        schema.add_field("v", dtype, nullable=True)
+    else:
+        schema.add_field("v", dtype, dim=DIM, nullable=True)
+    index = milvus.prepare_index_params()
+    index.add_index("v", index_type=index_type, metric_type=metric, params={"nlist": 4} if "IVF" in index_type else {})
+    if milvus.has_collection(name):
+        milvus.drop_collection(name)
+    milvus.create_collection(name, schema=schema, index_params=index)
+    try:
+        rows = [{"id": i, "v": values[i] if valid[i] else None} for i in range(N)]
+        milvus.insert(name, rows[:SEALED])
+        milvus.flush(name)
+        milvus.insert(name, rows[SEALED:])  # growing
+        params = {"params": {"nprobe": 4}} if "IVF" in index_type else {}
+        hits = milvus.search(name, data=[values[1], values[SEALED + 1]], anns_field="v", limit=N,
+                             search_params=params, consistency_level="Strong")
+        for found in hits:
+            ids = {h["id"] for h in found}
+            assert ids and all(valid[i] for i in ids), sorted(i for i in ids if not valid[i])
+        got = milvus.query(name, filter="id in [0, 1, 120, 121]", output_fields=["v"], consistency_level="Strong")
+        by_id = {r["id"]: r["v"] for r in got}
+        assert by_id[0] is None and by_id[120] is None
+        assert by_id[1] is not None and by_id[121] is not None
+        if dtype == DataType.SPARSE_FLOAT_VECTOR:
+            assert by_id[1] == {k: float(np.float32(x)) for k, x in sorted(values[1].items())}
+        else:
+            raw = by_id[1][0] if isinstance(by_id[1], list) else by_id[1]
+            assert bytes(raw) == np.asarray(values[1]).tobytes()
+    finally:
+        milvus.drop_collection(name)

@@ -118,3 +118,52 @@ def test_a_strong_search_by_ids_sees_a_key_just_inserted(coll: tuple[MilvusClien
     hits = client.search(NAME, ids=[5000], anns_field="vec", limit=2, consistency_level="Strong")
     expected = client.search(NAME, data=[new], anns_field="vec", limit=2, consistency_level="Strong")
     assert _hits(hits) == _hits(expected) and hits[0][0]["id"] == 5000
+
+
+@pytest.mark.parametrize(
+    ("dtype", "index_type", "metric"),
+    [
+        (DataType.FLOAT16_VECTOR, "HNSW", "L2"),
+        (DataType.BFLOAT16_VECTOR, "FLAT", "IP"),
+        (DataType.INT8_VECTOR, "HNSW", "COSINE"),
+        (DataType.SPARSE_FLOAT_VECTOR, "SPARSE_INVERTED_INDEX", "IP"),
+    ],
+)
+def test_search_by_ids_for_every_other_vector_type(
+    milvus: MilvusClient, dtype: DataType, index_type: str, metric: str
+) -> None:
+    import ml_dtypes
+
+    rng = np.random.default_rng(int(dtype))
+    name = f"by_ids_{dtype.name.lower()}"
+    values: list[Any]
+    if dtype == DataType.SPARSE_FLOAT_VECTOR:
+        values = [{int(j): float(rng.random() + 0.1) for j in rng.choice(64, 5, replace=False)} for _ in range(N)]
+    elif dtype == DataType.INT8_VECTOR:
+        values = list(rng.integers(-100, 100, (N, DIM), dtype=np.int8))
+    else:
+        wide = rng.standard_normal((N, DIM)).astype(np.float32)
+        values = list(wide.astype(np.float16 if dtype == DataType.FLOAT16_VECTOR else ml_dtypes.bfloat16))
+    schema = MilvusClient.create_schema(auto_id=False)
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    if dtype == DataType.SPARSE_FLOAT_VECTOR:
+        schema.add_field("v", dtype)
+    else:
+        schema.add_field("v", dtype, dim=DIM)
+    index = milvus.prepare_index_params()
+    index.add_index("v", index_type=index_type, metric_type=metric)
+    if milvus.has_collection(name):
+        milvus.drop_collection(name)
+    milvus.create_collection(name, schema=schema, index_params=index)
+    try:
+        milvus.insert(name, [{"id": i, "v": values[i]} for i in range(SEALED)])
+        milvus.flush(name)
+        milvus.insert(name, [{"id": i, "v": values[i]} for i in range(SEALED, N)])  # growing
+        keys = [3, 260, 42]
+        by_ids = milvus.search(name, ids=keys, anns_field="v", limit=5, consistency_level="Strong")
+        by_data = milvus.search(name, data=[values[k] for k in keys], anns_field="v", limit=5,
+                                consistency_level="Strong")
+        assert _hits(by_ids) == _hits(by_data)
+        assert len(by_ids) == len(keys) and all(len(h) == 5 for h in by_ids)
+    finally:
+        milvus.drop_collection(name)

@@ -29,7 +29,7 @@ from pymilvus.grpc_gen import schema_pb2
 from services.schema import DataType, FieldSchema
 
 #: Vector types a field may declare ``nullable``.
-NULLABLE_VECTOR_TYPES = frozenset({DataType.FLOAT_VECTOR, DataType.BINARY_VECTOR})
+NULLABLE_VECTOR_TYPES = frozenset(t for t in DataType if t.is_vector)
 
 
 def with_nulls(array: pa.Array, valid: np.ndarray | None) -> pa.Array:
