@@ -26,6 +26,8 @@ MAX_EF = 32768
 NPROBE_RANGE = (1, 65536)
 REORDER_K_RANGE = (1, 2**31 - 1)
 RBQ_QUERY_BITS_RANGE = (0, 8)
+#: DISKANN's ``search_list`` bounds (knowhere's ``search_list_size``; at least topk, checked by the index).
+SEARCH_LIST_RANGE = (1, 2**31 - 1)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -38,7 +40,8 @@ class SearchParams:
     * ``nprobe``: inverted lists probed (IVF_*, SCANN, BIN_IVF_FLAT; [1, 65536], default 8);
     * ``refine_k``: candidates re-scored per hit by a refining index (``>= 1``);
     * ``reorder_k``: SCANN's candidates re-scored with the raw vectors (``>= 1``);
-    * ``rbq_query_bits``: IVF_RABITQ's query quantization bits ([0, 8], 0 = none).
+    * ``rbq_query_bits``: IVF_RABITQ's query quantization bits ([0, 8], 0 = none);
+    * ``search_list``: DISKANN's candidate list ([topk, 2^31 - 1], default ``max(topk, 16)``).
 
     ``radius`` / ``range_filter``: a range search when ``radius`` is set
     (``range_filter`` alone is ignored, like Milvus). Kept distances:
@@ -57,6 +60,7 @@ class SearchParams:
     refine_k: float | None = None
     reorder_k: int | None = None
     rbq_query_bits: int | None = None
+    search_list: int | None = None
 
     @property
     def is_range(self) -> bool:
@@ -72,6 +76,7 @@ class SearchParams:
         _int_in("nprobe", self.nprobe, NPROBE_RANGE)
         _int_in("reorder_k", self.reorder_k, REORDER_K_RANGE)
         _int_in("rbq_query_bits", self.rbq_query_bits, RBQ_QUERY_BITS_RANGE)
+        _int_in("search_list", self.search_list, SEARCH_LIST_RANGE)
         if self.refine_k is not None and not _finite("refine_k", self.refine_k) >= 1.0:
             raise InvalidArgument(f"invalid search params: refine_k must be at least 1, got {self.refine_k}")
         if self.radius is None:
@@ -232,6 +237,7 @@ def search_params(params: dict[str, object]) -> SearchParams:
         refine_k=num("refine_k"),
         reorder_k=integer("reorder_k"),
         rbq_query_bits=integer("rbq_query_bits"),
+        search_list=integer("search_list") if "search_list" in params else integer("search_list_size"),
     )
 
 

@@ -14,6 +14,8 @@ import numpy as np
 from querynode.index.base import VectorIndex
 from querynode.index.bin_flat import BinFlatIndex
 from querynode.index.bin_ivf import BinIvfIndex
+from querynode.index.diskann_index import DiskannIndex
+from querynode.index.diskann_params import DiskannParams
 from querynode.index.faiss_index import FaissIndex
 from querynode.index.faiss_params import FaissParams
 from querynode.index.flat import FlatIndex
@@ -53,6 +55,8 @@ def build_index(spec: IndexSpec, vectors: np.ndarray, *, options: IndexOptions =
         ):
             spec.check_dim(_dim(vectors))
             return FaissIndex.build(kind, vectors, spec.metric_type, _faiss(spec), options)
+        case IndexKind.DISKANN:
+            return DiskannIndex.build(vectors, spec.metric_type, _diskann(spec), options)
         case _:
             assert_never(kind)
 
@@ -91,6 +95,8 @@ def restore_index(
             | IndexKind.HNSW_PRQ
         ):
             return FaissIndex.restore(kind, data, vectors, spec.metric_type, _faiss(spec), options)
+        case IndexKind.DISKANN:
+            return DiskannIndex.restore(data, vectors, spec.metric_type, _diskann(spec), options)
         case _:
             assert_never(kind)
 
@@ -98,6 +104,12 @@ def restore_index(
 def _faiss(spec: IndexSpec) -> FaissParams:
     params = spec.faiss
     assert params is not None, "a faiss kind has faiss parameters"
+    return params
+
+
+def _diskann(spec: IndexSpec) -> DiskannParams:
+    params = spec.diskann
+    assert params is not None, "DISKANN has its parameters"
     return params
 
 

@@ -3,7 +3,7 @@
 ``index_type`` is ``FLAT``, ``HNSW``, ``AUTOINDEX`` or one of the faiss
 families (``IVF_FLAT``, ``IVF_SQ8``, ``IVF_PQ``, ``IVF_RABITQ``, ``SCANN``,
 ``HNSW_SQ``, ``HNSW_PQ``, ``HNSW_PRQ``; their parameters are in
-``faiss_params.py``; any case) for a float vector field, ``BIN_FLAT``, ``BIN_IVF_FLAT`` or ``AUTOINDEX`` for a binary one
+``faiss_params.py``), ``DISKANN`` (``diskann_params.py``; any case) for a float vector field, ``BIN_FLAT``, ``BIN_IVF_FLAT`` or ``AUTOINDEX`` for a binary one
 (``IndexSpec.binary``). AUTOINDEX is HNSW with the default build parameters on
 a float field and BIN_IVF_FLAT with ``nlist`` 1024 on a binary one (Milvus'
 ``autoIndex.params.binary.build``); any given build parameters are ignored, as
@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import assert_never
 
+from querynode.index.diskann_params import DiskannParams, diskann_params
 from querynode.index.faiss_params import FaissParams, graph_params, ivf_params
 from querynode.segments.metric import Metric, UnknownMetricError, parse_metric
 from services.errors import InvalidArgument
@@ -63,6 +64,8 @@ class IndexKind(enum.Enum):
     HNSW_SQ = "HNSW_SQ"
     HNSW_PQ = "HNSW_PQ"
     HNSW_PRQ = "HNSW_PRQ"
+    # DiskANN's disk index (diskann_index.py).
+    DISKANN = "DISKANN"
 
     @property
     def is_faiss(self) -> bool:
@@ -95,6 +98,7 @@ INDEX_TYPES: Mapping[str, IndexKind] = {
     "BIN_FLAT": IndexKind.BIN_FLAT,
     "BIN_IVF_FLAT": IndexKind.BIN_IVF_FLAT,
     **{kind.value: kind for kind in FAISS_KINDS},
+    "DISKANN": IndexKind.DISKANN,
 }
 #: The kinds that index binary vectors (the others index float vectors).
 BINARY_KINDS = frozenset({IndexKind.BIN_FLAT, IndexKind.BIN_IVF_FLAT})
@@ -140,7 +144,7 @@ class IndexSpec:
         """Raise ``InvalidArgument`` naming the first bad parameter."""
         # Each property parses (and so checks) its part: the metric first (Milvus checks it against
         # the field's type before the index type), then the kind, as the others read it.
-        _ = (self.metric_type, self.kind, self.hnsw, self.bin_ivf, self.faiss)
+        _ = (self.metric_type, self.kind, self.hnsw, self.bin_ivf, self.faiss, self.diskann)
 
     @property
     def kind(self) -> IndexKind:
@@ -213,6 +217,11 @@ class IndexSpec:
             return graph_params(kind.value, self.params)
         return ivf_params(kind.value, self.params)
 
+    @property
+    def diskann(self) -> DiskannParams | None:
+        """DISKANN's build parameters (``diskann_params.py``); None for the other kinds."""
+        return diskann_params(self.params) if self.kind is IndexKind.DISKANN else None
+
     def check_dim(self, dim: int) -> None:
         """Raise ``InvalidArgument`` when the index cannot be built over ``dim``-dimensional vectors
         (IVF_PQ, HNSW_PQ and HNSW_PRQ need ``m`` to divide it, SCANN ``sub_dim``)."""
@@ -244,6 +253,10 @@ class IndexSpec:
                 faiss = self.faiss
                 assert faiss is not None
                 params = faiss.canonical()
+            case IndexKind.DISKANN:
+                diskann = self.diskann
+                assert diskann is not None
+                params = diskann.canonical()
             case _:
                 assert_never(kind)
         return {"index_type": kind.value, "metric": self.metric_type.value, "params": params}
