@@ -11,7 +11,8 @@
 2. For each, a fresh subprocess loads the segment's vectors (as a worker
    holds them, in memory), reads its RSS, restores the index from the stored
    bytes (``restore_index``, as ``load_index`` does), drops the bytes and
-   reads its RSS again: *index RSS* is the difference, *total* the second
+   reads its RSS again: *index RSS* is the difference (diskannpy is imported
+   before the first reading: its code is paid once a process), *total* the second
    reading (the vectors included), *peak* the process' high-water mark.
 3. In the same subprocess: sweep ``search_list`` (DISKANN) or ``ef`` (HNSW)
    and keep the smallest value that reaches ``--target`` recall@10 against
