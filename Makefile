@@ -24,8 +24,13 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
+# diskannpy (DISKANN) pins numpy==1.25 in its metadata but runs on numpy 2: installed without its
+# dependencies, after Strata's (see pyproject.toml).
+DISKANNPY := diskannpy==0.7.0
+
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q --no-deps $(DISKANNPY)
 	@touch $(STAMP)
 
 # tests/deploy/test_helm.py renders the Helm chart with `helm`, or where there is none with

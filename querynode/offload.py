@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from querynode.index.base import SearchParams, VectorIndex
+from querynode.index.diskann_index import DiskannIndex
 from querynode.index.faiss_index import FaissIndex
 from querynode.index.spec import IndexKind
 from querynode.segments.growing import QUERY_COLUMN
@@ -91,7 +92,7 @@ def search_cost(
     nq, dim = queries.shape  # (nq, dim), as every search takes them
     if index is not None and index.kind is IndexKind.HNSW:
         walk = nq * (params.ef or _HNSW_DEFAULT_EF) * _HNSW_VISITS_PER_EF * dim
-    elif isinstance(index, FaissIndex):  # lists probed or a graph walked, by the kind's own estimate
+    elif isinstance(index, FaissIndex | DiskannIndex):  # lists probed or a graph walked, by the kind's own estimate
         walk = index.search_work(nq, params)
     else:
         walk = nq * num_rows * (dim + _EXACT_PAIR_OVERHEAD)

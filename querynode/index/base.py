@@ -27,6 +27,8 @@ MAX_EF = 32768
 NPROBE_RANGE = (1, 65536)
 REORDER_K_RANGE = (1, 2**31 - 1)
 RBQ_QUERY_BITS_RANGE = (0, 8)
+#: DISKANN's ``search_list`` bounds (knowhere's ``search_list_size``; at least topk, checked by the index).
+SEARCH_LIST_RANGE = (1, 2**31 - 1)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -41,6 +43,7 @@ class SearchParams:
     * ``reorder_k``: SCANN's candidates re-scored with the raw vectors (``>= 1``);
     * ``rbq_query_bits``: IVF_RABITQ's query quantization bits ([0, 8], 0 = none);
     * ``drop_ratio_search``, ``dim_max_score_ratio``: the sparse kinds' (``sparse_params.py``).
+    * ``search_list``: DISKANN's candidate list ([topk, 2^31 - 1], default ``max(topk, 16)``).
 
     ``radius`` / ``range_filter``: a range search when ``radius`` is set
     (``range_filter`` alone is ignored, like Milvus). Kept distances:
@@ -61,6 +64,7 @@ class SearchParams:
     rbq_query_bits: int | None = None
     drop_ratio_search: float | None = None
     dim_max_score_ratio: float | None = None
+    search_list: int | None = None
 
     @property
     def is_range(self) -> bool:
@@ -76,6 +80,7 @@ class SearchParams:
         _int_in("nprobe", self.nprobe, NPROBE_RANGE)
         _int_in("reorder_k", self.reorder_k, REORDER_K_RANGE)
         _int_in("rbq_query_bits", self.rbq_query_bits, RBQ_QUERY_BITS_RANGE)
+        _int_in("search_list", self.search_list, SEARCH_LIST_RANGE)
         if self.refine_k is not None and not _finite("refine_k", self.refine_k) >= 1.0:
             raise InvalidArgument(f"invalid search params: refine_k must be at least 1, got {self.refine_k}")
         check_sparse_search(self.drop_ratio_search, self.dim_max_score_ratio)
@@ -239,6 +244,7 @@ def search_params(params: dict[str, object]) -> SearchParams:
         rbq_query_bits=integer("rbq_query_bits"),
         drop_ratio_search=num("drop_ratio_search"),
         dim_max_score_ratio=num("dim_max_score_ratio"),
+        search_list=integer("search_list") if "search_list" in params else integer("search_list_size"),
     )
 
 

@@ -14,6 +14,8 @@ import numpy as np
 from querynode.index.base import VectorIndex
 from querynode.index.bin_flat import BinFlatIndex
 from querynode.index.bin_ivf import BinIvfIndex
+from querynode.index.diskann_index import DiskannIndex
+from querynode.index.diskann_params import DiskannParams
 from querynode.index.faiss_index import FaissIndex
 from querynode.index.faiss_params import FaissParams
 from querynode.index.flat import FlatIndex
@@ -63,6 +65,8 @@ def build_index(spec: IndexSpec, vectors: VectorData, *, options: IndexOptions =
             return FaissIndex.build(kind, vectors, spec.metric_type, _faiss(spec), options)
         case IndexKind.SPARSE_INVERTED_INDEX | IndexKind.SPARSE_WAND:
             raise ValueError(f"a {kind.value} index is built over sparse rows, not a matrix")
+        case IndexKind.DISKANN:
+            return DiskannIndex.build(vectors, spec.metric_type, _diskann(spec), options)
         case _:
             assert_never(kind)
 
@@ -105,6 +109,8 @@ def restore_index(
             return FaissIndex.restore(kind, data, vectors, spec.metric_type, _faiss(spec), options)
         case IndexKind.SPARSE_INVERTED_INDEX | IndexKind.SPARSE_WAND:
             raise ValueError(f"a {kind.value} index is built over sparse rows, not a matrix")
+        case IndexKind.DISKANN:
+            return DiskannIndex.restore(data, vectors, spec.metric_type, _diskann(spec), options)
         case _:
             assert_never(kind)
 
@@ -119,6 +125,12 @@ def _sparse(spec: IndexSpec) -> SparseBuildParams:
 def _faiss(spec: IndexSpec) -> FaissParams:
     params = spec.faiss
     assert params is not None, "a faiss kind has faiss parameters"
+    return params
+
+
+def _diskann(spec: IndexSpec) -> DiskannParams:
+    params = spec.diskann
+    assert params is not None, "DISKANN has its parameters"
     return params
 
 

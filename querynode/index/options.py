@@ -79,6 +79,8 @@ class IndexOptions:
             search's per-call gathering of the allowed rows costs; sets how far a
             batch of ``nq`` queries raises the threshold.
         seed: hnswlib's random seed (level assignment), for reproducible builds.
+        disk_dir: where DISKANN indexes keep their files on this node's local
+            disk; ``None`` = ``<tmp>/strata-diskann`` (``diskann_files.py``).
     """
 
     threads: int = 1
@@ -86,6 +88,7 @@ class IndexOptions:
     exact_sqrt_factor: float = 40.0
     exact_setup_queries: float = 25.0
     seed: int = 100
+    disk_dir: str | None = None
 
     def __post_init__(self) -> None:
         if self.threads < 1:

@@ -3,7 +3,7 @@
 ``index_type`` is ``FLAT``, ``HNSW``, ``AUTOINDEX`` or one of the faiss
 families (``IVF_FLAT``, ``IVF_SQ8``, ``IVF_PQ``, ``IVF_RABITQ``, ``SCANN``,
 ``HNSW_SQ``, ``HNSW_PQ``, ``HNSW_PRQ``; their parameters are in
-``faiss_params.py``; any case) for a float vector field, ``BIN_FLAT``, ``BIN_IVF_FLAT`` or ``AUTOINDEX`` for a binary one
+``faiss_params.py``), ``DISKANN`` (``diskann_params.py``; any case) for a float vector field, ``BIN_FLAT``, ``BIN_IVF_FLAT`` or ``AUTOINDEX`` for a binary one
 (``IndexSpec.binary``), and the HNSW family or AUTOINDEX for an INT8_VECTOR
 (``IndexSpec.int8``; FLOAT16 and BFLOAT16 take every float kind). AUTOINDEX is HNSW with the default build parameters on
 a float field and BIN_IVF_FLAT with ``nlist`` 1024 on a binary one (Milvus'
@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import assert_never
 
+from querynode.index.diskann_params import DiskannParams, diskann_params
 from querynode.index.faiss_params import FaissParams, graph_params, ivf_params
 from querynode.index.sparse_params import SparseBuildParams, sparse_build_params
 from querynode.segments.metric import Metric, UnknownMetricError, parse_metric
@@ -72,6 +73,8 @@ class IndexKind(enum.Enum):
     # sparse float vectors (sparse_inverted.py).
     SPARSE_INVERTED_INDEX = "SPARSE_INVERTED_INDEX"
     SPARSE_WAND = "SPARSE_WAND"
+    # DiskANN's disk index (diskann_index.py).
+    DISKANN = "DISKANN"
 
     @property
     def is_faiss(self) -> bool:
@@ -106,6 +109,7 @@ INDEX_TYPES: Mapping[str, IndexKind] = {
     **{kind.value: kind for kind in FAISS_KINDS},
     "SPARSE_INVERTED_INDEX": IndexKind.SPARSE_INVERTED_INDEX,
     "SPARSE_WAND": IndexKind.SPARSE_WAND,
+    "DISKANN": IndexKind.DISKANN,
 }
 #: The kinds that index binary vectors (the others index float vectors).
 BINARY_KINDS = frozenset({IndexKind.BIN_FLAT, IndexKind.BIN_IVF_FLAT})
@@ -161,7 +165,7 @@ class IndexSpec:
         """Raise ``InvalidArgument`` naming the first bad parameter."""
         # Each property parses (and so checks) its part: the metric first (Milvus checks it against
         # the field's type before the index type), then the kind, as the others read it.
-        _ = (self.metric_type, self.kind, self.hnsw, self.bin_ivf, self.faiss, self.sparse_params)
+        _ = (self.metric_type, self.kind, self.hnsw, self.bin_ivf, self.faiss, self.sparse_params, self.diskann)
 
     @property
     def kind(self) -> IndexKind:
@@ -254,6 +258,9 @@ class IndexSpec:
             return None
         kind = self.kind
         return sparse_build_params(kind.value, {} if str(self.index_type).upper() == "AUTOINDEX" else self.params)
+    def diskann(self) -> DiskannParams | None:
+        """DISKANN's build parameters (``diskann_params.py``); None for the other kinds."""
+        return diskann_params(self.params) if self.kind is IndexKind.DISKANN else None
 
     def check_dim(self, dim: int) -> None:
         """Raise ``InvalidArgument`` when the index cannot be built over ``dim``-dimensional vectors
@@ -290,6 +297,10 @@ class IndexSpec:
                 sparse = self.sparse_params
                 assert sparse is not None
                 params = sparse.canonical()
+            case IndexKind.DISKANN:
+                diskann = self.diskann
+                assert diskann is not None
+                params = diskann.canonical()
             case _:
                 assert_never(kind)
         return {"index_type": kind.value, "metric": self.metric_type.value, "params": params}

@@ -5,6 +5,7 @@ Layout, relative to the object-store root::
     index_files/<collection>/<segment>/<index_id>/meta.json
     index_files/<collection>/<segment>/<index_id>/graph-<crc32c:08x>.bin   (HNSW)
     index_files/<collection>/<segment>/<index_id>/faiss-<crc32c:08x>.bin   (the faiss kinds)
+    index_files/<collection>/<segment>/<index_id>/diskann-<crc32c:08x>.bin (DISKANN: its files in one blob)
 
 The data file is written first and ``meta.json`` last: the meta is the commit
 marker, and ``ObjectStore`` writes each object atomically, so a reader that
@@ -28,7 +29,7 @@ from querynode.index.base import VectorIndex
 from querynode.index.factory import VectorData, restore_index
 from querynode.index.meta import DataFile, IndexMeta
 from querynode.index.options import DEFAULT_OPTIONS, IndexOptions
-from querynode.index.spec import SPARSE_KINDS, IndexSpec
+from querynode.index.spec import SPARSE_KINDS, IndexKind, IndexSpec
 from services.errors import InvalidArgument
 from services.storage import layout
 from services.storage.errors import ObjectNotFound
@@ -91,7 +92,11 @@ def save_index(
     data = None
     if payload is not None:
         checksum = crc32c.crc32c(payload)
-        prefix = "faiss" if index.kind.is_faiss else ("postings" if index.kind in SPARSE_KINDS else "graph")
+        prefix = (
+            "faiss"
+            if index.kind.is_faiss
+            else "postings" if index.kind in SPARSE_KINDS else "diskann" if index.kind is IndexKind.DISKANN else "graph"
+        )
         data = DataFile(name=f"{prefix}-{checksum:08x}.bin", size=len(payload), crc32c=checksum)
         store.write_bytes(f"{directory}/{data.name}", payload)
     meta = IndexMeta.describe(spec, field_id=field_id, dim=index.dim, rows=index.num_rows, data=data)

@@ -266,7 +266,7 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
             raise IndexNotSupported(
                 f"index type {params.get('index_type') or 'AUTOINDEX'} on field {field.name} "
                 f"({field.dtype.name}) is not supported: Strata builds indexes on vector fields only "
-                "(FLAT, HNSW, AUTOINDEX, the IVF families, SCANN, HNSW_SQ/PQ/PRQ); filters on scalar "
+                "(FLAT, HNSW, AUTOINDEX, the IVF families, SCANN, HNSW_SQ/PQ/PRQ, DISKANN); filters on scalar "
                 "and JSON fields scan the column"
             )
         resp = await (await self._stub()).CreateIndex(

@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from querynode.index.diskann_index import DiskannIndex
 from querynode.index.faiss_index import FaissIndex
 from querynode.index.spec import IndexKind
 from querynode.index.store import load_index
@@ -129,6 +130,24 @@ def test_compaction_outputs_get_a_faiss_index_from_the_same_factory(spark: Any, 
     loaded = load_index(store, COLLECTION, out.segment_id, 56, 103, spec, matrix)
     assert isinstance(loaded, FaissIndex) and loaded.kind is IndexKind.IVF_SQ8
     assert loaded.structure is not None and loaded.structure.nlist == 400 // 39  # knowhere's nlist for 400 rows
+
+
+def test_compaction_outputs_get_a_diskann_index_from_the_same_factory(spark: Any, tmp_path: Path) -> None:
+    store = ObjectStore.from_uri((tmp_path / "store").as_uri())
+    a = write_l1(store, 1, [rows(range(0, 400), 100)])
+    index = IndexRef(field_name="v", index_id=57, params={"index_type": "DISKANN", "metric_type": "L2",
+                                                           "params": '{"max_degree": 16}'})
+    plan = MixPlan(plan_id=4, vchannel=VCHANNEL, partition_id=PARTITION, inputs=(a,), deletes=(),
+                   target_rows=400, segment_id_base=2100, segment_id_count=1)
+    result = run_compaction(spark, _spec(tmp_path, mix=(plan,), indexes=(index,)))
+    assert not result.error and len(result.outputs) == 1
+    out = result.outputs[0]
+    table = read_segment(store, out.manifest)
+    matrix = np.stack(table.column("v").to_numpy(zero_copy_only=False)).astype(np.float32)
+    spec = field_index_spec("v", 57, index.params).spec
+    loaded = load_index(store, COLLECTION, out.segment_id, 57, 103, spec, matrix)
+    assert isinstance(loaded, DiskannIndex) and loaded.kind is IndexKind.DISKANN
+    assert loaded.directory  # a disk index, not the exact search of a segment too small for one
 
 
 def test_a_mix_plan_whose_rows_are_all_deleted_or_expired_writes_nothing(spark: Any, tmp_path: Path) -> None:

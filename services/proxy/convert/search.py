@@ -95,6 +95,8 @@ _INT_SEARCH_PARAMS = (
     ("nprobe", 1, NPROBE_LIMIT),
     ("reorder_k", 1, REORDER_K_LIMIT),
     ("rbq_query_bits", 0, RBQ_QUERY_BITS_LIMIT),
+    ("search_list", 1, REORDER_K_LIMIT),  # DISKANN's; at least topk once the index is known
+    ("search_list_size", 1, REORDER_K_LIMIT),  # knowhere's name of it
 )
 
 
@@ -344,11 +346,15 @@ def check_index_search_params(index_type: str, params: Mapping[str, Any], k: int
     """The checks Milvus makes once the searched field's index is known (``k`` = topk + offset).
 
     Raises:
-        InvalidArgument: SCANN's ``reorder_k`` below ``k``.
+        InvalidArgument: SCANN's ``reorder_k`` or DISKANN's ``search_list`` below ``k``.
     """
+    kind = index_type.strip().upper()
     reorder_k = params.get("reorder_k")
-    if index_type.strip().upper() == "SCANN" and reorder_k is not None and reorder_k < k:
+    if kind == "SCANN" and reorder_k is not None and reorder_k < k:
         raise InvalidArgument(f"reorder_k({reorder_k}) should be larger than k({k})")
+    search_list = params.get("search_list", params.get("search_list_size"))
+    if kind == "DISKANN" and search_list is not None and search_list < k:
+        raise InvalidArgument(f"search_list_size({search_list}) should be larger than k({k})")
 
 
 def check_range(metric: str | None, radius: float | None, range_filter: float | None) -> None:
