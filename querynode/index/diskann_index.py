@@ -45,7 +45,7 @@ import numpy as np
 import structlog
 
 from querynode.index.base import NO_PARAMS, IndexHits, SearchParams
-from querynode.index.checks import check_allowed, check_queries, check_topk, check_vectors
+from querynode.index.checks import check_allowed, check_dense_vectors, check_queries, check_topk
 from querynode.index.diskann_files import DiskHeader, disk_root, new_index_dir, pack, unpack
 from querynode.index.diskann_params import MIN_DEFAULT_SEARCH_LIST, DiskannParams
 from querynode.index.flat import FlatIndex
@@ -54,6 +54,7 @@ from querynode.index.refine import Refiner
 from querynode.index.spec import IndexKind
 from querynode.segments.metric import Metric
 from services.errors import InvalidArgument
+from services.narrow_vectors import to_float32
 
 #: Graph nodes a search reads per step: Milvus' ``BeamWidthRatio`` (4) times this machine's 2 cores.
 BEAM_WIDTH = 8
@@ -102,7 +103,7 @@ class DiskannIndex:
         """Build the disk index over ``vectors`` into a new local directory (blocking)."""
         flat = FlatIndex(vectors, metric)
         index = DiskannIndex(params, flat, options)
-        matrix = check_vectors(vectors)
+        matrix = to_float32(check_dense_vectors(vectors))  # narrow rows: one float32 copy for the build
         if len(matrix) == 0:
             return index
         index._dir = new_index_dir(disk_root(options.disk_dir), index)

@@ -258,6 +258,8 @@ class IndexSpec:
             return None
         kind = self.kind
         return sparse_build_params(kind.value, {} if str(self.index_type).upper() == "AUTOINDEX" else self.params)
+
+    @property
     def diskann(self) -> DiskannParams | None:
         """DISKANN's build parameters (``diskann_params.py``); None for the other kinds."""
         return diskann_params(self.params) if self.kind is IndexKind.DISKANN else None
