@@ -34,8 +34,10 @@ class Feature(Enum):
     JSON_ARRAY_LENGTH = "`array_length` on a JSON path"
     JSON_LIST_EQUALITY = "a JSON path compared with a list literal"
     ARRAY_LIST_EQUALITY = "an ARRAY field compared with a list literal"
-    # Calls milvus-lite does not implement (UNIMPLEMENTED).
+    # Calls milvus-lite does not implement (UNIMPLEMENTED) or refuses.
     PARTITION_LOAD_STATE = "release_partitions / load_partitions, and reads while a partition is released"
+    SEARCH_BY_IDS = "search by primary keys (`ids=` instead of `data=`)"
+    SPARSE_DROP_RATIO = "a sparse search with `drop_ratio_search` above 0"
     # Filters milvus-lite answers differently.
     INT_DIVISION = "`/` on integers"
     JSON_NEGATED = "a JSON predicate under `not` or `!=`"
@@ -56,6 +58,8 @@ class Feature(Enum):
     ROW_COUNT = "get_collection_stats row_count after deletes and upserts"
     COUNT_ALL_IN_PARTITIONS = "`count(*)` with an empty filter in some partitions"
     JSON_SCALAR_DOCUMENT = 'a JSON field holding a scalar document (`3`, `"x"`)'
+    NULL_VECTOR = "a null in a nullable vector field, read back or met by a search"
+    EMPTY_SPARSE_ROW = "a sparse vector with no weight, or with a zero weight"
     LITE_ACCEPTS_INVALID = "a request Milvus validates and refuses (schema limits, top-k bounds, metric, NaN vectors)"
     LONG_COLLECTION_NAME = "a collection name longer than 255 characters"
     # Calls both servers accept where Milvus refuses.
@@ -82,6 +86,8 @@ LITE_UNSUPPORTED: Final[frozenset[Feature]] = frozenset(
         Feature.JSON_LIST_EQUALITY,
         Feature.ARRAY_LIST_EQUALITY,
         Feature.PARTITION_LOAD_STATE,
+        Feature.SEARCH_BY_IDS,
+        Feature.SPARSE_DROP_RATIO,
     }
 )
 
@@ -105,6 +111,8 @@ KNOWN_DIFFERENCES: Final[Mapping[Feature, KnownDifference]] = {
     Feature.COUNT_ALL_IN_PARTITIONS: KnownDifference(report="D20", handling=Handling.MODEL),
     Feature.ARRAY_NEGATED: KnownDifference(report="D23", handling=Handling.MODEL),
     Feature.NULL_ARRAY_LENGTH: KnownDifference(report="D24", handling=Handling.MODEL),
+    Feature.EMPTY_SPARSE_ROW: KnownDifference(report="D25", handling=Handling.SKIP),
+    Feature.NULL_VECTOR: KnownDifference(report="D26", handling=Handling.MODEL),
 }
 
 

@@ -6,7 +6,7 @@ and asks it for the expected answer as it generates each read.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Final, Literal
 
 import numpy as np
@@ -65,16 +65,23 @@ class Model:
 
     def ranked(
         self,
-        query: Sequence[float],
+        query: Sequence[float] | Mapping[int, float],
         f: Filter | None,
         metric: Literal["L2", "IP"],
         partitions: Collection[str] | None = None,
+        field: str = "v",
     ) -> list[tuple[int, float]]:
-        """Every matching row as (key, distance), best first, with Milvus's distances (squared L2, inner product)."""
-        rows = self.matching(f, partitions)
+        """Every matching row that can be a hit, as (key, distance), best first, with Milvus's distances (squared L2,
+        inner product). A row whose ``field`` is null is never a hit; on the sparse field ``sp`` neither is a row
+        that shares no dimension with the query (its inner product is 0: the inverted index never meets it)."""
+        rows = [row for row in self.matching(f, partitions) if row[field] is not None]
+        if field == "sp":
+            assert isinstance(query, Mapping)
+            scored = [(row["id"], sparse_ip(query, row["sp"])) for row in rows if query.keys() & row["sp"].keys()]
+            return sorted(scored, key=lambda hit: -hit[1])
         if not rows:
             return []
-        data = np.asarray([row["v"] for row in rows], dtype=np.float64)
+        data = np.asarray([row[field] for row in rows], dtype=np.float64)
         q = np.asarray(query, dtype=np.float64)
         if metric == "L2":
             dist = ((data - q) ** 2).sum(axis=1)
@@ -83,6 +90,18 @@ class Model:
             dist = data @ q
             order = np.argsort(-dist, kind="stable")
         return [(int(rows[j]["id"]), float(dist[j])) for j in order]
+
+
+def sparse_ip(a: Mapping[int, float], b: Mapping[int, float]) -> float:
+    return sum(w * b[k] for k, w in a.items() if k in b)
+
+
+def drop_smallest(query: Mapping[int, float], ratio: float) -> dict[int, float]:
+    """``query`` without its ``floor(ratio * nnz)`` smallest weights, as ``drop_ratio_search`` does (the workload
+    sends distinct weights, so which ones go is defined)."""
+    cut = int(ratio * len(query))
+    dropped = set(sorted(query, key=lambda k: query[k])[:cut])
+    return {k: w for k, w in query.items() if k not in dropped}
 
 
 def query_projection(row: Row, output_fields: Sequence[str] | None) -> dict[str, Any]:

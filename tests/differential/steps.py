@@ -92,9 +92,9 @@ class Step:
 
 def _render(key: str, value: object) -> str:
     if key == "schema":
-        return "<schema id INT64 pk, i INT64, d DOUBLE, s VARCHAR(32), b BOOL, meta JSON, arr ARRAY<INT64>(4), v FLOAT_VECTOR(8)>"
+        return "<schema id INT64 pk, i INT64, d DOUBLE, s VARCHAR(32), b BOOL, meta JSON, arr ARRAY<INT64>(4), v FLOAT_VECTOR(8), sp SPARSE_FLOAT_VECTOR>"
     if key == "index_params":
-        return "<FLAT on v>"
+        return "<FLAT on v, SPARSE_INVERTED_INDEX on sp>"
     if key == "data" and isinstance(value, list) and len(value) > 3:
         ids = [row.get("id") for row in value if isinstance(row, dict)]
         return f"<{len(value)} rows, ids {ids}; first {value[0]!r}>" if ids else f"<{len(value)} vectors>"

@@ -20,7 +20,7 @@ import functools
 import itertools
 import math
 import random
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -46,13 +46,14 @@ from tests.differential.data import (
     MAX_CAPACITY,
     MAX_LENGTH,
     NULLABLE_CANDIDATES,
+    SPARSE_DIMS,
     CollectionSpec,
     Row,
     RowMaker,
 )
 from tests.differential.differences import Feature, model_only, skipped
 from tests.differential.filters import INVALID_FILTERS, LITE_ACCEPTED_INVALID_FILTERS, Filter, FilterMaker
-from tests.differential.model import DEFAULT_PARTITION, Model, query_projection, search_projection
+from tests.differential.model import DEFAULT_PARTITION, Model, drop_smallest, query_projection, search_projection
 from tests.differential.steps import (
     STRONG,
     Expect,
@@ -83,7 +84,8 @@ class Workload:
         self.spec = CollectionSpec(
             name=f"{prefix}main",
             metric=self.rng.choice(("L2", "IP")),
-            nullable=frozenset(f for f in NULLABLE_CANDIDATES if self.rng.random() < 0.6),
+            # a third of the seeds have a nullable vector field
+            nullable=frozenset(f for f in NULLABLE_CANDIDATES if self.rng.random() < (0.35 if f == "v" else 0.6)),
         )
         self.spec.validate()
         self.model = Model()
@@ -161,6 +163,30 @@ class Workload:
         live = list(self.model.rows.values())
         return [self.rows.row(pk, self.rng.choice(live) if live and self.rng.random() < 0.1 else None) for pk in pks]
 
+    def vector_field(self) -> str:
+        """The vector field a search reads: the dense ``v`` most of the time, else the sparse ``sp``."""
+        return "sp" if self.rng.random() < 0.35 else "v"
+
+    def query_vectors(self, field: str, n: int, *, distinct: bool = False) -> list[Any]:
+        """``n`` query vectors for ``field``: some copied from live rows (exact ties), the rest random; ``distinct``
+        (sparse only): no two equal weights in one vector."""
+        live = [row[field] for row in self.model.rows.values() if row[field]]
+        if distinct:
+            live = [v for v in live if len(set(v.values())) == len(v)]
+        return [
+            (dict(self.rng.choice(live)) if field == "sp" else list(self.rng.choice(live)))
+            if live and self.rng.random() < 0.4
+            else (self.rows.sparse(distinct=distinct) if field == "sp" else self.rows.vector())
+            for _ in range(n)
+        ]
+
+    @staticmethod
+    def null_vectors(rows: Iterable[Row], *, searched: bool = False, projected: Sequence[str] | None = ()) -> bool:
+        """Whether a null ``v`` would show in an answer over ``rows``: ``v`` is ``searched``, or ``projected`` (None:
+        every field) holds it, and one of the rows has a null ``v`` (milvus-lite reads it as zeros, D26)."""
+        shown = searched or projected is None or "*" in projected or "v" in projected
+        return shown and any(row["v"] is None for row in rows)
+
     def temp_name(self) -> str:
         self._temps += 1
         return f"{self.prefix}tmp{self._temps}"
@@ -198,13 +224,17 @@ class Workload:
         return {} if partition == DEFAULT_PARTITION and self.rng.random() < 0.5 else {"partition_name": partition}
 
     def insert_rows(self, n: int, partition: str = DEFAULT_PARTITION) -> list[Step]:
-        """An insert of ``n`` new rows into ``partition`` (now and then one with a scalar JSON document)."""
+        """An insert of ``n`` new rows into ``partition`` (now and then one with a scalar JSON document or an
+        empty sparse vector)."""
         pks = self.fresh_pks(n)
         rows = self.new_rows(pks)
         features: frozenset[Feature] = frozenset()
         if self.rng.random() < 0.1 and not skipped(frozenset({Feature.JSON_SCALAR_DOCUMENT})):
             self.rng.choice(rows)["meta"] = self.rng.choice((3, "x", 1.5, True))
             features = frozenset({Feature.JSON_SCALAR_DOCUMENT})
+        if self.rng.random() < 0.05 and not skipped(frozenset({Feature.EMPTY_SPARSE_ROW})):
+            self.rng.choice(rows)["sp"] = self.rng.choice(({}, {3: 0.0}))
+            features |= {Feature.EMPTY_SPARSE_ROW}
         self.model.write(rows, partition)
         return [self.step("insert", "insert", shape=Shape.VALUE, read=False,
                           expect={"insert_count": n, "ids": pks, "cost": 0}, features=features,
@@ -236,10 +266,17 @@ def setup(w: Workload) -> list[Step]:
 
 def teardown(w: Workload) -> list[Step]:
     name = w.spec.name
-    everything = [query_projection(row, None) for row in w.model.matching(None)]
+    rows = w.model.matching(None)
+    everything = [query_projection(row, None) for row in rows]
     steps = [drop_alias_step(w, alias) for alias in list(w.aliases)]
+    if nulls := w.null_vectors(rows):  # everything but v goes to both servers too
+        others = [f for f in FIELDS if f != "v"]
+        steps.append(w.step("final rows but v", "query", shape=Shape.ROWS, read=True,
+                            expect=[query_projection(row, others) for row in rows],
+                            **strong(collection_name=name, filter="id >= 0", output_fields=others)))  # fmt: skip
     steps += [
         w.step("final rows", "query", shape=Shape.ROWS, read=True, expect=everything,
+               features=_with(frozenset(), Feature.NULL_VECTOR, nulls),
                **strong(collection_name=name, filter="id >= 0", output_fields=["*"])),
         w.step("final count", "query", shape=Shape.COUNT, read=True, expect=len(everything),
                **strong(collection_name=name, filter="", output_fields=["count(*)"])),
@@ -350,8 +387,10 @@ def invalid_write(w: Workload) -> list[Step]:
     name = w.spec.name
     good = w.new_rows(w.fresh_pks(rng.randint(0, 2)))
     bad = w.new_rows(w.fresh_pks(1))[0]
+    bad["v"] = bad["v"] or w.rows.vector()
     kind = rng.choice(("dim", "varchar", "null", "type", "unknown field", "missing collection", "upsert dim",
-                       "delete filter", "recreate", "nan", "array capacity", "array element"))  # fmt: skip
+                       "delete filter", "recreate", "nan", "array capacity", "array element", "sparse negative",
+                       "sparse null"))  # fmt: skip
     features: frozenset[Feature] = frozenset()
     match kind:
         case "dim":
@@ -380,6 +419,10 @@ def invalid_write(w: Workload) -> list[Step]:
             bad["arr"] = [1] * (MAX_CAPACITY + 1)
         case "array element":
             bad["arr"] = [1, rng.choice(("x", 1.5))]
+        case "sparse negative":
+            bad["sp"] = {**bad["sp"], rng.randrange(SPARSE_DIMS): -rng.choice((0.5, 1.0))}
+        case "sparse null":  # ``sp`` is not nullable
+            bad["sp"] = None
         case "nan":
             bad["v"][rng.randrange(DIM)] = rng.choice((math.nan, math.inf, -math.inf))
             features = frozenset({Feature.LITE_ACCEPTS_INVALID})
@@ -432,8 +475,6 @@ def invalid_create(w: Workload) -> list[Step]:
         ("field name with a space", {"collection_name": name, "schema": _schema(pk, ("a b", DataType.INT64, {}),
                                                                                  vector)}, lenient),
         ("100 shards", {"collection_name": name, "dimension": DIM, "num_shards": 100}, lenient),
-        ("nullable vector", {"collection_name": name, "schema": _schema(
-            pk, ("v", DataType.FLOAT_VECTOR, {"dim": DIM, "nullable": True}))}, lenient),
     ]  # fmt: skip
     label, kwargs, features = w.rng.choice([c for c in cases if not skipped(c[2])])
     steps = [w.step(f"invalid create ({label})", "create_collection", shape=Shape.ACK, read=False,
@@ -454,11 +495,13 @@ def query(w: Workload) -> list[Step]:
     f = w.filter()
     fields = w.output_fields()
     partitions = w.read_partitions()
-    expect = [query_projection(row, fields) for row in w.model.matching(f, partitions)]
+    matching = w.model.matching(f, partitions)
+    expect = [query_projection(row, fields) for row in matching]
     kwargs = scoped(strong(collection_name=w.target(), filter=f.text), partitions)
     if fields is not None:
         kwargs["output_fields"] = fields
-    return [w.step("query", "query", shape=Shape.ROWS, read=True, expect=expect, features=f.features, **kwargs)]
+    features = _with(f.features, Feature.NULL_VECTOR, w.null_vectors(matching, projected=fields))
+    return [w.step("query", "query", shape=Shape.ROWS, read=True, expect=expect, features=features, **kwargs)]
 
 
 def query_page(w: Workload) -> list[Step]:
@@ -468,13 +511,14 @@ def query_page(w: Workload) -> list[Step]:
     limit = rng.randint(1, 20)
     offset = 0 if rng.random() < 0.5 else rng.randint(1, 10)
     partitions = w.read_partitions()
-    rows = tuple(query_projection(row, fields) for row in w.model.matching(f, partitions))
+    matching = w.model.matching(f, partitions)
+    rows = tuple(query_projection(row, fields) for row in matching)
     kwargs = scoped(strong(collection_name=w.spec.name, filter=f.text if f else "", limit=limit), partitions)
     if offset:
         kwargs["offset"] = offset
     if fields is not None:
         kwargs["output_fields"] = fields
-    features = f.features if f else frozenset()
+    features = _with(f.features if f else frozenset(), Feature.NULL_VECTOR, w.null_vectors(matching, projected=fields))
     return [w.step("query page", "query", shape=Shape.PAGE, read=True,
                    expect=PageExpectation(rows=rows, limit=limit, offset=offset),
                    features=_with(features, Feature.PK_LOOKUP, f is not None and f.pk_lookup), **kwargs)]  # fmt: skip
@@ -485,11 +529,13 @@ def get(w: Workload) -> list[Step]:
     fields = w.output_fields()
     partitions = w.read_partitions()
     visible = {row["id"] for row in w.model.matching(None, partitions)}
-    expect = [query_projection(w.model.rows[pk], fields) for pk in sorted(ids) if pk in visible]
+    found = [w.model.rows[pk] for pk in sorted(ids) if pk in visible]
     kwargs = scoped(strong(collection_name=w.target(), ids=ids), partitions)
     if fields is not None:
         kwargs["output_fields"] = fields
-    return [w.step("get", "get", shape=Shape.ROWS, read=True, expect=expect, **kwargs)]
+    features = _with(frozenset(), Feature.NULL_VECTOR, w.null_vectors(found, projected=fields))
+    return [w.step("get", "get", shape=Shape.ROWS, read=True, expect=[query_projection(r, fields) for r in found],
+                   features=features, **kwargs)]  # fmt: skip
 
 
 def count(w: Workload) -> list[Step]:
@@ -502,10 +548,19 @@ def count(w: Workload) -> list[Step]:
 
 
 def search(w: Workload) -> list[Step]:
+    """An exact search of ``v`` or ``sp``: by vectors or (model only) by keys, with a filter, partitions, offset,
+    grouping, output fields; on ``sp`` now and then with ``drop_ratio_search`` (model only)."""
     rng = w.rng
-    live = list(w.model.rows.values())
-    vectors = [list(rng.choice(live)["v"]) if live and rng.random() < 0.4 else w.rows.vector()
-               for _ in range(rng.randint(1, 3))]  # fmt: skip
+    field = w.vector_field()
+    metric = w.spec.metric_of(field)
+    partitions = w.read_partitions()
+    drop_ratio = rng.choice((0.2, 0.5)) if field == "sp" and rng.random() < 0.2 else 0.0
+    vectors = w.query_vectors(field, rng.randint(1, 3), distinct=drop_ratio > 0)
+    keys = _search_keys(w, field, partitions, len(vectors)) if rng.random() < 0.15 else None
+    if keys is not None:
+        vectors = [w.model.rows[pk][field] for pk in keys]
+        if any(len(set(q.values())) != len(q) for q in vectors if isinstance(q, dict)):
+            drop_ratio = 0.0  # which of two equal weights is dropped would be the server's choice
     limit = rng.randint(1, 10)
     offset = 0 if rng.random() < 0.7 else rng.randint(1, 5)
     f = w.maybe_filter(0.6)
@@ -514,8 +569,13 @@ def search(w: Workload) -> list[Step]:
     if skipped(features):
         fields = ["id"]
         features = f.features if f else frozenset()
-    partitions = w.read_partitions()
-    ranked = [w.model.ranked(q, f, w.spec.metric, partitions) for q in vectors]
+    matching = w.model.matching(f, partitions)
+    features = _with(features, Feature.NULL_VECTOR, w.null_vectors(matching, searched=field == "v",
+                                                                   projected=fields or []))  # fmt: skip
+    features = _with(features, Feature.SEARCH_BY_IDS, keys is not None)
+    features = _with(features, Feature.SPARSE_DROP_RATIO, drop_ratio > 0)
+    queries = [drop_smallest(q, drop_ratio) for q in vectors] if drop_ratio else vectors
+    ranked = [w.model.ranked(q, f, metric, partitions, field) for q in queries]
     group = rng.choice(("i", "b")) if rng.random() < 0.2 else None
     if group is not None:
         winners = [_group_winners(r, w.model.rows, group) for r in ranked]
@@ -525,14 +585,19 @@ def search(w: Workload) -> list[Step]:
             group = None
     expect = SearchExpectation(
         ranked=tuple(tuple(r) for r in ranked),
-        entities={row["id"]: search_projection(row, fields) for row in w.model.matching(f, partitions)},
+        entities={row["id"]: search_projection(row, fields) for row in matching},
         limit=limit,
         offset=offset,
-        metric=w.spec.metric,
+        metric=metric,
     )
-    kwargs = scoped(
-        strong(collection_name=w.target(), data=vectors, limit=limit, filter=f.text if f else ""), partitions
-    )
+    kwargs = scoped(strong(collection_name=w.target(), anns_field=field, limit=limit, filter=f.text if f else ""),
+                    partitions)  # fmt: skip
+    if keys is not None:
+        kwargs["ids"] = keys
+    else:
+        kwargs["data"] = vectors
+    if drop_ratio:
+        kwargs["search_params"] = {"metric_type": "IP", "params": {"drop_ratio_search": drop_ratio}}
     if group is not None:
         kwargs["group_by_field"] = group
     if offset:
@@ -540,6 +605,13 @@ def search(w: Workload) -> list[Step]:
     if fields is not None:
         kwargs["output_fields"] = fields
     return [w.step("search", "search", shape=Shape.SEARCH, read=True, expect=expect, features=features, **kwargs)]
+
+
+def _search_keys(w: Workload, field: str, partitions: list[str] | None, n: int) -> list[int] | None:
+    """Keys to search by: live rows in the searched partitions whose ``field`` is not null (Milvus refuses any
+    other); None when there are none."""
+    pool = [row["id"] for row in w.model.matching(None, partitions) if row[field] is not None]
+    return w.rng.sample(pool, min(n, len(pool))) if pool else None
 
 
 def _group_winners(
@@ -590,53 +662,59 @@ def _weighted(metric: str, weight: float, _rank: int, distance: float) -> float:
 
 
 def hybrid_search(w: Workload) -> list[Step]:
-    """Two ANN searches on ``v`` (their own vectors, filters and limits) fused by RRF or a weighted ranker."""
+    """Two ANN searches, each on ``v`` or ``sp`` (their own vectors, filters and limits), fused by RRF or a weighted
+    ranker."""
     rng = w.rng
-    live = list(w.model.rows.values())
     nq = rng.randint(1, 2)
     partitions = w.read_partitions()
-    metric = w.spec.metric
     subs = []
+    features: frozenset[Feature] = frozenset()
     for _ in range(2):
-        vectors = [list(rng.choice(live)["v"]) if live and rng.random() < 0.4 else w.rows.vector() for _ in range(nq)]
+        field = w.vector_field()
+        vectors = w.query_vectors(field, nq)
         f = w.maybe_filter(0.5)
-        ranked = [w.model.ranked(q, f, metric, partitions) for q in vectors]
+        ranked = [w.model.ranked(q, f, w.spec.metric_of(field), partitions, field) for q in vectors]
         sub_limit = _sub_limit(rng, ranked)
         if sub_limit is None:
             return search(w)
-        subs.append((vectors, f, [r[:sub_limit] for r in ranked], sub_limit))
+        subs.append((field, vectors, f, [r[:sub_limit] for r in ranked], sub_limit))
+        features |= f.features if f else frozenset()
+        features = _with(features, Feature.NULL_VECTOR,
+                         field == "v" and w.null_vectors(w.model.matching(f, partitions), searched=True))  # fmt: skip
     weigh: list[Callable[[int, float], float]]
     # RRF scores ranks, and the order of equal distances is arbitrary: only without ties inside a sub search's hits.
-    if rng.random() < 0.5 and not any(_tied(hits) for _, _, ranked, _ in subs for hits in ranked):
+    if rng.random() < 0.5 and not any(_tied(hits) for _, _, _, ranked, _ in subs for hits in ranked):
         k = rng.choice((10, 60))
         ranker: Any = RRFRanker(k)
         weigh = [lambda rank, _d: 1 / (k + rank)] * 2
     else:
         weights = [rng.choice((0.2, 0.5, 1.0)) for _ in subs]
         ranker = WeightedRanker(*weights)
-        weigh = [functools.partial(_weighted, metric, wt) for wt in weights]
+        weigh = [functools.partial(_weighted, w.spec.metric_of(field), wt)
+                 for wt, (field, *_) in zip(weights, subs, strict=True)]  # fmt: skip
     fused = []
     for j in range(nq):
         scores: dict[int, float] = {}
-        for (_, _, ranked, _), score in zip(subs, weigh, strict=True):
+        for (_, _, _, ranked, _), score in zip(subs, weigh, strict=True):
             for rank, (pk, d) in enumerate(ranked[j], start=1):
                 scores[pk] = scores.get(pk, 0.0) + score(rank, d)
         fused.append(tuple(sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))))
     fields = w.output_fields() or ["id"]
-    features = frozenset().union(*(f.features for _, f, _, _ in subs if f is not None))
+    visible = w.model.matching(None, partitions)
+    features = _with(features, Feature.NULL_VECTOR, w.null_vectors(visible, projected=fields))
     limit = rng.randint(1, 10)
     offset = 0 if rng.random() < 0.7 else rng.randint(1, 3)
     expect = SearchExpectation(
         ranked=tuple(fused),
-        entities={row["id"]: search_projection(row, fields) for row in w.model.matching(None, partitions)},
+        entities={row["id"]: search_projection(row, fields) for row in visible},
         limit=limit,
         offset=offset,
         metric="IP",  # fused scores: larger is better
     )
     reqs = [
-        AnnSearchRequest(data=vectors, anns_field="v", param={"metric_type": metric}, limit=sub_limit,
-                         expr=f.text if f else "")
-        for vectors, f, _, sub_limit in subs
+        AnnSearchRequest(data=vectors, anns_field=field, param={"metric_type": w.spec.metric_of(field)},
+                         limit=sub_limit, expr=f.text if f else "")
+        for field, vectors, f, _, sub_limit in subs
     ]  # fmt: skip
     kwargs = scoped(strong(collection_name=w.target(), reqs=reqs, ranker=ranker, limit=limit,
                              output_fields=fields), partitions)  # fmt: skip
@@ -679,13 +757,13 @@ def invalid_read(w: Workload) -> list[Step]:
     vector = w.rows.vector()
     choices: list[tuple[str, str, dict[str, Any], frozenset[Feature]]] = [
         ("invalid query filter", "query", strong(collection_name=name, filter=bad), frozenset()),
-        ("invalid search filter", "search", strong(collection_name=name, data=[vector], limit=3, filter=bad),
+        ("invalid search filter", "search", strong(collection_name=name, data=[vector], anns_field="v", limit=3, filter=bad),
          frozenset()),
         ("invalid count filter", "query", strong(collection_name=name, filter=bad, output_fields=["count(*)"]),
          frozenset()),
         ("query missing collection", "query", strong(collection_name=f"{w.prefix}never", filter="id >= 0"),
          frozenset()),
-        ("search missing collection", "search", strong(collection_name=f"{w.prefix}never", data=[vector], limit=3),
+        ("search missing collection", "search", strong(collection_name=f"{w.prefix}never", data=[vector], anns_field="v", limit=3),
          frozenset()),
         ("query with an array filter on a string", "query",
          strong(collection_name=name, filter=rng.choice(LITE_ACCEPTED_INVALID_FILTERS)),
@@ -694,31 +772,39 @@ def invalid_read(w: Workload) -> list[Step]:
          strong(collection_name=name, filter="id >= 0", partition_names=[*w.partitions[1:], "p0"]),
          frozenset({Feature.LITE_ACCEPTS_INVALID})),
         ("search missing partition", "search",
-         strong(collection_name=name, data=[vector], limit=3, partition_names=["p0"]),
+         strong(collection_name=name, data=[vector], anns_field="v", limit=3, partition_names=["p0"]),
          frozenset({Feature.LITE_ACCEPTS_INVALID})),
-        ("search wrong dim", "search", strong(collection_name=name, data=[vector[: DIM // 2]], limit=3),
+        ("search wrong dim", "search", strong(collection_name=name, data=[vector[: DIM // 2]], anns_field="v", limit=3),
          frozenset()),
         ("unknown output field", "query",
          strong(collection_name=name, filter="id >= 0", output_fields=["i", "nope"]),
          frozenset({Feature.UNKNOWN_OUTPUT_FIELD})),
         ("search unknown output field", "search",
-         strong(collection_name=name, data=[vector], limit=3, output_fields=["i", "nope"]),
+         strong(collection_name=name, data=[vector], anns_field="v", limit=3, output_fields=["i", "nope"]),
          frozenset({Feature.UNKNOWN_OUTPUT_FIELD})),
         ("empty filter without limit", "query", strong(collection_name=name, filter=""),
          frozenset({Feature.EMPTY_FILTER_NO_LIMIT})),
         ("count with fields", "query", strong(collection_name=name, filter="id >= 0", output_fields=["count(*)", "i"]),
          frozenset({Feature.COUNT_WITH_FIELDS})),
         ("search with another metric", "search",
-         strong(collection_name=name, data=[vector], limit=3,
+         strong(collection_name=name, data=[vector], anns_field="v", limit=3,
                  search_params={"metric_type": "IP" if w.spec.metric == "L2" else "L2"}),
          frozenset({Feature.LITE_ACCEPTS_INVALID})),
-        ("search limit 16385", "search", strong(collection_name=name, data=[vector], limit=16385),
+        ("search limit 16385", "search", strong(collection_name=name, data=[vector], anns_field="v", limit=16385),
          frozenset({Feature.LITE_ACCEPTS_INVALID})),
         ("search limit + offset 17000", "search",
-         strong(collection_name=name, data=[vector], limit=16000, offset=1000),
+         strong(collection_name=name, data=[vector], anns_field="v", limit=16000, offset=1000),
          frozenset({Feature.LITE_ACCEPTS_INVALID})),
         ("query negative offset", "query", strong(collection_name=name, filter="id >= 0", limit=5, offset=-1),
          frozenset({Feature.LITE_ACCEPTS_INVALID})),
+        ("sparse search with L2", "search",
+         strong(collection_name=name, data=[w.rows.sparse()], anns_field="sp", limit=3,
+                search_params={"metric_type": "L2"}), frozenset()),
+        ("sparse search with a dense vector", "search",
+         strong(collection_name=name, data=[vector], anns_field="sp", limit=3), frozenset()),
+        ("search by a missing key", "search",
+         strong(collection_name=name, ids=w.absent_pks(1), anns_field=rng.choice(("v", "sp")), limit=3),
+         frozenset({Feature.SEARCH_BY_IDS})),
     ]  # fmt: skip
     allowed = [c for c in choices if not skipped(c[3])]
     op, method, kwargs, features = rng.choice(allowed)
