@@ -28,7 +28,7 @@ from tests.differential.steps import Step
 from tests.differential.workload import Workload
 from tests.harness import Standalone, dump_logs_on_failure
 
-SEEDS = (2, 11, 13, 19, 23, 28)  # L2 and IP, each nullable field nullable in some
+SEEDS = (2, 11, 13, 19, 23, 28, 44)  # L2 and IP, each nullable field nullable in some (v in 44)
 STEP_TIMEOUT = 30.0
 CONCURRENT_CALLS = 16
 

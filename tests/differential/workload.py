@@ -269,7 +269,7 @@ def teardown(w: Workload) -> list[Step]:
     rows = w.model.matching(None)
     everything = [query_projection(row, None) for row in rows]
     steps = [drop_alias_step(w, alias) for alias in list(w.aliases)]
-    if nulls := w.null_vectors(rows):  # everything but v goes to both servers too
+    if nulls := w.null_vectors(rows, projected=None):  # everything but v goes to both servers too
         others = [f for f in FIELDS if f != "v"]
         steps.append(w.step("final rows but v", "query", shape=Shape.ROWS, read=True,
                             expect=[query_projection(row, others) for row in rows],
