@@ -66,6 +66,7 @@ class Filter:
     features: frozenset[Feature] = frozenset()
     if_negated: frozenset[Feature] = frozenset()  # what a `not` around it adds (milvus-lite's null handling differs)
     pk_lookup: bool = False  # exactly `id in [...]`
+    keys: tuple[int, ...] = ()  # the keys a `pk_lookup` filter lists
 
     def holds(self, row: Row) -> bool:
         return self.truth(row) is True
@@ -233,7 +234,8 @@ class FilterMaker:
         if pk_lookup and len(set(values)) < len(values):
             features |= {Feature.PK_LOOKUP}
         return Filter(text=f"{field} {'not in' if negated else 'in'} {literal(values)}", truth=truth,
-                      features=features, if_negated=null_sensitive, pk_lookup=pk_lookup)  # fmt: skip
+                      features=features, if_negated=null_sensitive, pk_lookup=pk_lookup,
+                      keys=tuple(values) if pk_lookup else ())  # fmt: skip
 
     def like(self) -> Filter:
         rng = self._rng
