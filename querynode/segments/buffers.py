@@ -50,6 +50,25 @@ class GrowableArray:
         self._data[self._len : self._len + count] = fill
         self._len += count
 
+    def move_to_file(self, path: str) -> None:
+        """Keep the filled rows in a new file at ``path``, mapped read-only, instead of in memory.
+
+        For a sealed column that gets no more rows: the pages are read on demand
+        and the kernel may drop them again. ``path`` must not exist. A later
+        append copies the rows back into memory.
+        """
+        filled = np.ascontiguousarray(self.view())
+        with open(path, "xb") as out:
+            filled.tofile(out)
+        if len(filled) == 0:
+            return
+        self._data = np.memmap(path, dtype=filled.dtype, mode="r", shape=filled.shape)
+
+    @property
+    def on_file(self) -> bool:
+        """The rows live in a mapped file (``move_to_file``)."""
+        return isinstance(self._data, np.memmap)
+
     def reserve(self, capacity: int) -> None:
         """Make room for ``capacity`` rows, at least doubling when it must grow."""
         current = self._data.shape[0]

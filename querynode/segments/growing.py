@@ -139,6 +139,20 @@ class GrowingStore:
         (``services/narrow_vectors.py``)."""
         return self._column(field).matrix()
 
+    def vectors_on_disk(self, field: str) -> bool:
+        """The field's rows live in a mapped file (``keep_vectors_on_disk``)."""
+        column = self._column(field)
+        return isinstance(column, VectorColumn | NarrowVectorColumn) and column.on_disk
+
+    def keep_vectors_on_disk(self, field: str, path: str) -> None:
+        """Keep a dense vector field's rows in a new file at ``path``, mapped, instead of in memory
+        (a sealed segment whose index of the field lives on disk). The store keeps serving them."""
+        column = self._column(field)
+        if not isinstance(column, VectorColumn | NarrowVectorColumn):
+            raise ValueError(f"{field!r} is not a dense vector field")
+        column.keep_on_disk(path)
+        self._table = None  # a cached Arrow view would keep the in-memory rows alive
+
     def vector_valid(self, field: str) -> np.ndarray | None:
         """Bool per row: the vector is not null (None when none is null)."""
         return self._column(field).valid()

@@ -30,6 +30,15 @@ class VectorColumn:
     def __len__(self) -> int:
         return len(self._matrix)
 
+    def keep_on_disk(self, path: str) -> None:
+        """Keep the rows in a file at ``path`` (mapped, read on demand) rather than in memory: a sealed
+        segment's field whose index holds its own copy on disk (DISKANN). Norms and validity stay."""
+        self._matrix.move_to_file(path)
+
+    @property
+    def on_disk(self) -> bool:
+        return self._matrix.on_file
+
     @staticmethod
     def decode(column: pa.FixedSizeListArray, dim: int) -> tuple[np.ndarray, np.ndarray]:
         """``(n, dim)`` float32 rows and a validity mask; null rows become zeros."""

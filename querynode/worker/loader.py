@@ -22,13 +22,16 @@ them.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Sequence
 
 import pyarrow as pa
 import structlog
 
+from querynode.index.diskann_files import disk_root, new_index_dir
 from querynode.index.factory import build_index
 from querynode.index.options import DEFAULT_OPTIONS
+from querynode.index.spec import IndexKind
 from querynode.index.store import load_index, save_index
 from querynode.segments.growing import GrowingStore
 from querynode.worker.indexes import FieldIndexSpec
@@ -71,6 +74,7 @@ def load_segment(
         f = schema.field(spec.field_name)
         if not f.dtype.is_vector:
             continue  # scalar indexes: filters are evaluated vectorised over the columns
+        _vectors_on_disk_for(store, f.name, spec)
         vectors = store.vector_matrix(f.name)
         failpoint("worker.load_index")
         index = load_index(storage, meta.collection_id, meta.segment_id, spec.index_id, f.field_id, spec.spec, vectors)
@@ -89,9 +93,21 @@ def build_segment_index(
     failpoint("worker.build_index")
     meta = seg.meta
     f = schema.field(spec.field_name)
+    _vectors_on_disk_for(seg.store, f.name, spec)
     vectors = seg.store.vector_matrix(f.name)
     index = build_index(spec.spec, vectors, options=dataclasses.replace(DEFAULT_OPTIONS, threads=threads))
     save_index(storage, meta.collection_id, meta.segment_id, spec.index_id, f.field_id, spec.spec, index, vectors)
     log.info("index built", segment=meta.segment_id, field=f.name, index_type=spec.spec.index_type,
              rows=len(vectors), threads=threads)
     return FieldIndex(spec.spec, index)
+
+
+def _vectors_on_disk_for(store: GrowingStore, field: str, spec: FieldIndexSpec) -> None:
+    """A DISKANN field's rows move to a file on the node's disk (mapped) before its index is built
+    or restored: the index keeps its own vectors on disk and reads the segment's rows only to
+    re-score candidates and for exact searches, so neither copy stays resident."""
+    if spec.spec.kind is not IndexKind.DISKANN or store.vectors_on_disk(field):
+        return
+    directory = new_index_dir(disk_root(DEFAULT_OPTIONS.disk_dir), store)  # deleted with the store
+    store.keep_vectors_on_disk(field, os.path.join(directory, f"{field}.vectors"))
+    log.info("segment vectors kept on disk", field=field, rows=store.num_rows, path=directory)
