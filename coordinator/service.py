@@ -234,7 +234,8 @@ class CoordinatorService(JobRPCs, coordinator_pb2_grpc.CoordinatorServicer):
             saved = await asyncio.to_thread(saved_indexes, self._storage, meta.collection_id)
             segments = self._data.flushed_segments(collection_id=meta.collection_id)
             for info in infos:
-                progress = index_progress(saved, segments, info.index_id)
+                index_type = info.params.get("index_type", "") or "AUTOINDEX"
+                progress = index_progress(saved, segments, info.index_id, index_type=index_type)
                 info.progress_known = True
                 info.indexed_rows, info.total_rows = progress.indexed_rows, progress.total_rows
         return pb.DescribeIndexResponse(status=ok_status(), indexes=infos)

@@ -6,6 +6,15 @@ in the background, and save it in object storage (``querynode/index/store.py``:
 ``describe_index`` reports from this: ``indexed_rows`` counts the rows of the
 FLUSHED L1 segments whose index is saved, ``total_rows`` those of every such
 segment. Blocking (it lists the collection's index files): call in a thread.
+
+As in Milvus (datacoord's index task: "segment does not need index really"), a
+segment that needs no build counts as indexed at once: one of fewer than
+``MIN_ROWS_TO_INDEX`` rows (Milvus' ``minSegmentNumRowsToEnableIndex``), or any
+segment under an index that trains nothing (FLAT, BIN_FLAT). So an index created
+on flushed small segments of a collection that is not loaded is Finished, and
+pymilvus' ``create_index``, which waits for Finished, returns (query nodes still
+build a small segment's index when they load it; it is searched exactly
+meanwhile).
 """
 
 from __future__ import annotations
@@ -16,6 +25,11 @@ from dataclasses import dataclass
 from services.segment import SegmentLevel, SegmentMeta
 from services.storage.layout import INDEX_META_FILE, collection_index_prefix
 from services.storage.objectstore import ObjectStore
+
+#: Milvus' ``indexCoord.segment.minSegmentNumRowsToEnableIndex``: smaller segments need no built index.
+MIN_ROWS_TO_INDEX = 1024
+#: Index types that train nothing: a segment under them needs no build (Milvus' ``IsNoTrainIndex``).
+NO_TRAIN_INDEX_TYPES = frozenset({"FLAT", "BIN_FLAT"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +49,26 @@ def saved_indexes(storage: ObjectStore, collection_id: int) -> set[tuple[int, in
     return out
 
 
-def index_progress(saved: set[tuple[int, int]], segments: Sequence[SegmentMeta], index_id: int) -> IndexProgress:
-    """Rows of the L1 ``segments`` with index ``index_id`` saved, and of all of them (empty ones left out)."""
+def needs_build(segment: SegmentMeta, index_type: str) -> bool:
+    """Whether ``segment`` waits for a built index of ``index_type`` (case-insensitive) to count as indexed.
+
+    >>> from dataclasses import replace
+    >>> from services.segment import SegmentState
+    >>> big = SegmentMeta(segment_id=1, collection_id=1, partition_id=1, vchannel="v",
+    ...                   state=SegmentState.FLUSHED, rows=2000, manifest="m")
+    >>> needs_build(big, "HNSW"), needs_build(big, "flat"), needs_build(replace(big, rows=12), "HNSW")
+    (True, False, False)
+    """
+    return segment.rows >= MIN_ROWS_TO_INDEX and index_type.upper() not in NO_TRAIN_INDEX_TYPES
+
+
+def index_progress(
+    saved: set[tuple[int, int]], segments: Sequence[SegmentMeta], index_id: int, *, index_type: str
+) -> IndexProgress:
+    """Rows of the L1 ``segments`` with index ``index_id`` saved or needing no build (``needs_build``),
+    and of all of them (empty ones left out)."""
     sealed = [s for s in segments if s.level == SegmentLevel.L1 and s.rows > 0]
-    indexed = sum(s.rows for s in sealed if (s.segment_id, index_id) in saved)
+    indexed = sum(
+        s.rows for s in sealed if (s.segment_id, index_id) in saved or not needs_build(s, index_type)
+    )
     return IndexProgress(indexed_rows=indexed, total_rows=sum(s.rows for s in sealed))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from coordinator.data.index_progress import index_progress, saved_indexes
+from coordinator.data.index_progress import MIN_ROWS_TO_INDEX, index_progress, saved_indexes
 from services.segment import SegmentLevel, SegmentMeta, SegmentState
 from services.storage.objectstore import ObjectStore
 
@@ -22,7 +22,18 @@ def test_only_segments_with_a_saved_meta_count_as_indexed(tmp_path: Path) -> Non
     store.write_bytes("index_files/6/2/77/meta.json", b"{}")  # another collection
     saved = saved_indexes(store, 5)
     assert saved == {(1, 77), (3, 78)}
-    segments = [_segment(1, 100), _segment(2, 50), _segment(3, 30), _segment(4, 0), _segment(9, 7, SegmentLevel.L0)]
-    progress = index_progress(saved, segments, 77)
-    assert (progress.indexed_rows, progress.total_rows) == (100, 180)
+    segments = [_segment(1, 1100), _segment(2, 1050), _segment(3, 1030), _segment(4, 0),
+                _segment(9, 7000, SegmentLevel.L0)]
+    progress = index_progress(saved, segments, 77, index_type="HNSW")
+    assert (progress.indexed_rows, progress.total_rows) == (1100, 3180)
     assert saved_indexes(store, 42) == set()
+
+
+def test_segments_that_need_no_build_count_as_indexed() -> None:
+    """Milvus marks them Finished without building: fewer rows than the threshold, or FLAT / BIN_FLAT."""
+    small, big = _segment(1, MIN_ROWS_TO_INDEX - 1), _segment(2, MIN_ROWS_TO_INDEX)
+    progress = index_progress(set(), [small, big], 77, index_type="IVF_FLAT")
+    assert (progress.indexed_rows, progress.total_rows) == (MIN_ROWS_TO_INDEX - 1, 2 * MIN_ROWS_TO_INDEX - 1)
+    for no_train in ("FLAT", "BIN_FLAT", "flat"):
+        progress = index_progress(set(), [small, big], 77, index_type=no_train)
+        assert progress.indexed_rows == progress.total_rows == 2 * MIN_ROWS_TO_INDEX - 1
