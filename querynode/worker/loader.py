@@ -1,7 +1,9 @@
 """Loading a sealed segment onto a worker: rows, stats, indexes (blocking; run in a thread).
 
-An index is built once per segment and field: the first worker to load the
-segment finds none in object storage, builds it and saves it; every later load
+An index is built once per segment and field: usually when the coordinator
+asks a query node to (``Worker.build_index``, right after the flush, loaded or
+not), else by the first worker to load the segment, which finds none in object
+storage; either saves it, and every later load
 (another replica, a restart, a move) reads it back instead (``querynode/index/store.py``).
 ``load_segment`` only restores saved indexes and names the missing ones; the
 worker builds those in the background (``ensure_segment_index``: restored
