@@ -42,8 +42,10 @@ import structlog
 
 from coordinator.aliases import AliasDDL
 from coordinator.catalog import Catalog
+from coordinator.data.build_client import GrpcIndexBuilder
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.data.gc import GarbageCollector
+from coordinator.data.index_builds import IndexBuildScheduler
 from coordinator.data.offline import OfflineJobs
 from coordinator.ddl import DDL
 from coordinator.election import Election
@@ -182,6 +184,12 @@ class Coordinator:
         await self.query.start()
         if self.jobs is not None:
             await self.jobs.start()
+        # Index builds of flushed segments, loaded or not (as Milvus' index coordinator), on query nodes.
+        self._index_builder = GrpcIndexBuilder()
+        self._index_builds: IndexBuildScheduler | None = None
+        if storage is not None:
+            self._index_builds = IndexBuildScheduler(self.data, self.catalog, storage, self.query, self._index_builder)
+            self._index_builds.start()
         self._gc: GarbageCollector | None = None
         if storage is not None:
             self._gc = GarbageCollector(
@@ -248,6 +256,9 @@ class Coordinator:
         await self._health.stopping()
         if self._gc is not None:
             await self._gc.stop()
+        if self._index_builds is not None:
+            await self._index_builds.stop()
+        await self._index_builder.close()
         if self.jobs is not None:
             await self.jobs.stop()
         self._recovery.cancel()

@@ -102,6 +102,26 @@ class LoadSegmentsRequest(_message.Message):
     cuts: _containers.RepeatedCompositeFieldContainer[SegmentCuts]
     def __init__(self, collection_id: _Optional[int] = ..., schema_json: _Optional[str] = ..., segments: _Optional[_Iterable[_Union[_common_pb2.SegmentInfo, _Mapping]]] = ..., indexes: _Optional[_Iterable[_Union[IndexSpec, _Mapping]]] = ..., cuts: _Optional[_Iterable[_Union[SegmentCuts, _Mapping]]] = ...) -> None: ...
 
+class BuildSegmentIndexRequest(_message.Message):
+    __slots__ = ("collection_id", "schema_json", "segment", "index")
+    COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_JSON_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    collection_id: int
+    schema_json: str
+    segment: _common_pb2.SegmentInfo
+    index: IndexSpec
+    def __init__(self, collection_id: _Optional[int] = ..., schema_json: _Optional[str] = ..., segment: _Optional[_Union[_common_pb2.SegmentInfo, _Mapping]] = ..., index: _Optional[_Union[IndexSpec, _Mapping]] = ...) -> None: ...
+
+class BuildSegmentIndexResponse(_message.Message):
+    __slots__ = ("status", "built")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    BUILT_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    built: bool
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., built: _Optional[bool] = ...) -> None: ...
+
 class ReleaseSegmentsRequest(_message.Message):
     __slots__ = ("collection_id", "segment_ids")
     COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]

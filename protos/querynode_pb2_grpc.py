@@ -74,6 +74,11 @@ class QueryNodeStub:
                 request_serializer=protos_dot_querynode__pb2.QuerySegmentsRequest.SerializeToString,
                 response_deserializer=protos_dot_querynode__pb2.QueryResponse.FromString,
                 _registered_method=True)
+        self.BuildSegmentIndex = channel.unary_unary(
+                '/strata.querynode.QueryNode/BuildSegmentIndex',
+                request_serializer=protos_dot_querynode__pb2.BuildSegmentIndexRequest.SerializeToString,
+                response_deserializer=protos_dot_querynode__pb2.BuildSegmentIndexResponse.FromString,
+                _registered_method=True)
         self.Search = channel.unary_unary(
                 '/strata.querynode.QueryNode/Search',
                 request_serializer=protos_dot_querynode__pb2.SearchRequest.SerializeToString,
@@ -149,6 +154,15 @@ class QueryNodeServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def BuildSegmentIndex(self, request, context):
+        """The coordinator's index builds: build and save one vector index of a FLUSHED segment,
+        whether or not its collection is loaded (the rows are read, not served, then dropped).
+        Idempotent: an index saved already is left as it is.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Search(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -209,6 +223,11 @@ def add_QueryNodeServicer_to_server(servicer, server):
                     servicer.QuerySegments,
                     request_deserializer=protos_dot_querynode__pb2.QuerySegmentsRequest.FromString,
                     response_serializer=protos_dot_querynode__pb2.QueryResponse.SerializeToString,
+            ),
+            'BuildSegmentIndex': grpc.unary_unary_rpc_method_handler(
+                    servicer.BuildSegmentIndex,
+                    request_deserializer=protos_dot_querynode__pb2.BuildSegmentIndexRequest.FromString,
+                    response_serializer=protos_dot_querynode__pb2.BuildSegmentIndexResponse.SerializeToString,
             ),
             'Search': grpc.unary_unary_rpc_method_handler(
                     servicer.Search,
@@ -442,6 +461,33 @@ class QueryNode:
             '/strata.querynode.QueryNode/QuerySegments',
             protos_dot_querynode__pb2.QuerySegmentsRequest.SerializeToString,
             protos_dot_querynode__pb2.QueryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BuildSegmentIndex(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.querynode.QueryNode/BuildSegmentIndex',
+            protos_dot_querynode__pb2.BuildSegmentIndexRequest.SerializeToString,
+            protos_dot_querynode__pb2.BuildSegmentIndexResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,7 +1,7 @@
 """How far an index of a collection is built: rows of its sealed segments whose index is saved.
 
-Query nodes build a sealed segment's vector index the first time it is loaded,
-in the background, and save it in object storage (``querynode/index/store.py``:
+Query nodes build a sealed segment's vector index when the coordinator asks
+(``index_builds.py``, loaded or not) or when they load it, and save it in object storage (``querynode/index/store.py``:
 ``index_files/<collection>/<segment>/<index_id>/meta.json``, written last).
 ``describe_index`` reports from this: ``indexed_rows`` counts the rows of the
 FLUSHED L1 segments whose index is saved, ``total_rows`` those of every such
@@ -10,11 +10,9 @@ segment. Blocking (it lists the collection's index files): call in a thread.
 As in Milvus (datacoord's index task: "segment does not need index really"), a
 segment that needs no build counts as indexed at once: one of fewer than
 ``MIN_ROWS_TO_INDEX`` rows (Milvus' ``minSegmentNumRowsToEnableIndex``), or any
-segment under an index that trains nothing (FLAT, BIN_FLAT). So an index created
-on flushed small segments of a collection that is not loaded is Finished, and
-pymilvus' ``create_index``, which waits for Finished, returns (query nodes still
-build a small segment's index when they load it; it is searched exactly
-meanwhile).
+segment under an index that trains nothing (FLAT, BIN_FLAT); the coordinator's
+index builds skip those (query nodes still build a small segment's index when
+they load it; it is searched exactly meanwhile).
 """
 
 from __future__ import annotations

@@ -277,6 +277,14 @@ class QueryCoordinator:
         load = self._loads.get(collection_id)
         return load is not None and load.is_loaded(partition_id)
 
+    def nodes(self) -> dict[int, str]:
+        """The address of every live query node, by node id."""
+        return {node_id: node.address for node_id, node in self._nodes.items()}
+
+    def holders(self) -> dict[tuple[int, int], int]:
+        """``(collection, segment)`` -> a live node whose worker holds it, as of the last check."""
+        return {key: node_id for node_id, dist in self._dist.items() if node_id in self._nodes for key in dist.segments}
+
     def view(self, meta: CollectionMeta) -> tuple[list[ChannelView], int, bool]:
         """Every replica's channel placements, the loading progress in percent, and whether all are ready."""
         load_ts = self._load_ts.get(meta.collection_id, 0)

@@ -205,6 +205,18 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
         )
         return pb.StatusResponse(status=ok_status())
 
+    @rpc_method(pb.BuildSegmentIndexResponse)
+    async def BuildSegmentIndex(
+        self, request: pb.BuildSegmentIndexRequest, context: grpc.aio.ServicerContext
+    ) -> pb.BuildSegmentIndexResponse:
+        schema = CollectionSchema.from_json(request.schema_json)
+        i = request.index
+        specs = vector_index_specs(schema, [(i.field_name, i.index_id, dict(i.params))])
+        if not specs:
+            raise InvalidArgument(f"no vector field {i.field_name!r} to build index {i.index_id} on")
+        built = await self.worker.build_index(request.collection_id, schema, segment_from_pb(request.segment), specs[0])
+        return pb.BuildSegmentIndexResponse(status=ok_status(), built=built)
+
     @rpc_method(pb.StatusResponse)
     async def ReleaseSegments(self, request: pb.ReleaseSegmentsRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
         await self.worker.release(request.collection_id, list(request.segment_ids))

@@ -1,11 +1,15 @@
 """Loading a sealed segment onto a worker: rows, stats, indexes (blocking; run in a thread).
 
-An index is built once per segment and field: the first worker to load the
-segment finds none in object storage, builds it and saves it; every later load
+An index is built once per segment and field: usually when the coordinator
+asks a query node to (``Worker.build_index``, right after the flush, loaded or
+not), else by the first worker to load the segment, which finds none in object
+storage; either saves it, and every later load
 (another replica, a restart, a move) reads it back instead (``querynode/index/store.py``).
 ``load_segment`` only restores saved indexes and names the missing ones; the
-worker builds those in the background (``build_segment_index``) while the
-segment is served, searched exactly until its index is in place.
+worker builds those in the background (``ensure_segment_index``: restored
+instead if another build saved it meanwhile) while the segment is served,
+searched exactly until its index is in place. The coordinator's index builds
+(``Worker.build_index``) use the same functions on a segment read but not served.
 The Parquet decoder's scratch buffers and then the read table itself are given
 back to the system as soon as they are dropped (``release_unused`` on Arrow's
 pool): Arrow's allocator (mimalloc) otherwise keeps freed pages resident, and
@@ -100,6 +104,33 @@ def build_segment_index(
     log.info("index built", segment=meta.segment_id, field=f.name, index_type=spec.spec.index_type,
              rows=len(vectors), threads=threads)
     return FieldIndex(spec.spec, index)
+
+
+def restore_segment_index(
+    storage: ObjectStore, schema: CollectionSchema, seg: WorkerSegment, spec: FieldIndexSpec
+) -> FieldIndex | None:
+    """The segment's index of ``spec`` as saved in storage, or ``None`` when none is saved (blocking).
+
+    A build of an index another build saved meanwhile (the coordinator's and a loading
+    worker's, or two replicas') restores it instead of building it again."""
+    meta = seg.meta
+    f = schema.field(spec.field_name)
+    _vectors_on_disk_for(seg.store, f.name, spec)
+    index = load_index(
+        storage, meta.collection_id, meta.segment_id, spec.index_id, f.field_id, spec.spec, seg.store.vector_matrix(f.name)
+    )
+    return None if index is None else FieldIndex(spec.spec, index)
+
+
+def ensure_segment_index(
+    storage: ObjectStore, schema: CollectionSchema, seg: WorkerSegment, spec: FieldIndexSpec, threads: int = 1
+) -> tuple[FieldIndex, bool]:
+    """The segment's index of ``spec``: restored if saved meanwhile, else built on ``threads`` threads
+    and saved (``build_segment_index``); and whether it was built (blocking)."""
+    restored = restore_segment_index(storage, schema, seg, spec)
+    if restored is not None:
+        return restored, False
+    return build_segment_index(storage, schema, seg, spec, threads), True
 
 
 def _vectors_on_disk_for(store: GrowingStore, field: str, spec: FieldIndexSpec) -> None:

@@ -5,7 +5,10 @@ saved indexes off the event loop and applies the cuts the delegator sends with
 it before the segment becomes readable. An index not saved yet is built in
 the background, one build at a time, and saved; until it is swapped in, the
 segment's field is searched exactly (as Milvus serves a sealed segment with
-an interim index), so a load, and a restart, never waits for an HNSW build. ``cut`` applies forwarded deletes and supersedes. Reads compute the
+an interim index), so a load, and a restart, never waits for an HNSW build.
+An index saved by another build meanwhile is restored instead. ``build_index``
+builds one for the coordinator (``coordinator/data/index_builds.py``) whether
+the segment is loaded or not, in the same slot. ``cut`` applies forwarded deletes and supersedes. Reads compute the
 filter bitset vectorised and search or query each named segment at the
 delegator's read timestamp (inline when small, else in a worker thread: ``querynode.offload``),
 and merge this worker's hits. An unfiltered batch of queries alone on the node walks each
@@ -34,7 +37,7 @@ from querynode.segments.growing import GrowingStore
 from querynode.segments.readmask import read_mask
 from querynode.segments.reduce import merge_topk
 from querynode.worker.indexes import FieldIndexSpec
-from querynode.worker.loader import build_segment_index, load_segment
+from querynode.worker.loader import ensure_segment_index, load_segment
 from querynode.worker.rwlock import ReadWriteLock
 from querynode.worker.segment import WorkerSegment
 from services.errors import SegmentNotFound
@@ -111,10 +114,10 @@ class Worker:
         key = (collection_id, seg.segment_id)
         try:
             async with self._build_slot:
-                if self.segments.get(key) is not seg:
-                    return
+                if self.segments.get(key) is not seg or spec.field_name in seg.indexes:
+                    return  # released, or a coordinator's build (``build_index``) put it in place
                 with self._cores.take(self._cores.cores) as threads:
-                    built = await asyncio.to_thread(build_segment_index, self._storage, schema, seg, spec, threads)
+                    built, _ = await asyncio.to_thread(ensure_segment_index, self._storage, schema, seg, spec, threads)
             async with self._locks[collection_id].write():
                 if self.segments.get(key) is seg:
                     seg.indexes[spec.field_name] = built
@@ -123,6 +126,44 @@ class Worker:
         except Exception as err:  # task boundary: the segment stays searchable, exactly
             self._log.warning("index build failed", collection_id=collection_id, segment=seg.segment_id,
                               field=spec.field_name, error=str(err) or type(err).__name__)
+
+    async def build_index(
+        self, collection_id: int, schema: CollectionSchema, meta: SegmentMeta, spec: FieldIndexSpec
+    ) -> bool:
+        """Build and save the segment's index of ``spec`` unless it is saved already (the coordinator's
+        index builds); return whether it built one. Raises what the load or the build raised.
+
+        Waits for the build slot, shared with the background builds of loaded segments, and builds
+        on the cores reads leave free, in a thread: reads go on meanwhile. A segment held here is
+        built from its rows and gets the index swapped in (its own background build then finds it
+        in place); any other segment is read from storage without being served, and dropped after.
+        """
+        key = (collection_id, meta.segment_id)
+        async with self._build_slot:
+            held = self.segments.get(key)
+            if held is not None:
+                if spec.field_name in held.indexes:
+                    return False  # restored or built when loaded: saved
+                with self._cores.take(self._cores.cores) as threads:
+                    index, built = await asyncio.to_thread(
+                        ensure_segment_index, self._storage, schema, held, spec, threads
+                    )
+                async with self._locks[collection_id].write():
+                    if self.segments.get(key) is held and spec.field_name not in held.indexes:
+                        held.indexes[spec.field_name] = index
+                return built
+            seg, missing = await asyncio.to_thread(load_segment, self._storage, schema, meta, [spec])
+            try:
+                if not missing:
+                    return False  # saved already (restored by the load), or an empty segment
+                with self._cores.take(self._cores.cores) as threads:
+                    _, built = await asyncio.to_thread(ensure_segment_index, self._storage, schema, seg, spec, threads)
+                self._log.info("segment index built unloaded", collection_id=collection_id,
+                               segment=meta.segment_id, field=spec.field_name, built=built)
+                return built
+            finally:
+                del seg  # the rows were never served: nothing else holds them
+                pa.default_memory_pool().release_unused()
 
     async def builds_done(self) -> None:
         """Return once no index build is in progress (for tests and benchmarks)."""

@@ -84,3 +84,40 @@ async def test_a_segment_released_or_a_build_that_fails_leaves_nothing_behind(tm
     vectors = seg.store.vector_matrix("vec")
     assert (await _search(worker, vectors[3]))[0] == table.column("pk")[3].as_py()
     await worker.close()
+
+
+async def test_build_index_of_a_segment_not_loaded_saves_it_and_keeps_nothing(tmp_path: Path) -> None:
+    store = ObjectStore.from_uri(f"file://{tmp_path}/store")
+    meta, _ = flushed_segment(store, rows=150)
+    worker = Worker(store)
+    assert await worker.build_index(COLL, full_schema(), meta, HNSW) is True
+    assert worker.segments == {} and worker.loaded() == []  # read, not served
+    assert await worker.build_index(COLL, full_schema(), meta, HNSW) is False  # saved: not built again
+    failpoints.arm("worker.build_index=error")  # a load now restores; building would fail
+    await worker.load(COLL, full_schema(), [meta], [HNSW], {})
+    assert worker.segments[(COLL, SEG)].indexes["vec"].index.kind is IndexKind.HNSW
+    async with asyncio.timeout(0.1):
+        await worker.builds_done()  # nothing to build
+    await worker.close()
+
+
+async def test_build_index_of_a_loaded_segment_shares_its_build_and_swaps_the_index_in(tmp_path: Path) -> None:
+    store = ObjectStore.from_uri(f"file://{tmp_path}/store")
+    meta, _ = flushed_segment(store, rows=150)
+    failpoints.arm("worker.build_index=sleep:0.5")
+    worker = Worker(store)
+    await worker.load(COLL, full_schema(), [meta], [HNSW], {})
+    await asyncio.sleep(0.1)  # its background build takes the slot
+    # The coordinator's build waits for the slot, then finds the index in place: built once.
+    assert await worker.build_index(COLL, full_schema(), meta, HNSW) is False
+    await _builds_done(worker)
+    assert worker.segments[(COLL, SEG)].indexes["vec"].index.kind is IndexKind.HNSW
+
+    # Loaded without the index (created afterwards): the coordinator's build swaps it in.
+    other = Worker(ObjectStore.from_uri(f"file://{tmp_path}/other"))
+    meta2, _ = flushed_segment(other._storage, rows=150)
+    await other.load(COLL, full_schema(), [meta2], [], {})
+    assert await other.build_index(COLL, full_schema(), meta2, HNSW) is True
+    assert other.segments[(COLL, SEG)].indexes["vec"].index.kind is IndexKind.HNSW
+    await worker.close()
+    await other.close()
