@@ -30,6 +30,7 @@ from services.proxy.aliases import AliasRPCs
 from services.proxy.consistency import guarantee_timestamp
 from services.proxy.convert.groups import group_by_values
 from services.proxy.convert.search import check_index_search_params, check_range
+from services.proxy.grouped_fetch import first_fetch, next_fetch
 from services.proxy.hybrid import hybrid_search
 from services.proxy.jobs import JobRPCs
 from services.proxy.limits import check_expr_length, check_result_size, check_search_output, hit_bytes
@@ -51,9 +52,6 @@ log = structlog.get_logger().bind(component="proxy")
 
 SERVER_VERSION = "v2.6.0-strata"
 DEFAULT_READ_TIMEOUT = 30.0
-# Grouped searches fetch this many times topk x group_size hits per shard, at most the limit.
-GROUP_OVERFETCH = 4
-GROUP_FETCH_LIMIT = 16_384
 # Results of up to this many rows (or hits) are reduced and converted on the event loop; more in a thread.
 INLINE_REDUCE_ROWS = 4096
 
@@ -451,11 +449,11 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
         await self._check_search_output(coll, spec, fetch)
         if group and group not in fetch:
             fetch = [*fetch, group]  # the final reduce groups by its values
-        # Segments return enough hits for the groups to fill (approximate, as in Milvus: a group
-        # that ranks low in every shard may be short).
+        # Shards return enough hits for the groups to fill (grouped_fetch.py: fetched again, larger,
+        # while a query lacks groups that may exist; a group may still come back short, as in Milvus).
         per_shard = spec.topk + spec.offset
         if group:
-            per_shard = min(per_shard * spec.group_size * GROUP_OVERFETCH, GROUP_FETCH_LIMIT)
+            per_shard = first_fetch(per_shard, spec.group_size)
         partitions, names = await read_partitions(self._cache, coll, list(request.partition_names))
         read = ReadOptions(
             guarantee_ts=await self._guarantee(coll, request),
@@ -471,6 +469,15 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
             coll, read=read, anns_field=spec.anns_field, metric=metric, vectors=spec.vectors,
             topk=per_shard, params=spec.params,
         )
+        while group and (
+            more := next_fetch(parts, nq=spec.nq, groups_wanted=spec.topk + spec.offset, group_by=group,
+                               fetched=per_shard)
+        ):
+            per_shard = more
+            parts = await self._reads.search(
+                coll, read=read, anns_field=spec.anns_field, metric=metric, vectors=spec.vectors,
+                topk=per_shard, params=spec.params,
+            )
         pk = coll.schema.primary_field.name
 
         def reduce() -> schema_pb2.SearchResultData:
