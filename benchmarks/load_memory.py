@@ -74,7 +74,8 @@ def write(root: Path, rows: int, dim: int) -> str:
 
 def _spec(index: str, ef_construction: int) -> FieldIndexSpec:
     params: dict[str, str | int | float] = {"M": 16, "efConstruction": ef_construction} if index == "HNSW" else {}
-    return FieldIndexSpec(field_name="v", index_id=1, spec=IndexSpec(index_type=index, metric="L2", params=params))
+    index_id = 1 if index == "HNSW" else 2  # each kind saved under its own index id, as two indexes would be
+    return FieldIndexSpec(field_name="v", index_id=index_id, spec=IndexSpec(index_type=index, metric="L2", params=params))
 
 
 def _resident() -> tuple[float, float]:
