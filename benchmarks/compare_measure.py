@@ -75,7 +75,7 @@ def summarize(seconds: list[float], queries: int, wall: float | None = None) -> 
     }
 
 
-def _sequential(
+def sequential(
     call: Callable[[np.ndarray], list[list[int]]], queries: np.ndarray, nq: int, passes: int = 1
 ) -> tuple[dict[str, Any], list[list[int]]]:
     """``queries`` ``nq`` at a time, one request after another, ``passes`` times over; the
@@ -191,12 +191,12 @@ def _measure(
     def plain(ef: int, expr: str | None = None) -> Callable[[np.ndarray], list[list[int]]]:
         return lambda q: target.search(q, K, ef, expr)
 
-    out["nq1"], _ = _sequential(plain(opts.ef), qs[: opts.nq1_requests], 1)
+    out["nq1"], _ = sequential(plain(opts.ef), qs[: opts.nq1_requests], 1)
     log(f"{target.name} nq=1 {out['nq1']}")
     if concurrent:
         out["nq1_concurrent"] = _concurrent(target, qs[: opts.concurrent_requests], opts.clients, opts.ef)
         log(f"{target.name} nq=1 x{opts.clients} {out['nq1_concurrent']}")
-    out["nq100"], found = _sequential(plain(opts.ef), qs, opts.batch_nq, opts.batch_passes)
+    out["nq100"], found = sequential(plain(opts.ef), qs, opts.batch_nq, opts.batch_passes)
     out["recall"] = round(recall_at(found, data.truth), 4)
     log(f"{target.name} nq={opts.batch_nq} {out['nq100']} recall {out['recall']}")
     out["ef"] = opts.ef
@@ -206,7 +206,7 @@ def _measure(
             if ef == opts.ef:
                 s, r = out["nq100"], out["recall"]
             else:
-                s, f = _sequential(plain(ef), qs, opts.batch_nq)
+                s, f = sequential(plain(ef), qs, opts.batch_nq)
                 r = round(recall_at(f, data.truth), 4)
             points.append({"ef": ef, "qps": s["qps"], "p50_ms": s["p50_ms"], "recall": r})
             if r >= opts.sweep_stop_recall and ef >= opts.ef:
@@ -216,7 +216,7 @@ def _measure(
     if opts.filters:
         out["filtered"] = {}
         for flt in data.filters:
-            s, f = _sequential(plain(opts.ef, flt.expr), qs, opts.batch_nq)
+            s, f = sequential(plain(opts.ef, flt.expr), qs, opts.batch_nq)
             s["recall"] = round(recall_at(f, flt.truth), 4)
             s["share"] = round(flt.share, 4)
             s["expr"] = flt.expr

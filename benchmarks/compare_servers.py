@@ -69,6 +69,7 @@ class RssSampler(threading.Thread):
         self.role_of = role_of
         self.interval = interval
         self.peak: dict[str, int] = {}
+        self.peak_total = 0  # the largest sum over the tree at one sample (<= the sum of the per-role peaks)
         self._stop_event = threading.Event()
 
     def run(self) -> None:
@@ -90,6 +91,12 @@ class RssSampler(threading.Thread):
             now[role] = now.get(role, 0) + rss
         for role, rss in now.items():
             self.peak[role] = max(self.peak.get(role, 0), rss)
+        self.peak_total = max(self.peak_total, sum(now.values()))
+
+    def reset(self) -> None:
+        """Start the peaks over from the next sample (one phase of a run after another)."""
+        self.peak = {}
+        self.peak_total = 0
 
     def stop(self) -> dict[str, float]:
         """Stop sampling (one last sample first); the peaks in MiB."""
@@ -171,7 +178,7 @@ def milvus_lite(workdir: Path, timeout: float = 60.0) -> Iterator[Server]:
         finally:
             server.peak_rss_mib = sampler.stop()
     finally:
-        _stop_group(proc)
+        stop_group(proc)
 
 
 def _wait_answering(proc: subprocess.Popen[bytes], uri: str, log_path: Path, timeout: float) -> None:
@@ -179,7 +186,7 @@ def _wait_answering(proc: subprocess.Popen[bytes], uri: str, log_path: Path, tim
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"milvus-lite exited with {proc.returncode}:\n{_tail(log_path)}")
+            raise RuntimeError(f"milvus-lite exited with {proc.returncode}:\n{tail(log_path)}")
         try:
             client = MilvusClient(uri, timeout=1.0, dedicated=True)
         except Exception:  # not listening yet: any connect error means "try again"
@@ -192,10 +199,10 @@ def _wait_answering(proc: subprocess.Popen[bytes], uri: str, log_path: Path, tim
             time.sleep(0.2)
         finally:
             client.close()
-    raise TimeoutError(f"milvus-lite not ready in {timeout}s:\n{_tail(log_path)}")
+    raise TimeoutError(f"milvus-lite not ready in {timeout}s:\n{tail(log_path)}")
 
 
-def _stop_group(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
+def stop_group(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
     """SIGTERM the process group and wait; then SIGKILL it, so no member outlives the benchmark."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)
@@ -219,7 +226,7 @@ def _compact(client: MilvusClient, log: Callable[[str], None], timeout: float = 
     log(f"compaction {job} completed in {time.perf_counter() - t:.1f}s")
 
 
-def _tail(path: Path) -> str:
+def tail(path: Path) -> str:
     return path.read_text(errors="replace")[-3000:] if path.exists() else ""
 
 
