@@ -128,7 +128,7 @@ def main() -> None:
                             row[server.name] = {"error": f"not run: {cannot}"}
                             continue
                         try:
-                            row[server.name] = run_index(server, data, case, opts, _log, build_on_load=server.name == "Strata")
+                            row[server.name] = run_index(server, data, case, opts, _log)
                         except Exception as err:  # one failing index on one server: reported, the run goes on
                             _log(f"{server.name} {data.name} {case.index_type} failed: {err!r}")
                             row[server.name] = {"error": repr(err)[:300]}

@@ -3,16 +3,12 @@
 1. Create a collection (int64 ``id``, vector ``v``, one shard) without an
    index, insert the rows in batches of ``batch``, ``flush``.
 2. *build s*: from ``create_index`` until ``load_collection`` has loaded the
-   collection and ``describe_index`` says ``Finished``. Milvus builds on its
-   index node when asked, and ``create_index`` waits for it (pymilvus polls
-   ``describe_index``); loading then reads the built index. Strata builds on
-   its query node once the collection loads, and until then reports the index
-   ``InProgress``: pymilvus's own wait in ``create_index`` would never end
-   (a Strata defect, found here: Milvus's insert, flush, create_index, load
-   order blocks in ``create_index``). So for a server that builds on load
-   (``build_on_load``) ``create_index`` is sent with ``sync=False`` and the
-   wait for ``Finished`` comes after the load; every other call is the same.
-   ``create_index_s`` in the JSON is the ``create_index`` call alone.
+   collection and ``describe_index`` says ``Finished``. Both servers build
+   when asked (Milvus on its index node, Strata on a query node its
+   coordinator picks) and ``create_index`` waits for it (pymilvus polls
+   ``describe_index``); loading then reads the built index. Every call is the
+   same for both. ``create_index_s`` in the JSON is the ``create_index`` call
+   alone.
 3. Sweep the index's search parameter over every query at nq=100 and keep the
    smallest value whose recall@10 reaches ``target`` (none: the best value,
    and the row says so).
@@ -67,14 +63,12 @@ def run_index(
     case: IndexCase,
     opts: RunOptions,
     log: Callable[[str], None],
-    *,
-    build_on_load: bool,
 ) -> dict[str, Any]:
     """Every step above on ``server``; the figures as a JSON-ready dict. The collection is dropped after."""
     client = MilvusClient(server.uri, timeout=3600, dedicated=True)
     server.sampler.reset()
     try:
-        out = _load(client, data, case, opts, build_on_load)
+        out = _load(client, data, case, opts)
         log(f"{server.name} {data.name} {case.index_type}: inserted in {out['insert_s']}s, built in {out['build_s']}s")
         with frozen_gc():
             out.update(_search(client, data, case, opts))
@@ -91,7 +85,7 @@ def run_index(
 
 
 def _load(
-    client: MilvusClient, data: Workload, case: IndexCase, opts: RunOptions, build_on_load: bool
+    client: MilvusClient, data: Workload, case: IndexCase, opts: RunOptions
 ) -> dict[str, Any]:
     if client.has_collection(COLLECTION):
         client.drop_collection(COLLECTION)
@@ -111,8 +105,7 @@ def _load(
     t1 = time.perf_counter()
     index = client.prepare_index_params()
     index.add_index(VECTOR, index_type=case.index_type, metric_type=data.metric, params=case.build)
-    # see step 2 of the module docstring
-    client.create_index(COLLECTION, index, sync=not build_on_load, timeout=opts.build_timeout)
+    client.create_index(COLLECTION, index, timeout=opts.build_timeout)  # waits for Finished
     t2 = time.perf_counter()
     client.load_collection(COLLECTION, timeout=opts.build_timeout)
     while client.get_load_state(COLLECTION)["state"] != LoadState.Loaded:
