@@ -157,6 +157,9 @@ class IndexSpec:
     binary: bool = False
     sparse: bool = False
     int8: bool = False
+    #: Milvus's name of the field's vector type in messages (``Float16Vector``...); derived from the
+    #: flags when empty.
+    type_name: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -166,6 +169,13 @@ class IndexSpec:
         # Each property parses (and so checks) its part: the metric first (Milvus checks it against
         # the field's type before the index type), then the kind, as the others read it.
         _ = (self.metric_type, self.kind, self.hnsw, self.bin_ivf, self.faiss, self.sparse_params, self.diskann)
+
+    def _type_name(self) -> str:
+        if self.type_name:
+            return self.type_name
+        if self.sparse:
+            return "SparseFloatVector"
+        return "BinaryVector" if self.binary else "Int8Vector" if self.int8 else "FloatVector"
 
     @property
     def kind(self) -> IndexKind:
@@ -180,18 +190,12 @@ class IndexSpec:
             return IndexKind.BIN_IVF_FLAT
         if name == "AUTOINDEX" and self.sparse:
             return IndexKind.SPARSE_INVERTED_INDEX
-        if (kind in SPARSE_KINDS) != self.sparse:
-            data_type = (
-                "SparseFloatVector"
-                if self.sparse
-                else "BinaryVector" if self.binary else "Int8Vector" if self.int8 else "FloatVector"
+        if (kind in SPARSE_KINDS) != self.sparse or (kind in BINARY_KINDS) != self.binary or (
+            self.int8 and kind not in INT8_KINDS
+        ):
+            raise InvalidArgument(
+                f"data type {self._type_name()} can't build with this index {name}: invalid parameter"
             )
-            raise InvalidArgument(f"data type {data_type} can't build with this index {name}: invalid parameter")
-        if (kind in BINARY_KINDS) != self.binary:
-            data_type = "BinaryVector" if self.binary else "Int8Vector" if self.int8 else "FloatVector"
-            raise InvalidArgument(f"data type {data_type} can't build with this index {name}: invalid parameter")
-        if self.int8 and kind not in INT8_KINDS:
-            raise InvalidArgument(f"data type Int8Vector can't build with this index {name}: invalid parameter")
         if kind is IndexKind.BIN_IVF_FLAT and self.metric_type not in BIN_IVF_METRICS:
             supported = " ".join(m.value for m in BIN_IVF_METRICS)
             raise InvalidArgument(

@@ -27,7 +27,12 @@ class FieldIndexSpec:
 
 
 def index_spec(
-    params: Mapping[str, str], *, binary: bool = False, sparse: bool = False, int8: bool = False
+    params: Mapping[str, str],
+    *,
+    binary: bool = False,
+    sparse: bool = False,
+    int8: bool = False,
+    type_name: str = "",
 ) -> IndexSpec:
     """The ``IndexSpec`` of catalog params (``index_type``, ``metric_type``, ``params`` JSON, other keys)
     for a float vector field, a binary one (``binary``: the metric defaults to HAMMING) or an
@@ -49,6 +54,7 @@ def index_spec(
         binary=binary,
         sparse=sparse,
         int8=int8,
+        type_name=type_name,
     )
 
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from querynode.segments.metric import UnknownMetricError, parse_metric
 from querynode.worker.indexes import index_spec
 from services.errors import InvalidArgument
+from services.proxy.convert.schema import type_name
 from services.schema import DataType, FieldSchema
 
 DEFAULT_FLOAT_METRIC = "COSINE"
@@ -45,7 +46,11 @@ def vector_index_params(field: FieldSchema, params: Mapping[str, str]) -> dict[s
     # Also refused: a faiss kind the field's dimension does not fit (IVF_PQ's m must divide it).
     dtype = field.dtype
     index_spec(
-        out, binary=dtype.is_binary_vector, sparse=dtype.is_sparse_vector, int8=dtype == DataType.INT8_VECTOR
+        out,
+        binary=dtype.is_binary_vector,
+        sparse=dtype.is_sparse_vector,
+        int8=dtype == DataType.INT8_VECTOR,
+        type_name=type_name(int(dtype)),
     ).check_dim(field.dim)
     return out
 

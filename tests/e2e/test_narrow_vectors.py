@@ -200,7 +200,7 @@ def test_bad_combinations_are_refused_and_nothing_is_created(milvus: MilvusClien
         ("i8", "IVF_SQ8", "COSINE", "data type Int8Vector can't build with this index IVF_SQ8"),
         ("i8", "BIN_FLAT", "L2", "data type Int8Vector can't build with this index BIN_FLAT"),
         ("i8", "HNSW", "HAMMING", "float vector index does not support metric type: HAMMING"),
-        ("f16", "BIN_IVF_FLAT", "L2", "data type FloatVector can't build with this index BIN_IVF_FLAT"),
+        ("f16", "BIN_IVF_FLAT", "L2", "data type Float16Vector can't build with this index BIN_IVF_FLAT"),
     ]:
         index = milvus.prepare_index_params()
         index.add_index(field, index_type=index_type, metric_type=metric)
