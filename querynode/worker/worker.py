@@ -38,6 +38,7 @@ from querynode.segments.readmask import read_mask
 from querynode.segments.reduce import merge_topk
 from querynode.worker.indexes import FieldIndexSpec
 from querynode.worker.loader import ensure_segment_index, load_segment
+from querynode.worker.memory import give_back_memory
 from querynode.worker.rwlock import ReadWriteLock
 from querynode.worker.segment import WorkerSegment
 from services.errors import SegmentNotFound
@@ -179,11 +180,15 @@ class Worker:
                 await task
 
     async def release(self, collection_id: int, segment_ids: Sequence[int]) -> None:
+        released = []
         async with self._locks[collection_id].write():
             for sid in segment_ids:
-                self.segments.pop((collection_id, sid), None)
+                released.append(self.segments.pop((collection_id, sid), None))
         if not any(c == collection_id for c, _ in self.segments):
             self._schemas.pop(collection_id, None)
+        if any(seg is not None for seg in released):
+            del released
+            await asyncio.to_thread(give_back_memory)  # memory.py: the freed pages go back to the system
 
     async def cut(self, collection_id: int, cuts: dict[int, tuple[pa.Array, np.ndarray]]) -> None:
         """Apply forwarded cuts; a segment not held here raises ``SegmentNotFound`` (the delegator reloads it)."""
