@@ -20,7 +20,9 @@ pytestmark = pytest.mark.timeout(60)
 
 async def _put_get(endpoint: str, key: bytes, value: bytes | None) -> bytes | None:
     host, _, port = endpoint.rpartition(":")
-    async with aetcd.Client(host=host, port=int(port), timeout=5) as client:
+    # A restarted etcd accepts connections before it has elected itself leader; on a loaded machine
+    # that can take seconds, so the calls get a generous deadline (a dead etcd still fails them).
+    async with aetcd.Client(host=host, port=int(port), timeout=30) as client:
         if value is not None:
             await client.put(key, value)
         got = await client.get(key)
