@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from querynode.segments.binary_metric import popcounts
 from querynode.segments.buffers import GrowableArray
+from querynode.segments.fixed_rows import as_arrow, rows_of
 
 
 class BinaryVectorColumn:
@@ -37,19 +38,9 @@ class BinaryVectorColumn:
     @staticmethod
     def decode(column: pa.FixedSizeBinaryArray, code_size: int) -> tuple[np.ndarray, np.ndarray]:
         """``(n, code_size)`` uint8 rows and a validity mask; null rows become zeros."""
-        n = len(column)
         if column.type != pa.binary(code_size):
             raise ValueError(f"binary vectors of type {column.type}, expected {pa.binary(code_size)}")
-        data = column.buffers()[1]
-        start = column.offset * code_size
-        flat = np.frombuffer(data, dtype=np.uint8, count=n * code_size, offset=start) if n else np.empty(0, np.uint8)
-        rows = flat.reshape(n, code_size)
-        if column.null_count == 0:
-            return rows, np.ones(n, dtype=bool)
-        valid = column.is_valid().to_numpy(zero_copy_only=False)
-        rows = rows.copy()
-        rows[~valid] = 0
-        return rows, valid
+        return rows_of(column, np.dtype(np.uint8), code_size)
 
     def append(self, rows: np.ndarray, valid: np.ndarray) -> None:
         """Append decoded rows (see :meth:`decode`)."""
@@ -79,10 +70,4 @@ class BinaryVectorColumn:
         return self._as_arrow(self._matrix.view()[rows], self._valid.view()[rows])
 
     def _as_arrow(self, matrix: np.ndarray, valid: np.ndarray) -> pa.FixedSizeBinaryArray:
-        codes = np.ascontiguousarray(matrix)
-        mask = None if valid.all() else pa.array(valid).buffers()[1]
-        array = pa.FixedSizeBinaryArray.from_buffers(
-            pa.binary(self.code_size), len(codes), [mask, pa.py_buffer(codes)]
-        )
-        assert isinstance(array, pa.FixedSizeBinaryArray)
-        return array
+        return as_arrow(matrix, valid, self.code_size)

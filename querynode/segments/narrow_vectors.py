@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from querynode.segments.buffers import GrowableArray
+from querynode.segments.fixed_rows import as_arrow, rows_of
 from querynode.segments.metric import Metric, distances
 from services.narrow_vectors import float_chunks, numpy_type, row_sqnorms
 from services.schema import DataType
@@ -52,20 +53,9 @@ class NarrowVectorColumn:
     def decode(self, column: pa.FixedSizeBinaryArray) -> tuple[np.ndarray, np.ndarray]:
         """``(n, dim)`` rows (a view of the Arrow buffer when no row is null) and a validity
         mask; null rows become zeros."""
-        n = len(column)
         if column.type != pa.binary(self.code_size):
             raise ValueError(f"{self.dtype.name} vectors of type {column.type}, expected {pa.binary(self.code_size)}")
-        if n == 0:
-            return np.empty((0, self.dim), dtype=self.element), np.ones(0, dtype=bool)
-        data = column.buffers()[1]
-        rows = np.frombuffer(data, dtype=self.element, count=n * self.dim, offset=column.offset * self.code_size)
-        rows = rows.reshape(n, self.dim)
-        if column.null_count == 0:
-            return rows, np.ones(n, dtype=bool)
-        valid = column.is_valid().to_numpy(zero_copy_only=False)
-        rows = rows.copy()
-        rows[~valid] = 0
-        return rows, valid
+        return rows_of(column, self.element, self.dim)
 
     def append(self, rows: np.ndarray, valid: np.ndarray) -> None:
         """Append decoded rows (see :meth:`decode`)."""
@@ -95,13 +85,7 @@ class NarrowVectorColumn:
         return self._as_arrow(self._matrix.view()[rows], self._valid.view()[rows])
 
     def _as_arrow(self, matrix: np.ndarray, valid: np.ndarray) -> pa.FixedSizeBinaryArray:
-        codes = np.ascontiguousarray(matrix)
-        mask = None if valid.all() else pa.array(valid).buffers()[1]
-        array = pa.FixedSizeBinaryArray.from_buffers(
-            pa.binary(self.code_size), len(codes), [mask, pa.py_buffer(codes)]
-        )
-        assert isinstance(array, pa.FixedSizeBinaryArray)
-        return array
+        return as_arrow(matrix, valid, self.code_size)
 
 
 def matrix_distances(metric: Metric, queries: np.ndarray, base: np.ndarray, base_sqnorms: np.ndarray) -> np.ndarray:
