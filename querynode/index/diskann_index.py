@@ -44,12 +44,14 @@ from typing import Any
 import numpy as np
 import structlog
 
-from querynode.index.base import NO_PARAMS, IndexHits, SearchParams
-from querynode.index.checks import check_allowed, check_dense_vectors, check_queries, check_topk
+from querynode.index.approximate import ApproximateIndex
+from querynode.index.base import IndexHits, SearchParams
+from querynode.index.checks import check_dense_vectors
 from querynode.index.diskann_files import DiskHeader, disk_root, new_index_dir, pack, unpack
 from querynode.index.diskann_params import MIN_DEFAULT_SEARCH_LIST, DiskannParams
 from querynode.index.flat import FlatIndex
 from querynode.index.options import DEFAULT_OPTIONS, IndexOptions
+from querynode.index.rank import best_k
 from querynode.index.refine import Refiner
 from querynode.index.spec import IndexKind
 from querynode.segments.metric import Metric
@@ -78,7 +80,7 @@ def _diskannpy() -> Any:
     return diskannpy
 
 
-class DiskannIndex:
+class DiskannIndex(ApproximateIndex):
     """A DiskANN disk index over rows ``0..n-1`` in a private local directory, and the segment's
     vectors for exact searches and distances.
 
@@ -87,9 +89,8 @@ class DiskannIndex:
 
     def __init__(self, params: DiskannParams, flat: FlatIndex, options: IndexOptions) -> None:
         """An index without a structure yet; :meth:`build` and :meth:`restore` give it one."""
+        super().__init__(flat, options)
         self._params = params
-        self._flat = flat
-        self._options = options
         self._refiner = Refiner(flat.metric, vectors=flat.vectors, sqnorms=flat.sqnorms())
         self._native: Any = None
         self._dir = ""
@@ -178,17 +179,8 @@ class DiskannIndex:
     def kind(self) -> IndexKind:
         return IndexKind.DISKANN
 
-    @property
-    def metric(self) -> Metric:
-        return self._flat.metric
-
-    @property
-    def dim(self) -> int:
-        return self._flat.dim
-
-    @property
-    def num_rows(self) -> int:
-        return self._flat.num_rows
+    def has_structure(self) -> bool:
+        return self._native is not None
 
     @property
     def params(self) -> DiskannParams:
@@ -207,12 +199,6 @@ class DiskannIndex:
                             max_degree=self._params.max_degree)
         return pack(self._dir, self._files, header)
 
-    def searches_exactly(self, num_allowed: int, topk: int, nq: int = 1) -> bool:
-        """Whether ``nq`` queries with ``num_allowed`` allowed rows skip the graph for an exact search."""
-        if self._native is None or num_allowed <= topk:
-            return True
-        return num_allowed < self._options.exact_threshold(self.num_rows, nq)
-
     def search_work(self, nq: int, params: SearchParams) -> int:
         """Rough multiply-adds of an unfiltered search of ``nq`` queries (``offload.py`` sizes it)."""
         if self._native is None:
@@ -220,31 +206,20 @@ class DiskannIndex:
         walk = params.search_list or DEFAULT_SEARCH_LIST_WORK
         return nq * walk * _WORK_PER_CANDIDATE * self.dim
 
-    def search(
+    def _check_params(self, params: SearchParams, topk: int) -> None:
+        """``search_list`` below ``topk`` is refused, in knowhere's words."""
+        if params.search_list is not None and params.search_list < topk:
+            raise InvalidArgument(f"search_list_size({params.search_list}) should be larger than k({topk})")
+
+    def _approximate(
         self,
         queries: np.ndarray,
         topk: int,
-        *,
-        allowed: np.ndarray | None = None,
-        params: SearchParams = NO_PARAMS,
-        threads: int = 1,
+        mask: np.ndarray | None,
+        num_allowed: int,
+        params: SearchParams,
+        threads: int,
     ) -> IndexHits:
-        """See ``VectorIndex.search`` and the module docstring for the strategy.
-
-        Raises:
-            InvalidArgument: as every index, and ``search_list`` below ``topk`` (knowhere's words).
-        """
-        queries = check_queries(queries, self.dim)
-        check_topk(topk)
-        params.validate(self.metric)
-        if params.search_list is not None and params.search_list < topk:
-            raise InvalidArgument(f"search_list_size({params.search_list}) should be larger than k({topk})")
-        mask = check_allowed(allowed, self.num_rows)
-        num_allowed = self.num_rows if mask is None else int(np.count_nonzero(mask))
-        if len(queries) == 0 or num_allowed == 0:
-            return IndexHits.empty(len(queries), topk, self.metric)
-        if self.searches_exactly(num_allowed, topk, nq=1 if mask is None else len(queries)):
-            return self._flat.search(queries, topk, allowed=mask, params=params)
         share = num_allowed / self.num_rows
         first_k = max(2 * topk, RANGE_MIN_K) if params.is_range else math.ceil(topk / share)
         return self._grow(queries, topk, mask, num_allowed, params, threads, first_k)
@@ -265,9 +240,7 @@ class DiskannIndex:
         k = min(k, self.num_rows)
         while len(pending):
             if k > MAX_K or (params.is_range and 2 * k > num_allowed):
-                exact = self._flat.search(queries[pending], topk, allowed=mask, params=params)
-                hits.rows[pending] = exact.rows
-                hits.distances[pending] = exact.distances
+                self.fill_exactly(hits, pending, queries, topk, mask, params)
                 break
             rows, dist = self._walk(queries[pending], k, params, threads)
             keep = rows >= 0
@@ -302,9 +275,7 @@ class DiskannIndex:
         rows = ids.astype(np.int64)
         rows[(rows < 0) | (rows >= self.num_rows)] = -1
         dist = self._refiner.distances(queries, rows)
-        scores = np.where(rows < 0, np.inf, -dist if self.metric.larger_is_better else dist)
-        order = np.lexsort((np.where(rows < 0, np.iinfo(np.int64).max, rows), scores), axis=-1)
-        return np.take_along_axis(rows, order, axis=1), np.take_along_axis(dist, order, axis=1)
+        return best_k(rows, dist, k, larger_is_better=self.metric.larger_is_better)
 
 
 #: ``search_work``'s candidate list when a search gives none (knowhere's ``max(topk, 16)`` for topk 10..16).

@@ -45,8 +45,8 @@ from typing import Any
 import faiss as faiss_module
 import numpy as np
 
-from querynode.index.base import NO_PARAMS, IndexHits, SearchParams, worst_distance
-from querynode.index.checks import check_allowed, check_queries, check_topk
+from querynode.index.approximate import ApproximateIndex
+from querynode.index.base import IndexHits, SearchParams, worst_distance
 from querynode.index.faiss_build import (
     build_refine_store,
     build_structure,
@@ -60,6 +60,7 @@ from querynode.index.faiss_params import FaissParams
 from querynode.index.flat import FlatIndex
 from querynode.index.float_rows import FloatRows
 from querynode.index.options import DEFAULT_OPTIONS, IndexOptions
+from querynode.index.rank import best_k
 from querynode.index.refine import Refiner
 from querynode.index.spec import IndexKind
 from querynode.segments.metric import Metric
@@ -93,7 +94,7 @@ _CLASSES: dict[IndexKind, Any] = {
 }
 
 
-class FaissIndex:
+class FaissIndex(ApproximateIndex):
     """A faiss structure over rows ``0..n-1``, its refiner, and the vectors for exact searches.
 
     Immutable once built; searches of one index may run in parallel (faiss'
@@ -110,12 +111,11 @@ class FaissIndex:
         options: IndexOptions,
     ) -> None:
         """Wrap built or loaded parts; prefer :meth:`build` and :meth:`restore`."""
+        super().__init__(flat, options)
         self._kind = kind
         self._params = params
-        self._flat = flat
         self._structure = structure
         self._refiner = refiner
-        self._options = options
         ivf = None if structure is None or kind.is_graph else faiss.extract_index_ivf(structure)
         self._nlist = 0 if ivf is None else int(ivf.nlist)
 
@@ -170,17 +170,8 @@ class FaissIndex:
     def kind(self) -> IndexKind:
         return self._kind
 
-    @property
-    def metric(self) -> Metric:
-        return self._flat.metric
-
-    @property
-    def dim(self) -> int:
-        return self._flat.dim
-
-    @property
-    def num_rows(self) -> int:
-        return self._flat.num_rows
+    def has_structure(self) -> bool:
+        return self._structure is not None
 
     @property
     def params(self) -> FaissParams:
@@ -200,12 +191,6 @@ class FaissIndex:
         extra = b"" if store is None else faiss.serialize_index(store).tobytes()
         return _HEADER.pack(_MAGIC, _VERSION, len(structure), len(extra)) + structure + extra
 
-    def searches_exactly(self, num_allowed: int, topk: int, nq: int = 1) -> bool:
-        """Whether ``nq`` queries with ``num_allowed`` allowed rows skip the structure for an exact search."""
-        if self._structure is None or num_allowed <= topk:
-            return True
-        return num_allowed < self._options.exact_threshold(self.num_rows, nq)
-
     def search_work(self, nq: int, params: SearchParams) -> int:
         """Rough multiply-adds of an unfiltered search of ``nq`` queries (``offload.py`` sizes it)."""
         if self._structure is None:
@@ -215,27 +200,24 @@ class FaissIndex:
         probed = min(params.nprobe or DEFAULT_NPROBE, self._nlist)
         return nq * (self._nlist + probed * self.num_rows // max(1, self._nlist)) * self.dim
 
-    def search(
+    def _approximate(
         self,
         queries: np.ndarray,
         topk: int,
-        *,
-        allowed: np.ndarray | None = None,
-        params: SearchParams = NO_PARAMS,
-        threads: int = 1,
+        mask: np.ndarray | None,
+        num_allowed: int,
+        params: SearchParams,
+        threads: int,
     ) -> IndexHits:
-        """See ``VectorIndex.search`` and the module docstring for the strategy."""
-        queries = check_queries(queries, self.dim)
-        check_topk(topk)
-        params.validate(self.metric)
-        mask = check_allowed(allowed, self.num_rows)
-        num_allowed = self.num_rows if mask is None else int(np.count_nonzero(mask))
-        if len(queries) == 0 or num_allowed == 0:
-            return IndexHits.empty(len(queries), topk, self.metric)
-        if self.searches_exactly(num_allowed, topk, nq=1 if mask is None else len(queries)):
-            return self._flat.search(queries, topk, allowed=mask, params=params)
+        """faiss' search of the structure, then the exact redo of the queries it could not serve."""
         if params.is_range:
-            return self._range_search(queries, topk, mask, num_allowed, params, threads)
+            if self._kind.is_graph and params.ef is None:
+                params = replace(params, ef=DEFAULT_RANGE_EF)
+            first_k = max(2 * topk, params.ef or 0) if self._kind.is_graph else 2 * topk
+            return self.range_by_doubling(
+                queries, topk, mask, num_allowed, params, first_k,
+                lambda q, k: self._knn(q, k, mask, params, threads),
+            )  # fmt: skip
         rows, dist = self._knn(queries, topk, mask, params, threads)
         hits = IndexHits(rows=rows, distances=dist)
         short = np.zeros(len(queries), dtype=bool)
@@ -245,43 +227,7 @@ class FaissIndex:
         if self._kind is IndexKind.SCANN and self.metric.larger_is_better:
             # Fast-scan's lookup tables of a zero query have no range to quantize: it finds nothing.
             short |= ~queries.any(axis=1)
-        redo = np.flatnonzero(short)
-        if len(redo):  # those queries exactly
-            exact = self._flat.search(queries[redo], topk, allowed=mask, params=params)
-            hits.rows[redo] = exact.rows
-            hits.distances[redo] = exact.distances
-        return hits
-
-    def _range_search(
-        self,
-        queries: np.ndarray,
-        topk: int,
-        mask: np.ndarray | None,
-        num_allowed: int,
-        params: SearchParams,
-        threads: int,
-    ) -> IndexHits:
-        """Search with a growing ``k`` until each query's range is settled (module docstring)."""
-        hits = IndexHits.empty(len(queries), topk, self.metric)
-        pending = np.arange(len(queries))
-        if self._kind.is_graph and params.ef is None:
-            params = replace(params, ef=DEFAULT_RANGE_EF)
-        k = max(2 * topk, params.ef or 0) if self._kind.is_graph else 2 * topk
-        while len(pending):
-            if 2 * k > num_allowed:
-                exact = self._flat.search(queries[pending], topk, allowed=mask, params=params)
-                hits.rows[pending] = exact.rows
-                hits.distances[pending] = exact.distances
-                break
-            rows, dist = self._knn(queries[pending], k, mask, params, threads)
-            keep = params.in_range(self.metric, dist) & (rows >= 0)
-            settled = (keep.sum(axis=1) >= topk) | params.beyond_radius(self.metric, dist[:, -1])
-            for i in np.flatnonzero(settled):
-                in_range = np.flatnonzero(keep[i])[:topk]
-                hits.rows[pending[i], : len(in_range)] = rows[i, in_range]
-                hits.distances[pending[i], : len(in_range)] = dist[i, in_range]
-            pending = pending[~settled]
-            k *= 2
+        self.fill_exactly(hits, np.flatnonzero(short), queries, topk, mask, params)
         return hits
 
     def _knn(
@@ -297,9 +243,10 @@ class FaissIndex:
         del keep_alive, bits
         rows = labels.astype(np.int64, copy=False)
         if self._refiner is not None:
-            dist = self._refiner.distances(queries, rows)
-        else:
-            dist = np.where(rows >= 0, raw, worst_distance(self.metric)).astype(np.float32, copy=False)
+            with omp_threads(threads):
+                dist = self._refiner.distances(queries, rows)
+            return best_k(rows, dist, k, larger_is_better=self.metric.larger_is_better)  # re-scored: unordered
+        dist = np.where(rows >= 0, raw, worst_distance(self.metric)).astype(np.float32, copy=False)
         return _rank(self.metric, rows, dist, k)
 
     def _candidates(self, k: int, params: SearchParams) -> int:
@@ -342,8 +289,7 @@ def _rank(metric: Metric, rows: np.ndarray, dist: np.ndarray, k: int) -> tuple[n
     wrong = (after < before) | ((after == before) & (key_rows[:, 1:] < key_rows[:, :-1]))
     if not wrong.any():  # faiss' usual answer without a refine: no re-sort
         return rows[:, :k], dist[:, :k]
-    order = np.lexsort((key_rows, key_scores), axis=-1)[:, :k]
-    return np.take_along_axis(rows, order, axis=1), np.take_along_axis(dist, order, axis=1)
+    return best_k(rows, dist, k, larger_is_better=metric.larger_is_better)
 
 
 def _split(data: bytes) -> tuple[bytes, bytes]:

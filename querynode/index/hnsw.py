@@ -36,10 +36,11 @@ import hnswlib
 import numpy as np
 import structlog
 
-from querynode.index.base import NO_PARAMS, IndexHits, SearchParams
-from querynode.index.checks import check_allowed, check_queries, check_topk
+from querynode.index.approximate import ApproximateIndex
+from querynode.index.base import IndexHits, SearchParams
 from querynode.index.flat import FlatIndex
 from querynode.index.options import DEFAULT_OPTIONS, IndexOptions
+from querynode.index.rank import best_k
 from querynode.index.spec import HnswParams, IndexKind
 from querynode.segments.metric import Metric
 from services.narrow_vectors import float_chunks
@@ -81,7 +82,7 @@ def to_milvus_distance(metric: Metric, raw: np.ndarray) -> np.ndarray:
             assert_never(metric)
 
 
-class HnswIndex:
+class HnswIndex(ApproximateIndex):
     """An hnswlib graph over rows ``0..n-1`` plus the vectors, for exact fallbacks.
 
     An empty segment has no graph (hnswlib needs room for one element at
@@ -92,10 +93,9 @@ class HnswIndex:
 
     def __init__(self, graph: hnswlib.Index | None, flat: FlatIndex, params: HnswParams, options: IndexOptions) -> None:
         """Wrap a built or loaded graph; prefer :meth:`build` and :meth:`restore`."""
+        super().__init__(flat, options)
         self._graph = graph
-        self._flat = flat
         self._params = params
-        self._options = options
         self._lock = threading.Lock()
 
     @staticmethod
@@ -156,17 +156,8 @@ class HnswIndex:
     def kind(self) -> IndexKind:
         return IndexKind.HNSW
 
-    @property
-    def metric(self) -> Metric:
-        return self._flat.metric
-
-    @property
-    def dim(self) -> int:
-        return self._flat.dim
-
-    @property
-    def num_rows(self) -> int:
-        return self._flat.num_rows
+    def has_structure(self) -> bool:
+        return self._graph is not None
 
     @property
     def params(self) -> HnswParams:
@@ -182,76 +173,25 @@ class HnswIndex:
             with open(path, "rb") as f:
                 return f.read()
 
-    def search(
-        self,
-        queries: np.ndarray,
-        topk: int,
-        *,
-        allowed: np.ndarray | None = None,
-        params: SearchParams = NO_PARAMS,
-        threads: int = 1,
-    ) -> IndexHits:
-        """See ``VectorIndex.search`` and the module docstring for the strategy.
-
-        ``params.ef`` defaults to ``max(topk, 64)`` and is raised to ``topk`` if below it.
-        """
-        queries = check_queries(queries, self.dim)
-        check_topk(topk)
-        params.validate(self.metric)
-        mask = check_allowed(allowed, self.num_rows)
-        num_allowed = self.num_rows if mask is None else int(np.count_nonzero(mask))
-        if len(queries) == 0 or num_allowed == 0:
-            return IndexHits.empty(len(queries), topk, self.metric)
-        # The batch rule is measured against the filtered walk; an unfiltered one is far cheaper.
-        if self.searches_exactly(num_allowed, topk, nq=1 if mask is None else len(queries)):
-            return self._flat.search(queries, topk, allowed=mask, params=params)
-        ef = max(topk, DEFAULT_EF if params.ef is None else params.ef)
-        if params.is_range:
-            return self._range_search(queries, topk, mask, num_allowed, ef, params)
-        found = self._walk(queries, topk, ef, mask, threads)
-        if found is None:
-            return self._flat.search(queries, topk, allowed=mask, params=params)
-        hits = IndexHits.empty(len(queries), topk, self.metric)
-        hits.rows[:] = found[0]
-        hits.distances[:] = found[1]
-        return hits
-
-    def searches_exactly(self, num_allowed: int, topk: int, nq: int = 1) -> bool:
-        """Whether ``nq`` queries with ``num_allowed`` allowed rows skip the graph for an exact search."""
-        if self._graph is None or num_allowed <= topk:
-            return True
-        return num_allowed < self._options.exact_threshold(self.num_rows, nq)
-
-    def _range_search(
+    def _approximate(
         self,
         queries: np.ndarray,
         topk: int,
         mask: np.ndarray | None,
         num_allowed: int,
-        ef: int,
         params: SearchParams,
+        threads: int,
     ) -> IndexHits:
-        """Walk with a growing ``k`` until each query's range is settled (see the module docstring)."""
-        hits = IndexHits.empty(len(queries), topk, self.metric)
-        pending = np.arange(len(queries))
-        k = max(2 * topk, ef)
-        while len(pending):
-            found = None if 2 * k > num_allowed else self._walk(queries[pending], k, k, mask)
-            if found is None:
-                exact = self._flat.search(queries[pending], topk, allowed=mask, params=params)
-                hits.rows[pending] = exact.rows
-                hits.distances[pending] = exact.distances
-                break
-            rows, dist = found
-            keep = params.in_range(self.metric, dist)
-            settled = (keep.sum(axis=1) >= topk) | params.beyond_radius(self.metric, dist[:, -1])
-            for i in np.flatnonzero(settled):
-                in_range = np.flatnonzero(keep[i])[:topk]
-                hits.rows[pending[i], : len(in_range)] = rows[i, in_range]
-                hits.distances[pending[i], : len(in_range)] = dist[i, in_range]
-            pending = pending[~settled]
-            k *= 2
-        return hits
+        """The graph walk; ``params.ef`` defaults to ``max(topk, 64)`` and is raised to ``topk`` if below it."""
+        ef = max(topk, DEFAULT_EF if params.ef is None else params.ef)
+        if params.is_range:
+            return self.range_by_doubling(
+                queries, topk, mask, num_allowed, params, max(2 * topk, ef), lambda q, k: self._walk(q, k, k, mask)
+            )
+        found = self._walk(queries, topk, ef, mask, threads)
+        if found is None:
+            return self._flat.search(queries, topk, allowed=mask, params=params)
+        return IndexHits(rows=found[0], distances=found[1])
 
     def _walk(
         self, queries: np.ndarray, k: int, ef: int, mask: np.ndarray | None, threads: int = 1
@@ -280,8 +220,7 @@ class HnswIndex:
         scores = -dist if self.metric.larger_is_better else dist
         if _ranked(rows, scores):  # hnswlib's usual answer: skip the re-sort
             return rows, dist
-        order = np.lexsort((rows, scores), axis=-1)
-        return np.take_along_axis(rows, order, axis=1), np.take_along_axis(dist, order, axis=1)
+        return best_k(rows, dist, k, larger_is_better=self.metric.larger_is_better)
 
 
 def _ranked(rows: np.ndarray, scores: np.ndarray) -> bool:
