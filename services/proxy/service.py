@@ -22,7 +22,7 @@ from protos import coordinator_pb2
 from querynode.segments.reduce import merge_topk
 from services.config import DEFAULT_LIMITS, ProxyLimits
 from services.coordclient import CoordinatorClient
-from services.errors import ErrorCode, IndexNotSupported, InvalidArgument, NotSupported, SegmentLoadFailed, StrataError
+from services.errors import ErrorCode, InvalidArgument, NotSupported, SegmentLoadFailed, StrataError
 from services.expr.asyncparse import parse_filter_async
 from services.grpcutil import raise_for_status
 from services.proxy import convert
@@ -32,6 +32,7 @@ from services.proxy.convert.groups import group_by_values
 from services.proxy.convert.search import check_index_search_params, check_range
 from services.proxy.grouped_fetch import first_fetch, next_fetch
 from services.proxy.hybrid import hybrid_search
+from services.proxy.indexes import IndexRPCs
 from services.proxy.jobs import JobRPCs
 from services.proxy.limits import check_expr_length, check_result_size, check_search_output, hit_bytes
 from services.proxy.metacache import CollectionEntry, MetaCache
@@ -43,7 +44,7 @@ from services.proxy.rpc import milvus_rpc
 from services.proxy.stats import WALStats
 from services.proxy.status import success
 from services.proxy.unsupported import answer_unsupported
-from services.proxy.vectorindex import search_metric, vector_index_params
+from services.proxy.vectorindex import search_metric
 from services.proxy.writes import allocate_ids, delete_pks, insert_table, upsert_table
 from services.tsoutil import physical_ms
 from streamingnode.client.producer import Producer
@@ -61,7 +62,7 @@ def _kv(pairs: Any) -> dict[str, str]:
 
 
 @answer_unsupported
-class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServiceServicer):
+class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, IndexRPCs, milvus_pb2_grpc.MilvusServiceServicer):
     def __init__(
         self,
         coord: CoordinatorClient,
@@ -246,72 +247,6 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
             # load_collection (which polls this) fails with the reason instead of waiting out its timeout.
             raise SegmentLoadFailed(f"load of collection {coll.name} failed (retried in the background): {view.load_error}")
         return milvus_pb2.GetLoadingProgressResponse(status=success(), progress=view.progress, refresh_progress=view.progress)
-
-    # ---- indexes -------------------------------------------------------------------------------
-    @milvus_rpc(common_pb2.Status)
-    async def CreateIndex(self, request: milvus_pb2.CreateIndexRequest, context: grpc.aio.ServicerContext) -> common_pb2.Status:
-        coll = await self._coll(request.collection_name)
-        params = _kv(request.extra_params)
-        if not coll.schema.has_field(request.field_name):
-            raise InvalidArgument(f"cannot create index on non-exist field: {request.field_name}")
-        field = coll.schema.field(request.field_name)
-        if field.dtype.is_vector:
-            # Defaults filled in; InvalidArgument naming a bad metric, index type or build parameter.
-            params = vector_index_params(field, params)
-        else:
-            # Refused before anything is written: a worker builds vector indexes only, and an index
-            # it cannot build must not be accepted (and then fail every load).
-            raise IndexNotSupported(
-                f"index type {params.get('index_type') or 'AUTOINDEX'} on field {field.name} "
-                f"({field.dtype.name}) is not supported: Strata builds indexes on vector fields only "
-                "(FLAT, HNSW, AUTOINDEX, the IVF families, SCANN, HNSW_SQ/PQ/PRQ, DISKANN); filters on scalar "
-                "and JSON fields scan the column"
-            )
-        resp = await (await self._stub()).CreateIndex(
-            coordinator_pb2.CreateIndexRequest(
-                collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
-                index=coordinator_pb2.IndexInfo(field_name=request.field_name, index_name=request.index_name, params=params),
-            ),
-            timeout=30,
-        )
-        raise_for_status(resp.status)
-        self._cache.invalidate(coll.name)
-        return success()
-
-    async def _indexes(self, coll: CollectionEntry) -> list[coordinator_pb2.IndexInfo]:
-        resp = await (await self._stub()).DescribeIndex(coordinator_pb2.CollectionRef(collection_id=coll.collection_id), timeout=30)
-        raise_for_status(resp.status)
-        return list(resp.indexes)
-
-    @milvus_rpc(milvus_pb2.DescribeIndexResponse)
-    async def DescribeIndex(self, request: milvus_pb2.DescribeIndexRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.DescribeIndexResponse:
-        coll = await self._coll(request.collection_name)
-        indexes = await self._indexes(coll)
-        if request.index_name:
-            indexes = [i for i in indexes if i.index_name == request.index_name]
-        elif request.field_name:
-            indexes = [i for i in indexes if i.field_name == request.field_name]
-        if not indexes:
-            raise StrataError(f"index not found[collection={coll.name}]", ErrorCode.INDEX_NOT_FOUND)
-        rows = await self._stats.collection_rows(coll)
-        return milvus_pb2.DescribeIndexResponse(
-            status=success(), index_descriptions=[_index_description(i, rows) for i in indexes]
-        )
-
-    @milvus_rpc(common_pb2.Status)
-    async def DropIndex(self, request: milvus_pb2.DropIndexRequest, context: grpc.aio.ServicerContext) -> common_pb2.Status:
-        coll = await self._coll(request.collection_name)
-        resp = await (await self._stub()).DropIndex(
-            coordinator_pb2.DropIndexRequest(
-                collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
-                field_name=request.field_name,
-                index_name=request.index_name,
-            ),
-            timeout=30,
-        )
-        raise_for_status(resp.status)
-        self._cache.invalidate(coll.name)
-        return success()
 
     # ---- writes --------------------------------------------------------------------------------
     @milvus_rpc(milvus_pb2.MutationResult)
@@ -579,22 +514,6 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
 
         rows = sum(t.num_rows for t in tables)
         return reduce() if rows <= INLINE_REDUCE_ROWS else await asyncio.to_thread(reduce)
-
-
-def _index_description(i: coordinator_pb2.IndexInfo, rows: int) -> milvus_pb2.IndexDescription:
-    """An index as describe_index shows it: InProgress while sealed segments wait for their index
-    (query nodes build them in the background), with Milvus's row counts."""
-    total, indexed = (i.total_rows, i.indexed_rows) if i.progress_known else (rows, rows)
-    return milvus_pb2.IndexDescription(
-        index_name=i.index_name,
-        indexID=i.index_id,
-        field_name=i.field_name,
-        params=[common_pb2.KeyValuePair(key=k, value=v) for k, v in i.params.items()],
-        state=common_pb2.Finished if indexed >= total else common_pb2.InProgress,
-        total_rows=total,
-        indexed_rows=indexed,
-        pending_index_rows=total - indexed,
-    )
 
 
 def _int_param(params: dict[str, str], key: str, default: int) -> int:
