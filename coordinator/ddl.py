@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
-from coordinator.catalog import Catalog, CollectionMeta, CollectionState, IndexMeta, PartitionInfo, vchannel_name
+from coordinator.catalog import Catalog, CollectionMeta, CollectionState, PartitionInfo, vchannel_name
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.idalloc import IDAllocator
 from coordinator.names import check_name
@@ -185,28 +185,3 @@ class DDL:
         if meta is None or meta.state != CollectionState.CREATED:
             raise CollectionNotFound(f"collection not found[collection={name or collection_id}]")
         return meta
-
-    async def create_index(
-        self, meta: CollectionMeta, field_name: str, index_name: str, params: dict[str, str]
-    ) -> None:
-        if not meta.schema.has_field(field_name):
-            raise InvalidArgument(f"cannot create index on non-exist field: {field_name}")
-        name = index_name or field_name
-        for existing in await self._catalog.list_indexes(meta.collection_id):
-            if existing.field_name == field_name or existing.index_name == name:
-                if existing.params == params and existing.field_name == field_name:
-                    return  # the same index again is a no-op, as in Milvus
-                raise InvalidArgument(
-                    f"at most one distinct index is allowed per field: field {field_name} already has "
-                    f"index {existing.index_name} with different params"
-                )
-        index_id = await self._ids.allocate()
-        await self._catalog.save_index(
-            IndexMeta(
-                collection_id=meta.collection_id,
-                field_name=field_name,
-                index_name=name,
-                index_id=index_id,
-                params=params,
-            )
-        )

@@ -50,6 +50,7 @@ from coordinator.data.offline import OfflineJobs
 from coordinator.ddl import DDL
 from coordinator.election import Election
 from coordinator.idalloc import IDAllocator
+from coordinator.indexes import IndexDDL
 from coordinator.partitions import PartitionDDL
 from coordinator.query.coord import QueryCoordinator
 from coordinator.service import CoordinatorService
@@ -150,6 +151,12 @@ class Coordinator:
             meta, self.data, self.catalog, self.ids, self.tso, storage_uri=c.storage, config=c.jobs,
             loading=self.query.loading,
         )
+        # Index builds of flushed segments, loaded or not (as Milvus' index coordinator), on query nodes;
+        # started below, once the query coordinator runs.
+        self._index_builder = GrpcIndexBuilder()
+        self._index_builds: IndexBuildScheduler | None = None
+        if storage is not None:
+            self._index_builds = IndexBuildScheduler(self.data, self.catalog, storage, self.query, self._index_builder)
         service = CoordinatorService(
             tso=self.tso,
             ids=self.ids,
@@ -160,6 +167,7 @@ class Coordinator:
             data=self.data,
             aliases=AliasDDL(self.catalog, self.ddl.lock),
             truncator=Truncator(self.ddl, self.catalog, self.ids, self.tso, self.query),
+            indexes=IndexDDL(self.catalog, self.ids, self.ddl.lock, self.query.is_loaded),
             partitions=PartitionDDL(
                 self.catalog,
                 self.ids,
@@ -172,6 +180,7 @@ class Coordinator:
             compaction=None if self.jobs is None else self.jobs.compaction,
             imports=None if self.jobs is None else self.jobs.imports,
             storage=storage,
+            build_failures=None if self._index_builds is None else self._index_builds.failures,
         )
 
         self._late.add(lambda server: coordinator_pb2_grpc.add_CoordinatorServicer_to_server(service, server))
@@ -184,11 +193,7 @@ class Coordinator:
         await self.query.start()
         if self.jobs is not None:
             await self.jobs.start()
-        # Index builds of flushed segments, loaded or not (as Milvus' index coordinator), on query nodes.
-        self._index_builder = GrpcIndexBuilder()
-        self._index_builds: IndexBuildScheduler | None = None
-        if storage is not None:
-            self._index_builds = IndexBuildScheduler(self.data, self.catalog, storage, self.query, self._index_builder)
+        if self._index_builds is not None:
             self._index_builds.start()
         self._gc: GarbageCollector | None = None
         if storage is not None:

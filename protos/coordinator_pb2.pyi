@@ -214,7 +214,7 @@ class ListCollectionsResponse(_message.Message):
     def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., collections: _Optional[_Iterable[_Union[CollectionInfo, _Mapping]]] = ...) -> None: ...
 
 class IndexInfo(_message.Message):
-    __slots__ = ("field_name", "index_name", "index_id", "params", "progress_known", "indexed_rows", "total_rows")
+    __slots__ = ("field_name", "index_name", "index_id", "params", "progress_known", "indexed_rows", "total_rows", "fail_reason")
     class ParamsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -229,6 +229,7 @@ class IndexInfo(_message.Message):
     PROGRESS_KNOWN_FIELD_NUMBER: _ClassVar[int]
     INDEXED_ROWS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_ROWS_FIELD_NUMBER: _ClassVar[int]
+    FAIL_REASON_FIELD_NUMBER: _ClassVar[int]
     field_name: str
     index_name: str
     index_id: int
@@ -236,7 +237,8 @@ class IndexInfo(_message.Message):
     progress_known: bool
     indexed_rows: int
     total_rows: int
-    def __init__(self, field_name: _Optional[str] = ..., index_name: _Optional[str] = ..., index_id: _Optional[int] = ..., params: _Optional[_Mapping[str, str]] = ..., progress_known: _Optional[bool] = ..., indexed_rows: _Optional[int] = ..., total_rows: _Optional[int] = ...) -> None: ...
+    fail_reason: str
+    def __init__(self, field_name: _Optional[str] = ..., index_name: _Optional[str] = ..., index_id: _Optional[int] = ..., params: _Optional[_Mapping[str, str]] = ..., progress_known: _Optional[bool] = ..., indexed_rows: _Optional[int] = ..., total_rows: _Optional[int] = ..., fail_reason: _Optional[str] = ...) -> None: ...
 
 class CreateIndexRequest(_message.Message):
     __slots__ = ("collection", "index")
@@ -247,14 +249,31 @@ class CreateIndexRequest(_message.Message):
     def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., index: _Optional[_Union[IndexInfo, _Mapping]] = ...) -> None: ...
 
 class DropIndexRequest(_message.Message):
-    __slots__ = ("collection", "field_name", "index_name")
+    __slots__ = ("collection", "index_name")
     COLLECTION_FIELD_NUMBER: _ClassVar[int]
-    FIELD_NAME_FIELD_NUMBER: _ClassVar[int]
     INDEX_NAME_FIELD_NUMBER: _ClassVar[int]
     collection: CollectionRef
-    field_name: str
     index_name: str
-    def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., field_name: _Optional[str] = ..., index_name: _Optional[str] = ...) -> None: ...
+    def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., index_name: _Optional[str] = ...) -> None: ...
+
+class AlterIndexRequest(_message.Message):
+    __slots__ = ("collection", "index_name", "params", "delete_keys")
+    class ParamsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    INDEX_NAME_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_FIELD_NUMBER: _ClassVar[int]
+    DELETE_KEYS_FIELD_NUMBER: _ClassVar[int]
+    collection: CollectionRef
+    index_name: str
+    params: _containers.ScalarMap[str, str]
+    delete_keys: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., index_name: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ..., delete_keys: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class DescribeIndexResponse(_message.Message):
     __slots__ = ("status", "indexes")

@@ -80,6 +80,11 @@ class CoordinatorStub:
                 request_serializer=protos_dot_coordinator__pb2.DropIndexRequest.SerializeToString,
                 response_deserializer=protos_dot_coordinator__pb2.StatusResponse.FromString,
                 _registered_method=True)
+        self.AlterIndex = channel.unary_unary(
+                '/strata.coordinator.Coordinator/AlterIndex',
+                request_serializer=protos_dot_coordinator__pb2.AlterIndexRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.StatusResponse.FromString,
+                _registered_method=True)
         self.LoadCollection = channel.unary_unary(
                 '/strata.coordinator.Coordinator/LoadCollection',
                 request_serializer=protos_dot_coordinator__pb2.LoadCollectionRequest.SerializeToString,
@@ -284,6 +289,12 @@ class CoordinatorServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DropIndex(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AlterIndex(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -526,6 +537,11 @@ def add_CoordinatorServicer_to_server(servicer, server):
             'DropIndex': grpc.unary_unary_rpc_method_handler(
                     servicer.DropIndex,
                     request_deserializer=protos_dot_coordinator__pb2.DropIndexRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.StatusResponse.SerializeToString,
+            ),
+            'AlterIndex': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterIndex,
+                    request_deserializer=protos_dot_coordinator__pb2.AlterIndexRequest.FromString,
                     response_serializer=protos_dot_coordinator__pb2.StatusResponse.SerializeToString,
             ),
             'LoadCollection': grpc.unary_unary_rpc_method_handler(
@@ -921,6 +937,33 @@ class Coordinator:
             target,
             '/strata.coordinator.Coordinator/DropIndex',
             protos_dot_coordinator__pb2.DropIndexRequest.SerializeToString,
+            protos_dot_coordinator__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterIndex(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/AlterIndex',
+            protos_dot_coordinator__pb2.AlterIndexRequest.SerializeToString,
             protos_dot_coordinator__pb2.StatusResponse.FromString,
             options,
             channel_credentials,

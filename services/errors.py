@@ -43,6 +43,9 @@ class ErrorCode(IntEnum):
     DISK_QUOTA_EXHAUSTED = 25
     IO_FAILED = 26
     LIMIT_EXCEEDED = 27
+    INDEX_DUPLICATE = 40
+    COLLECTION_LOADED = 41
+    REFUSED = 42
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +91,12 @@ CODE_TABLE: dict[ErrorCode, CodeInfo] = {
     # A request over one of the proxy's limits (maxOutputSize): Milvus answers these with a plain
     # error, which its status table makes UnexpectedError / 65535.
     ErrorCode.LIMIT_EXCEEDED: CodeInfo(grpc.StatusCode.RESOURCE_EXHAUSTED, 1, 65535),
+    # merr.ErrIndexDuplicate: an index name that matches more than one index.
+    ErrorCode.INDEX_DUPLICATE: CodeInfo(grpc.StatusCode.FAILED_PRECONDITION, 1, 702),
+    # merr.ErrCollectionLoaded: a change Milvus allows on a released collection only.
+    ErrorCode.COLLECTION_LOADED: CodeInfo(grpc.StatusCode.FAILED_PRECONDITION, 1, 104),
+    # A refusal Milvus answers with a plain error (no merr code): UnexpectedError / 65535.
+    ErrorCode.REFUSED: CodeInfo(grpc.StatusCode.FAILED_PRECONDITION, 1, 65535),
 }
 
 
@@ -116,6 +125,22 @@ class CollectionNotFound(StrataError):
 
 class IllegalFilter(StrataError):
     code = ErrorCode.ILLEGAL_FILTER
+
+
+class IndexNotFound(StrataError):
+    code = ErrorCode.INDEX_NOT_FOUND
+
+
+class IndexDuplicate(StrataError):
+    """An index name (or none) that matches more than one index where one is meant."""
+
+    code = ErrorCode.INDEX_DUPLICATE
+
+
+class CollectionLoaded(StrataError):
+    """A change Milvus makes only while the collection is released."""
+
+    code = ErrorCode.COLLECTION_LOADED
 
 
 class PartitionNotFound(StrataError):

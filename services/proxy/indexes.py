@@ -119,7 +119,6 @@ class IndexRPCs:
         resp = await (await self._stub()).DropIndex(
             coordinator_pb2.DropIndexRequest(
                 collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
-                field_name=request.field_name,
                 index_name=request.index_name,
             ),
             timeout=INDEX_TIMEOUT,
