@@ -44,6 +44,7 @@ class IndexDDL:
     async def create(self, meta: CollectionMeta, field_name: str, index_name: str, params: dict[str, str]) -> None:
         if not meta.schema.has_field(field_name):
             raise InvalidArgument(f"cannot create index on non-exist field: {field_name}")
+        check_values(params)
         name = index_name or field_name
         async with self._lock:
             for existing in await self._catalog.list_indexes(meta.collection_id):

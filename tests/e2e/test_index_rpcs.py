@@ -202,6 +202,12 @@ def test_alter_and_drop_index_properties_on_a_released_collection(
         ]
         for request, expected in refusals:
             assert _error(stub.AlterIndex(request)) == expected, request
+        with pytest.raises(MilvusException) as err:  # nor at creation
+            bad = milvus.prepare_index_params()
+            bad.add_index("v", index_type="IVF_FLAT", metric_type="L2", params={"nlist": 16, "mmap.enabled": "maybe"},
+                          index_name="v_idx")
+            milvus.create_index(name, bad)
+        assert (err.value.code, err.value.message) == (1100, "invalid mmap.enabled value: maybe, expected: true, false")
         assert milvus.describe_index(name, "v_idx") == before
 
         # Loaded: Milvus changes an index of a released collection only.
