@@ -88,9 +88,9 @@ class PartitionDDL:
         return fresh
 
     async def create(self, meta: CollectionMeta, name: str) -> None:
-        check_partition_name(name)
         if partition_key_field(meta.schema) is not None:
             raise InvalidArgument("disable create partition if partition key mode is used")
+        check_partition_name(name)
         async with self._lock:
             meta = await self._current(meta)
             if meta.partition(name) is not None:
@@ -102,9 +102,9 @@ class PartitionDDL:
         self._log.info("partition created", collection=meta.name, partition=name, partition_id=info.partition_id)
 
     async def drop(self, meta: CollectionMeta, name: str) -> None:
-        check_partition_name(name)
         if partition_key_field(meta.schema) is not None:
             raise InvalidArgument("disable drop partition if partition key mode is used")
+        check_partition_name(name)
         if name == DEFAULT_PARTITION:
             raise InvalidArgument("default partition cannot be deleted")
         async with self._lock:

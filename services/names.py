@@ -121,6 +121,12 @@ def collection_not_found(name: str | int) -> CollectionNotFound:
     return CollectionNotFound(f"collection not found[database={DEFAULT_DATABASE}][collection={name}]")
 
 
+def cannot_find_collection(name: str) -> CollectionNotFound:
+    """DescribeCollection's wording for a missing collection (code 100), which Milvus keeps for the
+    SDKs: ``can't find collection[database=default][collection=<name>]``."""
+    return CollectionNotFound(f"can't find collection[database={DEFAULT_DATABASE}][collection={name}]")
+
+
 def alias_not_found(alias: str) -> AliasNotFound:
     """Milvus' ``alias not found[database=default][alias=<alias>]`` (code 1600)."""
     return AliasNotFound(f"alias not found[database={DEFAULT_DATABASE}][alias={alias}]")

@@ -18,6 +18,7 @@ from pymilvus.grpc_gen import common_pb2, milvus_pb2
 from protos import coordinator_pb2
 from services.errors import InvalidArgument, PartitionNotFound
 from services.grpcutil import raise_for_status
+from services.names import check_collection_name, check_partition_name
 from services.proxy.metacache import CollectionEntry, MetaCache
 from services.proxy.reads import ReadOptions, ReadRouter
 from services.proxy.rpc import milvus_rpc
@@ -42,6 +43,7 @@ async def write_partition(cache: MetaCache, coll: CollectionEntry, name: str) ->
         return None
     if coll.partition_key is not None:
         raise InvalidArgument("not support manually specifying the partition names if partition key mode is used")
+    check_partition_name(name)
     return await partition_id(cache, coll, name)
 
 
@@ -53,6 +55,8 @@ async def read_partitions(
         return None, {}
     if coll.partition_key is not None:
         raise InvalidArgument("not support manually specifying the partition names if partition key mode is used")
+    for n in names:
+        check_partition_name(n, strict=False)
     ids = {await partition_id(cache, coll, n): n for n in names}
     return sorted(ids), ids
 
@@ -62,6 +66,9 @@ class PartitionRPCs:
     _reads: ReadRouter
 
     async def _coll(self, name: str) -> CollectionEntry:
+        raise NotImplementedError
+
+    async def _lookup(self, name: str) -> CollectionEntry:
         raise NotImplementedError
 
     async def _stub(self) -> Any:
@@ -99,6 +106,8 @@ class PartitionRPCs:
     async def HasPartition(
         self, request: milvus_pb2.HasPartitionRequest, context: grpc.aio.ServicerContext
     ) -> milvus_pb2.BoolResponse:
+        check_collection_name(request.collection_name)
+        check_partition_name(request.partition_name)
         coll = await self._cache.get(request.collection_name, refresh=True)
         return milvus_pb2.BoolResponse(status=success(), value=request.partition_name in coll.partitions)
 
@@ -106,6 +115,10 @@ class PartitionRPCs:
     async def ShowPartitions(
         self, request: milvus_pb2.ShowPartitionsRequest, context: grpc.aio.ServicerContext
     ) -> milvus_pb2.ShowPartitionsResponse:
+        check_collection_name(request.collection_name)
+        if request.type == milvus_pb2.InMemory:
+            for n in request.partition_names:
+                check_partition_name(n)
         coll = await self._cache.get(request.collection_name, refresh=True)
         names = list(request.partition_names) or list(coll.partitions)
         for n in names:
@@ -126,6 +139,7 @@ class PartitionRPCs:
     async def LoadPartitions(
         self, request: milvus_pb2.LoadPartitionsRequest, context: grpc.aio.ServicerContext
     ) -> common_pb2.Status:
+        check_collection_name(request.collection_name)
         coll = await self._cache.get(request.collection_name, refresh=True)
         if not request.partition_names:
             raise InvalidArgument("partition names should not be empty")
