@@ -15,16 +15,16 @@ from typing import Any
 import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
-from protos import coordinator_pb2
+from protos import coordinator_pb2, jobs_pb2
 from services.errors import InvalidArgument, PartitionNotFound
 from services.grpcutil import raise_for_status
 from services.names import check_collection_name, check_partition_name
 from services.proxy.metacache import CollectionEntry, MetaCache
-from services.proxy.reads import ReadOptions, ReadRouter
+from services.proxy.reads import ReadRouter
 from services.proxy.rpc import milvus_rpc
 from services.proxy.status import success
 
-COUNT_TIMEOUT = 30.0
+STATS_TIMEOUT = 30.0
 
 
 async def partition_id(cache: MetaCache, coll: CollectionEntry, name: str) -> int:
@@ -72,9 +72,6 @@ class PartitionRPCs:
         raise NotImplementedError
 
     async def _stub(self) -> Any:
-        raise NotImplementedError
-
-    async def _fresh_ts(self) -> int:
         raise NotImplementedError
 
     async def _partition_ddl(self, method: str, coll: CollectionEntry, names: Sequence[str]) -> None:
@@ -171,20 +168,15 @@ class PartitionRPCs:
     async def GetPartitionStatistics(
         self, request: milvus_pb2.GetPartitionStatisticsRequest, context: grpc.aio.ServicerContext
     ) -> milvus_pb2.GetPartitionStatisticsResponse:
-        # The live rows of the partition (a count(*) over it, so it must be loaded); Milvus
-        # reports inserted rows until compaction, which Strata's WAL does not track per partition.
-        coll = await self._coll(request.collection_name)
+        # As Milvus: the rows of the partition's flushed segments in the coordinator's metadata, so no
+        # load is needed; rows count once flushed, deleted rows are subtracted once compacted away.
+        coll = await self._lookup(request.collection_name)
         pid = await partition_id(self._cache, coll, request.partition_name)
-        read = ReadOptions(
-            guarantee_ts=await self._fresh_ts(),
-            filter="",
-            filter_params={},
-            output_fields=[],
-            timeout=COUNT_TIMEOUT,
-            partition_ids=[pid],
-            partition_names={pid: request.partition_name},
+        resp = await (await self._stub()).ListSegments(
+            jobs_pb2.ListSegmentsRequest(collection_id=coll.collection_id), timeout=STATS_TIMEOUT
         )
-        _, rows = await self._reads.query(coll, read=read, limit=0, count_only=True)
+        raise_for_status(resp.status)
+        rows = sum(s.rows for s in resp.segments if s.partition_id == pid)
         return milvus_pb2.GetPartitionStatisticsResponse(
             status=success(), stats=[common_pb2.KeyValuePair(key="row_count", value=str(rows))]
         )
