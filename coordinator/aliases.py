@@ -21,11 +21,13 @@ import structlog
 from coordinator.catalog import Catalog, CollectionMeta
 from services.errors import ErrorCode, InvalidArgument, StrataError
 from services.names import alias_not_found, check_alias, check_collection_name, collection_not_found
+from services.timezone import check_timezone
 from services.ttl import check_ttl
 
 
 def check_properties(props: dict[str, str]) -> None:
     check_ttl(props)
+    check_timezone(props)
 
 
 class AliasDDL:

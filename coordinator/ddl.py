@@ -25,6 +25,7 @@ from services.errors import ErrorCode, InvalidArgument, StrataError
 from services.names import check_collection_name, collection_not_found
 from services.position import Position
 from services.schema import CollectionSchema
+from services.timezone import with_default_timezone
 from streamingnode.client.producer import Producer
 from streamingnode.message import new_create_collection, new_drop_collection
 
@@ -77,6 +78,7 @@ class DDL:
         if shards_num < 1 or shards_num > MAX_SHARDS:
             raise InvalidArgument(f"shards_num must be between 1 and {MAX_SHARDS}, got {shards_num}")
         check_collection_name(schema.name)
+        properties = with_default_timezone(properties)
         partition_names = initial_partitions(schema, num_partitions)
         async with self._lock:
             if await self._catalog.alias_target(schema.name) is not None:

@@ -25,12 +25,13 @@ from services.coordclient import CoordinatorClient
 from services.errors import ErrorCode, IndexNotSupported, InvalidArgument, NotSupported, SegmentLoadFailed, StrataError
 from services.expr.asyncparse import parse_filter_async
 from services.grpcutil import raise_for_status
-from services.names import cannot_find_collection, check_collection_name
+from services.names import DEFAULT_DATABASE, DEFAULT_DATABASE_ID, cannot_find_collection, check_collection_name
 from services.proxy import convert
 from services.proxy.aliases import AliasRPCs
 from services.proxy.consistency import guarantee_timestamp
 from services.proxy.convert.groups import group_by_values
 from services.proxy.convert.search import check_index_search_params, check_range
+from services.proxy.databases import DatabaseRPCs
 from services.proxy.grouped_fetch import first_fetch, next_fetch
 from services.proxy.hybrid import hybrid_search
 from services.proxy.jobs import JobRPCs
@@ -62,7 +63,7 @@ def _kv(pairs: Any) -> dict[str, str]:
 
 
 @answer_unsupported
-class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServiceServicer):
+class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, DatabaseRPCs, milvus_pb2_grpc.MilvusServiceServicer):
     def __init__(
         self,
         coord: CoordinatorClient,
@@ -164,9 +165,12 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
             if err.code != ErrorCode.COLLECTION_NOT_FOUND:
                 raise
             raise cannot_find_collection(request.collection_name) from None
+        properties = [common_pb2.KeyValuePair(key=k, value=v) for k, v in coll.properties.items()]
+        schema = convert.schema_to_proto(coll.schema)
+        schema.properties.extend(properties)  # Milvus' rootcoord puts them in both places
         return milvus_pb2.DescribeCollectionResponse(
             status=success(),
-            schema=convert.schema_to_proto(coll.schema),
+            schema=schema,
             collectionID=coll.collection_id,
             virtual_channel_names=coll.vchannels,
             physical_channel_names=coll.pchannels,
@@ -176,8 +180,9 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
             consistency_level=coll.consistency_level,
             collection_name=coll.name,
             aliases=list(coll.aliases),
-            properties=[common_pb2.KeyValuePair(key=k, value=v) for k, v in coll.properties.items()],
-            db_name="default",
+            properties=properties,
+            db_name=DEFAULT_DATABASE,
+            db_id=DEFAULT_DATABASE_ID,
             num_partitions=len(coll.partitions),
         )
 
