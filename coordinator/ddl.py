@@ -19,12 +19,13 @@ import structlog
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState, PartitionInfo, vchannel_name
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.idalloc import IDAllocator
-from coordinator.names import check_name
 from coordinator.partitions import initial_partitions
 from coordinator.tso import TimestampOracle
-from services.errors import CollectionNotFound, ErrorCode, InvalidArgument, StrataError
+from services.errors import ErrorCode, InvalidArgument, StrataError
+from services.names import check_collection_name, collection_not_found
 from services.position import Position
 from services.schema import CollectionSchema
+from services.timezone import with_default_timezone
 from streamingnode.client.producer import Producer
 from streamingnode.message import new_create_collection, new_drop_collection
 
@@ -76,7 +77,8 @@ class DDL:
     ) -> CollectionMeta:
         if shards_num < 1 or shards_num > MAX_SHARDS:
             raise InvalidArgument(f"shards_num must be between 1 and {MAX_SHARDS}, got {shards_num}")
-        check_name(schema.name)
+        check_collection_name(schema.name)
+        properties = with_default_timezone(properties)
         partition_names = initial_partitions(schema, num_partitions)
         async with self._lock:
             if await self._catalog.alias_target(schema.name) is not None:
@@ -179,9 +181,9 @@ class DDL:
             if found is None:
                 found = await self._catalog.alias_target(name)
             if found is None:
-                raise CollectionNotFound(f"collection not found[collection={name}]")
+                raise collection_not_found(name)
             collection_id = found
         meta = await self._catalog.get_collection(collection_id)
         if meta is None or meta.state != CollectionState.CREATED:
-            raise CollectionNotFound(f"collection not found[collection={name or collection_id}]")
+            raise collection_not_found(name or collection_id)
         return meta

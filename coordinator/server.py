@@ -47,6 +47,7 @@ from coordinator.data.datacoord import DataCoordinator
 from coordinator.data.gc import GarbageCollector
 from coordinator.data.index_builds import IndexBuildScheduler
 from coordinator.data.offline import OfflineJobs
+from coordinator.databases import Databases
 from coordinator.ddl import DDL
 from coordinator.election import Election
 from coordinator.idalloc import IDAllocator
@@ -138,6 +139,8 @@ class Coordinator:
         self.ids = IDAllocator(meta)
         await self.ids.start()
         self.catalog = Catalog(meta)
+        self.databases = Databases(meta)
+        await self.databases.start()
         names = pchannel_names(c.cluster_name, c.pchannel_count)
         self.balancer = StreamingBalancer(meta, names, rebalance_cooldown_seconds=c.rebalance_cooldown_seconds)
         self._producer = Producer(BalancerAssignmentSource(self.balancer))
@@ -168,6 +171,7 @@ class Coordinator:
             aliases=AliasDDL(self.catalog, self.ddl.lock),
             truncator=Truncator(self.ddl, self.catalog, self.ids, self.tso, self.query),
             indexes=IndexDDL(self.catalog, self.ids, self.ddl.lock, self.query.is_loaded),
+            databases=self.databases,
             partitions=PartitionDDL(
                 self.catalog,
                 self.ids,

@@ -14,6 +14,7 @@ from coordinator.data.compaction import CompactionManager
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.data.importer import ImportManager
 from coordinator.data.index_progress import index_progress, saved_indexes
+from coordinator.databases import DatabaseRPCs, Databases
 from coordinator.ddl import DDL
 from coordinator.idalloc import IDAllocator
 from coordinator.indexes import IndexDDL
@@ -72,7 +73,7 @@ def assignment_snapshot(view: AssignmentView) -> pb.AssignmentSnapshot:
     )
 
 
-class CoordinatorService(JobRPCs, coordinator_pb2_grpc.CoordinatorServicer):
+class CoordinatorService(JobRPCs, DatabaseRPCs, coordinator_pb2_grpc.CoordinatorServicer):
     def __init__(
         self,
         *,
@@ -87,6 +88,7 @@ class CoordinatorService(JobRPCs, coordinator_pb2_grpc.CoordinatorServicer):
         aliases: AliasDDL,
         truncator: Truncator,
         indexes: IndexDDL,
+        databases: Databases,
         compaction: CompactionManager | None = None,
         imports: ImportManager | None = None,
         storage: ObjectStore | None = None,
@@ -98,6 +100,7 @@ class CoordinatorService(JobRPCs, coordinator_pb2_grpc.CoordinatorServicer):
         self._compaction = compaction
         self._imports = imports
         self._truncator = truncator
+        self._databases = databases
         self._aliases = aliases
         self._partitions = partitions
         self._data = data

@@ -1,4 +1,5 @@
 from protos import common_pb2 as _common_pb2
+from protos import databases_pb2 as _databases_pb2
 from protos import jobs_pb2 as _jobs_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper

@@ -4,6 +4,7 @@ import grpc
 import warnings
 
 from protos import coordinator_pb2 as protos_dot_coordinator__pb2
+from protos import databases_pb2 as protos_dot_databases__pb2
 from protos import jobs_pb2 as protos_dot_jobs__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
@@ -64,6 +65,16 @@ class CoordinatorStub:
                 '/strata.coordinator.Coordinator/ListCollections',
                 request_serializer=protos_dot_coordinator__pb2.ListCollectionsRequest.SerializeToString,
                 response_deserializer=protos_dot_coordinator__pb2.ListCollectionsResponse.FromString,
+                _registered_method=True)
+        self.DescribeDatabase = channel.unary_unary(
+                '/strata.coordinator.Coordinator/DescribeDatabase',
+                request_serializer=protos_dot_databases__pb2.DatabaseRef.SerializeToString,
+                response_deserializer=protos_dot_databases__pb2.DatabaseResponse.FromString,
+                _registered_method=True)
+        self.ListDatabases = channel.unary_unary(
+                '/strata.coordinator.Coordinator/ListDatabases',
+                request_serializer=protos_dot_databases__pb2.ListDatabasesRequest.SerializeToString,
+                response_deserializer=protos_dot_databases__pb2.ListDatabasesResponse.FromString,
                 _registered_method=True)
         self.CreateIndex = channel.unary_unary(
                 '/strata.coordinator.Coordinator/CreateIndex',
@@ -271,6 +282,18 @@ class CoordinatorServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListCollections(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeDatabase(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListDatabases(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -523,6 +546,16 @@ def add_CoordinatorServicer_to_server(servicer, server):
                     servicer.ListCollections,
                     request_deserializer=protos_dot_coordinator__pb2.ListCollectionsRequest.FromString,
                     response_serializer=protos_dot_coordinator__pb2.ListCollectionsResponse.SerializeToString,
+            ),
+            'DescribeDatabase': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeDatabase,
+                    request_deserializer=protos_dot_databases__pb2.DatabaseRef.FromString,
+                    response_serializer=protos_dot_databases__pb2.DatabaseResponse.SerializeToString,
+            ),
+            'ListDatabases': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListDatabases,
+                    request_deserializer=protos_dot_databases__pb2.ListDatabasesRequest.FromString,
+                    response_serializer=protos_dot_databases__pb2.ListDatabasesResponse.SerializeToString,
             ),
             'CreateIndex': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateIndex,
@@ -857,6 +890,60 @@ class Coordinator:
             '/strata.coordinator.Coordinator/ListCollections',
             protos_dot_coordinator__pb2.ListCollectionsRequest.SerializeToString,
             protos_dot_coordinator__pb2.ListCollectionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeDatabase(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/DescribeDatabase',
+            protos_dot_databases__pb2.DatabaseRef.SerializeToString,
+            protos_dot_databases__pb2.DatabaseResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListDatabases(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/ListDatabases',
+            protos_dot_databases__pb2.ListDatabasesRequest.SerializeToString,
+            protos_dot_databases__pb2.ListDatabasesResponse.FromString,
             options,
             channel_credentials,
             insecure,

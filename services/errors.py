@@ -46,6 +46,10 @@ class ErrorCode(IntEnum):
     INDEX_DUPLICATE = 40
     COLLECTION_LOADED = 41
     REFUSED = 42
+    INVALID_PARTITION_NAME = 28
+    FIELD_NAME_INVALID = 29
+    DATABASE_NOT_FOUND = 30
+    ALIAS_NOT_FOUND = 31
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +83,8 @@ CODE_TABLE: dict[ErrorCode, CodeInfo] = {
     ErrorCode.UNAVAILABLE: CodeInfo(grpc.StatusCode.UNAVAILABLE, 1, 1),
     ErrorCode.POSITION_TRUNCATED: CodeInfo(grpc.StatusCode.OUT_OF_RANGE, 1, 500),
     ErrorCode.SEGMENT_NOT_FOUND: CodeInfo(grpc.StatusCode.NOT_FOUND, 1, 600),
-    ErrorCode.PARTITION_NOT_FOUND: CodeInfo(grpc.StatusCode.NOT_FOUND, 1, 200),
+    # Milvus' old code for a missing partition is MetaFailed (15).
+    ErrorCode.PARTITION_NOT_FOUND: CodeInfo(grpc.StatusCode.NOT_FOUND, 15, 200),
     ErrorCode.PARTITION_NOT_LOADED: CodeInfo(grpc.StatusCode.FAILED_PRECONDITION, 1, 201),
     ErrorCode.SEGMENT_LOAD_FAILED: CodeInfo(grpc.StatusCode.UNAVAILABLE, 1, 604),
     ErrorCode.INDEX_NOT_SUPPORTED: CodeInfo(grpc.StatusCode.INVALID_ARGUMENT, 1, 701),
@@ -97,6 +102,12 @@ CODE_TABLE: dict[ErrorCode, CodeInfo] = {
     ErrorCode.COLLECTION_LOADED: CodeInfo(grpc.StatusCode.FAILED_PRECONDITION, 1, 104),
     # A refusal Milvus answers with a plain error (no merr code): UnexpectedError / 65535.
     ErrorCode.REFUSED: CodeInfo(grpc.StatusCode.FAILED_PRECONDITION, 1, 65535),
+    # Milvus' validatePartitionTag returns plain errors, which its status table makes 65535 too.
+    ErrorCode.INVALID_PARTITION_NAME: CodeInfo(grpc.StatusCode.INVALID_ARGUMENT, 1, 65535),
+    # merr.ErrFieldInvalidName, ErrDatabaseNotFound, ErrAliasNotFound (no old code of their own).
+    ErrorCode.FIELD_NAME_INVALID: CodeInfo(grpc.StatusCode.INVALID_ARGUMENT, 1, 1701),
+    ErrorCode.DATABASE_NOT_FOUND: CodeInfo(grpc.StatusCode.NOT_FOUND, 1, 800),
+    ErrorCode.ALIAS_NOT_FOUND: CodeInfo(grpc.StatusCode.NOT_FOUND, 1, 1600),
 }
 
 
@@ -121,6 +132,26 @@ class InvalidArgument(StrataError):
 
 class CollectionNotFound(StrataError):
     code = ErrorCode.COLLECTION_NOT_FOUND
+
+
+class AliasNotFound(StrataError):
+    code = ErrorCode.ALIAS_NOT_FOUND
+
+
+class DatabaseNotFound(StrataError):
+    code = ErrorCode.DATABASE_NOT_FOUND
+
+
+class InvalidPartitionName(InvalidArgument):
+    """A partition name Milvus' rules refuse (``services/names.py``)."""
+
+    code = ErrorCode.INVALID_PARTITION_NAME
+
+
+class FieldNameInvalid(InvalidArgument):
+    """A field name Milvus' rules refuse (``services/names.py``)."""
+
+    code = ErrorCode.FIELD_NAME_INVALID
 
 
 class IllegalFilter(StrataError):

@@ -25,11 +25,13 @@ from services.coordclient import CoordinatorClient
 from services.errors import ErrorCode, InvalidArgument, NotSupported, SegmentLoadFailed, StrataError
 from services.expr.asyncparse import parse_filter_async
 from services.grpcutil import raise_for_status
+from services.names import DEFAULT_DATABASE, DEFAULT_DATABASE_ID, cannot_find_collection, check_collection_name
 from services.proxy import convert
 from services.proxy.aliases import AliasRPCs
 from services.proxy.consistency import guarantee_timestamp
 from services.proxy.convert.groups import group_by_values
 from services.proxy.convert.search import check_index_search_params, check_range
+from services.proxy.databases import DatabaseRPCs
 from services.proxy.grouped_fetch import first_fetch, next_fetch
 from services.proxy.hybrid import hybrid_search
 from services.proxy.indexes import IndexRPCs
@@ -62,7 +64,7 @@ def _kv(pairs: Any) -> dict[str, str]:
 
 
 @answer_unsupported
-class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, IndexRPCs, milvus_pb2_grpc.MilvusServiceServicer):
+class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, IndexRPCs, DatabaseRPCs, milvus_pb2_grpc.MilvusServiceServicer):
     def __init__(
         self,
         coord: CoordinatorClient,
@@ -90,8 +92,13 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, IndexRPCs, milvus_pb2_grpc.
         return int(resp.timestamp)
 
     async def _coll(self, name: str) -> CollectionEntry:
-        if not name:
-            raise InvalidArgument("collection name should not be empty")
+        """The collection ``name`` names, its name checked first (as most Milvus RPCs do)."""
+        check_collection_name(name)
+        return await self._cache.get(name)
+
+    async def _lookup(self, name: str) -> CollectionEntry:
+        """The collection ``name`` names, looked up unchecked (as Milvus' Search, HybridSearch and
+        statistics do: a bad name is a missing collection there)."""
         return await self._cache.get(name)
 
     # ---- connection ----------------------------------------------------------------------------
@@ -142,6 +149,7 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, IndexRPCs, milvus_pb2_grpc.
 
     @milvus_rpc(common_pb2.Status)
     async def DropCollection(self, request: milvus_pb2.DropCollectionRequest, context: grpc.aio.ServicerContext) -> common_pb2.Status:
+        check_collection_name(request.collection_name)
         resp = await (await self._stub()).DropCollection(coordinator_pb2.CollectionRef(name=request.collection_name), timeout=60)
         self._cache.invalidate(request.collection_name)
         if resp.status.code == ErrorCode.COLLECTION_NOT_FOUND:
@@ -151,10 +159,19 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, IndexRPCs, milvus_pb2_grpc.
 
     @milvus_rpc(milvus_pb2.DescribeCollectionResponse)
     async def DescribeCollection(self, request: milvus_pb2.DescribeCollectionRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.DescribeCollectionResponse:
-        coll = await self._cache.get(request.collection_name, refresh=True)
+        check_collection_name(request.collection_name)
+        try:
+            coll = await self._cache.get(request.collection_name, refresh=True)
+        except StrataError as err:
+            if err.code != ErrorCode.COLLECTION_NOT_FOUND:
+                raise
+            raise cannot_find_collection(request.collection_name) from None
+        properties = [common_pb2.KeyValuePair(key=k, value=v) for k, v in coll.properties.items()]
+        schema = convert.schema_to_proto(coll.schema)
+        schema.properties.extend(properties)  # Milvus' rootcoord puts them in both places
         return milvus_pb2.DescribeCollectionResponse(
             status=success(),
-            schema=convert.schema_to_proto(coll.schema),
+            schema=schema,
             collectionID=coll.collection_id,
             virtual_channel_names=coll.vchannels,
             physical_channel_names=coll.pchannels,
@@ -164,13 +181,15 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, IndexRPCs, milvus_pb2_grpc.
             consistency_level=coll.consistency_level,
             collection_name=coll.name,
             aliases=list(coll.aliases),
-            properties=[common_pb2.KeyValuePair(key=k, value=v) for k, v in coll.properties.items()],
-            db_name="default",
+            properties=properties,
+            db_name=DEFAULT_DATABASE,
+            db_id=DEFAULT_DATABASE_ID,
             num_partitions=len(coll.partitions),
         )
 
     @milvus_rpc(milvus_pb2.BoolResponse)
     async def HasCollection(self, request: milvus_pb2.HasCollectionRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.BoolResponse:
+        check_collection_name(request.collection_name)
         resp = await (await self._stub()).DescribeCollection(coordinator_pb2.CollectionRef(name=request.collection_name), timeout=30)
         if resp.status.code == ErrorCode.COLLECTION_NOT_FOUND:
             return milvus_pb2.BoolResponse(status=success(), value=False)
@@ -193,7 +212,7 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, IndexRPCs, milvus_pb2_grpc.
 
     @milvus_rpc(milvus_pb2.GetCollectionStatisticsResponse)
     async def GetCollectionStatistics(self, request: milvus_pb2.GetCollectionStatisticsRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.GetCollectionStatisticsResponse:
-        coll = await self._coll(request.collection_name)
+        coll = await self._lookup(request.collection_name)
         # Inserted through the WAL, plus imported rows, minus rows compaction removed (as Milvus counts).
         rows = await self._stats.collection_rows(coll) + await self._job_rows(coll)
         return milvus_pb2.GetCollectionStatisticsResponse(
@@ -371,7 +390,7 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, IndexRPCs, milvus_pb2_grpc.
 
     @milvus_rpc(milvus_pb2.SearchResults)
     async def Search(self, request: milvus_pb2.SearchRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.SearchResults:
-        coll = await self._coll(request.collection_name)
+        coll = await self._lookup(request.collection_name)
         spec = convert.parse_search_request(request, coll.schema, self._limits)
         if spec.filter.strip():
             check_expr_length(spec.filter, self._limits)
@@ -448,7 +467,7 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, IndexRPCs, milvus_pb2_grpc.
     @milvus_rpc(milvus_pb2.SearchResults)
     async def HybridSearch(self, request: milvus_pb2.HybridSearchRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.SearchResults:
         # Each sub request runs as a Search would, all at one guarantee timestamp, then fused (hybrid.py).
-        coll = await self._coll(request.collection_name)
+        coll = await self._lookup(request.collection_name)
 
         async def shared_read() -> ReadOptions:
             partitions, names = await read_partitions(self._cache, coll, list(request.partition_names))

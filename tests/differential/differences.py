@@ -63,7 +63,7 @@ class Feature(Enum):
     LITE_ACCEPTS_INVALID = "a request Milvus validates and refuses (schema limits, top-k bounds, metric, NaN vectors)"
     LONG_COLLECTION_NAME = "a collection name longer than 255 characters"
     # Calls both servers accept where Milvus refuses.
-    COLLECTION_NAME_CHARACTERS = "a collection or partition name starting with a digit or holding a `-`"
+    COLLECTION_NAME_CHARACTERS = "a collection name starting with a digit or holding a `-`, a partition name with a space"
 
 
 class Handling(Enum):
