@@ -408,7 +408,8 @@ class CoordinatorService(JobRPCs, DatabaseRPCs, coordinator_pb2_grpc.Coordinator
     async def GetFlushState(
         self, request: pb.GetFlushStateRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetFlushStateResponse:
-        meta = await self._meta(request.collection)
+        ref = request.collection
+        meta = await self._meta(ref) if ref.name or ref.collection_id else None  # None: by segment ids only
         flushed = self._data.flush_state(meta, list(request.segment_ids), request.flush_ts)
         return pb.GetFlushStateResponse(status=ok_status(), flushed=flushed)
 

@@ -482,14 +482,20 @@ class DataCoordinator:
         )
         return segment_ids, flush_ts
 
-    def flush_state(self, meta: CollectionMeta, segment_ids: Sequence[int], flush_ts: int) -> bool:
+    def flush_state(self, meta: CollectionMeta | None, segment_ids: Sequence[int], flush_ts: int) -> bool:
         """True once every listed segment is FLUSHED (or DROPPED, or gone) and every vchannel
-        checkpoint has passed ``flush_ts`` (which covers segments created before the flush
-        that were not reported yet)."""
+        checkpoint of ``meta``'s collection has passed ``flush_ts`` (which covers segments created
+        before the flush that were not reported yet).
+
+        Without a collection (``meta`` None: the Node.js SDK's ``flushSync`` sends segment ids
+        only) the segments alone decide and ``flush_ts`` is not looked at, as in Milvus.
+        """
         for sid in segment_ids:
             seg = self._segments.get(sid)
             if seg is not None and seg.state not in (SegmentState.FLUSHED, SegmentState.DROPPED):
                 return False
+        if meta is None:
+            return True
         for v in meta.vchannels:
             cp = self._checkpoints.get(v)
             if cp is None or cp.timetick < flush_ts:

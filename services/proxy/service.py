@@ -363,10 +363,13 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, IndexRPCs, DatabaseRPCs, mi
 
     @milvus_rpc(milvus_pb2.GetFlushStateResponse)
     async def GetFlushState(self, request: milvus_pb2.GetFlushStateRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.GetFlushStateResponse:
-        coll = await self._coll(request.collection_name)
+        # Without a collection name (the Node.js SDK's flushSync) the segments alone decide, as in Milvus.
+        ref = coordinator_pb2.CollectionRef()
+        if request.collection_name:
+            ref.collection_id = (await self._coll(request.collection_name)).collection_id
         resp = await (await self._stub()).GetFlushState(
             coordinator_pb2.GetFlushStateRequest(
-                collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
+                collection=ref,
                 segment_ids=list(request.segmentIDs),
                 flush_ts=request.flush_ts,
             ),
