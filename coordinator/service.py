@@ -16,11 +16,13 @@ from coordinator.data.importer import ImportManager
 from coordinator.data.index_progress import index_progress, saved_indexes
 from coordinator.databases import DatabaseRPCs, Databases
 from coordinator.ddl import DDL
+from coordinator.health import HealthRPCs
 from coordinator.idalloc import IDAllocator
 from coordinator.indexes import IndexDDL
 from coordinator.jobs_service import JobRPCs
 from coordinator.partitions import PartitionDDL
 from coordinator.query.coord import QueryCoordinator
+from coordinator.replicas_service import ReplicaRPCs
 from coordinator.streaming.balancer import AssignmentView, StreamingBalancer
 from coordinator.truncate import Truncator
 from coordinator.tso import TimestampOracle
@@ -73,7 +75,7 @@ def assignment_snapshot(view: AssignmentView) -> pb.AssignmentSnapshot:
     )
 
 
-class CoordinatorService(JobRPCs, DatabaseRPCs, coordinator_pb2_grpc.CoordinatorServicer):
+class CoordinatorService(JobRPCs, DatabaseRPCs, ReplicaRPCs, HealthRPCs, coordinator_pb2_grpc.CoordinatorServicer):
     def __init__(
         self,
         *,

@@ -465,3 +465,51 @@ class GetFlushStateResponse(_message.Message):
     status: _common_pb2.Status
     flushed: bool
     def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., flushed: _Optional[bool] = ...) -> None: ...
+
+class ShardReplica(_message.Message):
+    __slots__ = ("vchannel", "leader_id", "leader_address", "node_ids")
+    VCHANNEL_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    vchannel: str
+    leader_id: int
+    leader_address: str
+    node_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, vchannel: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_address: _Optional[str] = ..., node_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class ReplicaInfo(_message.Message):
+    __slots__ = ("replica_id", "node_ids", "shards")
+    REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
+    NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    SHARDS_FIELD_NUMBER: _ClassVar[int]
+    replica_id: int
+    node_ids: _containers.RepeatedScalarFieldContainer[int]
+    shards: _containers.RepeatedCompositeFieldContainer[ShardReplica]
+    def __init__(self, replica_id: _Optional[int] = ..., node_ids: _Optional[_Iterable[int]] = ..., shards: _Optional[_Iterable[_Union[ShardReplica, _Mapping]]] = ...) -> None: ...
+
+class GetReplicasResponse(_message.Message):
+    __slots__ = ("status", "collection_id", "partition_ids", "replicas")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_IDS_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    collection_id: int
+    partition_ids: _containers.RepeatedScalarFieldContainer[int]
+    replicas: _containers.RepeatedCompositeFieldContainer[ReplicaInfo]
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., collection_id: _Optional[int] = ..., partition_ids: _Optional[_Iterable[int]] = ..., replicas: _Optional[_Iterable[_Union[ReplicaInfo, _Mapping]]] = ...) -> None: ...
+
+class CheckHealthRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class CheckHealthResponse(_message.Message):
+    __slots__ = ("status", "is_healthy", "reasons")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    IS_HEALTHY_FIELD_NUMBER: _ClassVar[int]
+    REASONS_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    is_healthy: bool
+    reasons: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., is_healthy: _Optional[bool] = ..., reasons: _Optional[_Iterable[str]] = ...) -> None: ...

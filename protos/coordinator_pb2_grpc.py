@@ -166,6 +166,16 @@ class CoordinatorStub:
                 request_serializer=protos_dot_coordinator__pb2.CollectionRef.SerializeToString,
                 response_deserializer=protos_dot_coordinator__pb2.QueryViewResponse.FromString,
                 _registered_method=True)
+        self.GetReplicas = channel.unary_unary(
+                '/strata.coordinator.Coordinator/GetReplicas',
+                request_serializer=protos_dot_coordinator__pb2.CollectionRef.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.GetReplicasResponse.FromString,
+                _registered_method=True)
+        self.CheckHealth = channel.unary_unary(
+                '/strata.coordinator.Coordinator/CheckHealth',
+                request_serializer=protos_dot_coordinator__pb2.CheckHealthRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.CheckHealthResponse.FromString,
+                _registered_method=True)
         self.AssignmentDiscover = channel.unary_stream(
                 '/strata.coordinator.Coordinator/AssignmentDiscover',
                 request_serializer=protos_dot_coordinator__pb2.AssignmentDiscoverRequest.SerializeToString,
@@ -403,6 +413,20 @@ class CoordinatorServicer:
 
     def GetQueryView(self, request, context):
         """Where each vchannel of a loaded collection is served, and whether it is ready.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetReplicas(self, request, context):
+        """The replicas of a loaded collection (none when it is not loaded), as Milvus's GetReplicas shows them.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CheckHealth(self, request, context):
+        """Whether the query and streaming nodes answer their health checks and every pchannel has a node.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -646,6 +670,16 @@ def add_CoordinatorServicer_to_server(servicer, server):
                     servicer.GetQueryView,
                     request_deserializer=protos_dot_coordinator__pb2.CollectionRef.FromString,
                     response_serializer=protos_dot_coordinator__pb2.QueryViewResponse.SerializeToString,
+            ),
+            'GetReplicas': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetReplicas,
+                    request_deserializer=protos_dot_coordinator__pb2.CollectionRef.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.GetReplicasResponse.SerializeToString,
+            ),
+            'CheckHealth': grpc.unary_unary_rpc_method_handler(
+                    servicer.CheckHealth,
+                    request_deserializer=protos_dot_coordinator__pb2.CheckHealthRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.CheckHealthResponse.SerializeToString,
             ),
             'AssignmentDiscover': grpc.unary_stream_rpc_method_handler(
                     servicer.AssignmentDiscover,
@@ -1430,6 +1464,60 @@ class Coordinator:
             '/strata.coordinator.Coordinator/GetQueryView',
             protos_dot_coordinator__pb2.CollectionRef.SerializeToString,
             protos_dot_coordinator__pb2.QueryViewResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetReplicas(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/GetReplicas',
+            protos_dot_coordinator__pb2.CollectionRef.SerializeToString,
+            protos_dot_coordinator__pb2.GetReplicasResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CheckHealth(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/CheckHealth',
+            protos_dot_coordinator__pb2.CheckHealthRequest.SerializeToString,
+            protos_dot_coordinator__pb2.CheckHealthResponse.FromString,
             options,
             channel_credentials,
             insecure,

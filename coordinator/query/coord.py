@@ -45,6 +45,7 @@ import structlog
 from coordinator.catalog import Catalog, CollectionMeta, IndexMeta, LoadMeta
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.query.placement import assign_replicas, place_channels, place_segments
+from coordinator.query.replicas import ReplicaView, replica_views
 from coordinator.tso import TimestampOracle
 from protos import querynode_pb2, querynode_pb2_grpc
 from services.errors import ErrorCode, InvalidArgument
@@ -301,6 +302,23 @@ class QueryCoordinator:
                 views.append(ChannelView(vchannel, pchannel, node_id, node.address if node else "", ready, rid, error))
         progress = 100 * sum(v.ready for v in views) // max(len(views), 1)
         return views, progress, bool(views) and all(v.ready for v in views)
+
+    def replicas(self, meta: CollectionMeta) -> list[ReplicaView]:
+        """The collection's replicas as they serve now (``replicas.py``); none when it is not loaded."""
+        cid = meta.collection_id
+        if cid not in self._loads:
+            return []
+        members = self._replicas.get(cid, {})
+        leaders = {
+            rid: {
+                v: n
+                for v, n in self._channels.get((cid, rid), {}).items()
+                if (st := self._dist.get(n, NodeDist()).channels.get(v)) is not None and st.replica_id == rid
+            }
+            for rid in members
+        }
+        workers = {key: set(placed.values()) for key, placed in self._sent.items()}
+        return replica_views(list(meta.vchannels), members, leaders, workers, self.nodes())
 
     def _broken_error(self, vchannel: str) -> str:
         """Why the vchannel's delegators keep breaking, once it happened often enough in a row to
