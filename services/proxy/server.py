@@ -10,6 +10,7 @@ from services.coordclient import CoordinatorClient
 from services.etcd.metastore import MetaStore
 from services.etcd.session import Session
 from services.grpcutil import Health, message_size_options, start_server
+from services.proxy.component import ProxyComponent
 from services.proxy.localnode import LocalQueryNode
 from services.proxy.metacache import MetaCache
 from services.proxy.reads import ReadRouter
@@ -39,6 +40,7 @@ class Proxy:
         self._local_wal = local_wal
         self.address = ""
         self._health = Health([MILVUS_SERVICE])
+        self.component = ProxyComponent()  # GetComponentStates / CheckHealth report it
 
     async def start(self) -> None:
         c = self.config
@@ -52,6 +54,7 @@ class Proxy:
         service = MilvusProxy(
             self._coord, self._producer, MetaCache(self._coord), self._reads, self._stats, limits=c.limits
         )
+        service.attach_component(self.component)
 
         def add(server: grpc.aio.Server) -> None:
             milvus_pb2_grpc.add_MilvusServiceServicer_to_server(service, server)
@@ -61,11 +64,18 @@ class Proxy:
             add, host=c.common.host, port=c.common.port, health=self._health, options=sizes
         )
         self.address = f"{c.common.host}:{port}"
-        self._session = Session(self._store, ROLE, self.address, ttl_seconds=c.common.session_ttl_seconds)
+        self._session = Session(
+            self._store,
+            ROLE,
+            self.address,
+            ttl_seconds=c.common.session_ttl_seconds,
+            on_registered=lambda info: self.component.registered(info.server_id),  # again after a lost lease
+        )
         await self._session.start()
         await self._health.serving()
 
     async def stop(self) -> None:
+        self.component.stopping()
         await self._health.stopping()
         await self._session.stop()
         await self._server.stop(grace=2)

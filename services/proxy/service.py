@@ -33,6 +33,7 @@ from services.proxy.convert.groups import group_by_values
 from services.proxy.convert.search import check_index_search_params, check_range
 from services.proxy.databases import DatabaseRPCs
 from services.proxy.grouped_fetch import first_fetch, next_fetch
+from services.proxy.health import HealthRPCs
 from services.proxy.hybrid import hybrid_search
 from services.proxy.indexes import IndexRPCs
 from services.proxy.jobs import JobRPCs
@@ -42,6 +43,7 @@ from services.proxy.partitions import PartitionRPCs, read_partitions, write_part
 from services.proxy.pkfilter import primary_keys_of
 from services.proxy.pksearch import resolve_key_vectors
 from services.proxy.reads import ReadOptions, ReadRouter
+from services.proxy.replicas import ReplicaRPCs
 from services.proxy.rpc import milvus_rpc
 from services.proxy.stats import WALStats
 from services.proxy.status import success
@@ -64,7 +66,16 @@ def _kv(pairs: Any) -> dict[str, str]:
 
 
 @answer_unsupported
-class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, IndexRPCs, DatabaseRPCs, milvus_pb2_grpc.MilvusServiceServicer):
+class MilvusProxy(
+    PartitionRPCs,
+    AliasRPCs,
+    JobRPCs,
+    IndexRPCs,
+    DatabaseRPCs,
+    ReplicaRPCs,
+    HealthRPCs,
+    milvus_pb2_grpc.MilvusServiceServicer,
+):
     def __init__(
         self,
         coord: CoordinatorClient,
