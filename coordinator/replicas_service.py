@@ -24,7 +24,7 @@ class ReplicaRPCs:
 
     @rpc_method(pb.GetReplicasResponse)
     async def GetReplicas(self, request: pb.CollectionRef, context: grpc.aio.ServicerContext) -> pb.GetReplicasResponse:
-        if request.collection_id and not self._query.is_loaded(request.collection_id):
+        if not request.name and not self._query.is_loaded(request.collection_id):
             return pb.GetReplicasResponse(status=ok_status(), collection_id=request.collection_id)
         meta = await self._meta(request)
         return pb.GetReplicasResponse(
