@@ -50,9 +50,7 @@ def test_flush_state_by_segment_ids_alone_turns_true_once_they_are_flushed(milvu
     # Flushed means in object storage: the collection-scoped answer (flush_ts too) agrees.
     by_name = _flushed(
         stub,
-        milvus_pb2.GetFlushStateRequest(
-            collection_name=name, segmentIDs=segments, flush_ts=flush.coll_flush_ts[name]
-        ),
+        milvus_pb2.GetFlushStateRequest(collection_name=name, segmentIDs=segments, flush_ts=flush.coll_flush_ts[name]),
     )
     assert by_name.flushed
     milvus.load_collection(name)

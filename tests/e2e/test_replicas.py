@@ -68,9 +68,7 @@ def test_a_loaded_collection_has_one_replica_with_a_shard_per_vchannel(
         assert list(shard.node_ids) == [shard.leaderID]  # no with_shard_nodes: the leader alone
         host, _, port = shard.leader_addr.rpartition(":")
         assert host == "127.0.0.1" and int(port) > 0
-    by_name = stub.GetReplicas(
-        milvus_pb2.GetReplicasRequest(collection_name=name, with_shard_nodes=True), timeout=10
-    )
+    by_name = stub.GetReplicas(milvus_pb2.GetReplicasRequest(collection_name=name, with_shard_nodes=True), timeout=10)
     assert [r.replicaID for r in by_name.replicas] == [replica.id]
 
     alias = "orm-" + unique_name("rep")
@@ -111,7 +109,8 @@ def test_replicas_of_a_missing_collection_name_say_it_is_not_found(milvus: Milvu
 
 def _stub_replicas(milvus: MilvusClient, collection_id: int) -> list[milvus_pb2.ReplicaInfo]:
     stub = milvus._get_connection()._stub
-    resp = stub.GetReplicas(milvus_pb2.GetReplicasRequest(collectionID=collection_id, with_shard_nodes=True), timeout=10)
+    resp = stub.GetReplicas(
+        milvus_pb2.GetReplicasRequest(collectionID=collection_id, with_shard_nodes=True), timeout=10
+    )
     assert resp.status.error_code == common_pb2.Success, resp.status.reason
     return list(resp.replicas)
-
