@@ -1,7 +1,7 @@
 """``GetReplicas`` of the proxy (mixed into ``MilvusProxy``), as Milvus answers it.
 
-The collection is named by ``collection_name`` (resolved here: a missing one
-is "collection not found") or by ``collectionID`` alone (what pymilvus and the
+The collection is named by ``collection_name`` (resolved here, unchecked as in
+Milvus: a missing or malformed one is "collection not found") or by ``collectionID`` alone (what pymilvus and the
 Node.js SDK send). The coordinator builds the replica view
 (``coordinator/query/replicas.py``); a collection that is not loaded has no
 replicas (an empty success, as in Milvus 2.6). Each shard lists its leader
@@ -45,7 +45,7 @@ def _replica(r: coordinator_pb2.ReplicaInfo, resp: coordinator_pb2.GetReplicasRe
 
 
 class ReplicaRPCs:
-    async def _coll(self, name: str) -> CollectionEntry:
+    async def _lookup(self, name: str) -> CollectionEntry:
         raise NotImplementedError
 
     async def _stub(self) -> Any:
@@ -57,7 +57,8 @@ class ReplicaRPCs:
     ) -> milvus_pb2.GetReplicasResponse:
         collection_id = request.collectionID
         if request.collection_name:
-            collection_id = (await self._coll(request.collection_name)).collection_id
+            # Looked up unchecked, as Milvus's GetReplicas does: a bad name is a missing collection.
+            collection_id = (await self._lookup(request.collection_name)).collection_id
         resp = await (await self._stub()).GetReplicas(
             coordinator_pb2.CollectionRef(collection_id=collection_id), timeout=30
         )

@@ -7,7 +7,8 @@ standalone's query node, with a shard per vchannel whose leader is that node.
 the leader included; without it a shard lists its leader only. The partitions
 listed are the loaded ones. A collection that is not loaded, or an unknown
 collection id, has no replicas: an empty success, as in Milvus 2.6 (2.3 answered
-an error); an unknown collection name is "collection not found".
+an error); an unknown collection name, even a malformed one, is "collection not
+found" (looked up unchecked, as Milvus does).
 """
 
 from __future__ import annotations
@@ -100,11 +101,12 @@ def test_a_collection_that_is_not_loaded_has_no_replicas(milvus: MilvusClient) -
 
 def test_replicas_of_a_missing_collection_name_say_it_is_not_found(milvus: MilvusClient) -> None:
     stub = milvus._get_connection()._stub
-    resp = stub.GetReplicas(milvus_pb2.GetReplicasRequest(collection_name=unique_name("missing")), timeout=10)
-    assert resp.status.error_code != common_pb2.Success
-    assert "collection not found" in resp.status.reason
-    with pytest.raises(MilvusException, match="not found"):
-        milvus.describe_replica(unique_name("missing"))
+    for name in (unique_name("missing"), "1 not a name"):  # Milvus looks the name up unchecked
+        resp = stub.GetReplicas(milvus_pb2.GetReplicasRequest(collection_name=name), timeout=10)
+        assert resp.status.error_code == common_pb2.CollectionNotExists
+        assert resp.status.reason == f"collection not found[database=default][collection={name}]"
+    with pytest.raises(MilvusException, match=r"can't find collection\[database=default\]"):
+        milvus.describe_replica(unique_name("missing"))  # pymilvus describes the collection first
 
 
 def _stub_replicas(milvus: MilvusClient, collection_id: int) -> list[milvus_pb2.ReplicaInfo]:
