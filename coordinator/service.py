@@ -9,6 +9,7 @@ import grpc
 
 from coordinator.aliases import AliasDDL
 from coordinator.catalog import Catalog, CollectionMeta
+from coordinator.cluster_service import ClusterRPCs
 from coordinator.data.build_policy import BuildKey
 from coordinator.data.compaction import CompactionManager
 from coordinator.data.datacoord import DataCoordinator
@@ -16,6 +17,7 @@ from coordinator.data.importer import ImportManager
 from coordinator.data.index_progress import index_progress, saved_indexes
 from coordinator.databases import DatabaseRPCs, Databases
 from coordinator.ddl import DDL
+from coordinator.flush_all import FlushAllRPCs
 from coordinator.health import HealthRPCs
 from coordinator.idalloc import IDAllocator
 from coordinator.indexes import IndexDDL
@@ -75,7 +77,15 @@ def assignment_snapshot(view: AssignmentView) -> pb.AssignmentSnapshot:
     )
 
 
-class CoordinatorService(JobRPCs, DatabaseRPCs, ReplicaRPCs, HealthRPCs, coordinator_pb2_grpc.CoordinatorServicer):
+class CoordinatorService(
+    JobRPCs,
+    DatabaseRPCs,
+    ReplicaRPCs,
+    HealthRPCs,
+    ClusterRPCs,
+    FlushAllRPCs,
+    coordinator_pb2_grpc.CoordinatorServicer,
+):
     def __init__(
         self,
         *,

@@ -513,3 +513,111 @@ class CheckHealthResponse(_message.Message):
     is_healthy: bool
     reasons: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., is_healthy: _Optional[bool] = ..., reasons: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class QuerySegment(_message.Message):
+    __slots__ = ("segment_id", "partition_id", "level", "rows", "node_ids", "index_id", "index_name")
+    SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_ID_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    INDEX_ID_FIELD_NUMBER: _ClassVar[int]
+    INDEX_NAME_FIELD_NUMBER: _ClassVar[int]
+    segment_id: int
+    partition_id: int
+    level: _common_pb2.SegmentLevel
+    rows: int
+    node_ids: _containers.RepeatedScalarFieldContainer[int]
+    index_id: int
+    index_name: str
+    def __init__(self, segment_id: _Optional[int] = ..., partition_id: _Optional[int] = ..., level: _Optional[_Union[_common_pb2.SegmentLevel, str]] = ..., rows: _Optional[int] = ..., node_ids: _Optional[_Iterable[int]] = ..., index_id: _Optional[int] = ..., index_name: _Optional[str] = ...) -> None: ...
+
+class QuerySegmentsResponse(_message.Message):
+    __slots__ = ("status", "collection_id", "segments")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]
+    SEGMENTS_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    collection_id: int
+    segments: _containers.RepeatedCompositeFieldContainer[QuerySegment]
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., collection_id: _Optional[int] = ..., segments: _Optional[_Iterable[_Union[QuerySegment, _Mapping]]] = ...) -> None: ...
+
+class ResourceGroupRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class QueryNodeInfo(_message.Message):
+    __slots__ = ("node_id", "address")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    node_id: int
+    address: str
+    def __init__(self, node_id: _Optional[int] = ..., address: _Optional[str] = ...) -> None: ...
+
+class ResourceGroupResponse(_message.Message):
+    __slots__ = ("status", "name", "nodes", "loaded_replicas")
+    class LoadedReplicasEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: int
+        value: int
+        def __init__(self, key: _Optional[int] = ..., value: _Optional[int] = ...) -> None: ...
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    LOADED_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    name: str
+    nodes: _containers.RepeatedCompositeFieldContainer[QueryNodeInfo]
+    loaded_replicas: _containers.ScalarMap[int, int]
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., name: _Optional[str] = ..., nodes: _Optional[_Iterable[_Union[QueryNodeInfo, _Mapping]]] = ..., loaded_replicas: _Optional[_Mapping[int, int]] = ...) -> None: ...
+
+class FlushAllRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class CollectionFlush(_message.Message):
+    __slots__ = ("name", "segment_ids", "flush_ts")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    FLUSH_TS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    segment_ids: _containers.RepeatedScalarFieldContainer[int]
+    flush_ts: int
+    def __init__(self, name: _Optional[str] = ..., segment_ids: _Optional[_Iterable[int]] = ..., flush_ts: _Optional[int] = ...) -> None: ...
+
+class FlushAllResponse(_message.Message):
+    __slots__ = ("status", "flush_all_ts", "collections")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    FLUSH_ALL_TS_FIELD_NUMBER: _ClassVar[int]
+    COLLECTIONS_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    flush_all_ts: int
+    collections: _containers.RepeatedCompositeFieldContainer[CollectionFlush]
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., flush_all_ts: _Optional[int] = ..., collections: _Optional[_Iterable[_Union[CollectionFlush, _Mapping]]] = ...) -> None: ...
+
+class GetFlushAllStateRequest(_message.Message):
+    __slots__ = ("flush_all_ts",)
+    FLUSH_ALL_TS_FIELD_NUMBER: _ClassVar[int]
+    flush_all_ts: int
+    def __init__(self, flush_all_ts: _Optional[int] = ...) -> None: ...
+
+class GetFlushAllStateResponse(_message.Message):
+    __slots__ = ("status", "flushed", "collections")
+    class CollectionsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: bool
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[bool] = ...) -> None: ...
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    FLUSHED_FIELD_NUMBER: _ClassVar[int]
+    COLLECTIONS_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    flushed: bool
+    collections: _containers.ScalarMap[str, bool]
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., flushed: _Optional[bool] = ..., collections: _Optional[_Mapping[str, bool]] = ...) -> None: ...

@@ -176,6 +176,16 @@ class CoordinatorStub:
                 request_serializer=protos_dot_coordinator__pb2.CheckHealthRequest.SerializeToString,
                 response_deserializer=protos_dot_coordinator__pb2.CheckHealthResponse.FromString,
                 _registered_method=True)
+        self.GetQuerySegments = channel.unary_unary(
+                '/strata.coordinator.Coordinator/GetQuerySegments',
+                request_serializer=protos_dot_coordinator__pb2.CollectionRef.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.QuerySegmentsResponse.FromString,
+                _registered_method=True)
+        self.DescribeResourceGroup = channel.unary_unary(
+                '/strata.coordinator.Coordinator/DescribeResourceGroup',
+                request_serializer=protos_dot_coordinator__pb2.ResourceGroupRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.ResourceGroupResponse.FromString,
+                _registered_method=True)
         self.AssignmentDiscover = channel.unary_stream(
                 '/strata.coordinator.Coordinator/AssignmentDiscover',
                 request_serializer=protos_dot_coordinator__pb2.AssignmentDiscoverRequest.SerializeToString,
@@ -220,6 +230,16 @@ class CoordinatorStub:
                 '/strata.coordinator.Coordinator/GetFlushState',
                 request_serializer=protos_dot_coordinator__pb2.GetFlushStateRequest.SerializeToString,
                 response_deserializer=protos_dot_coordinator__pb2.GetFlushStateResponse.FromString,
+                _registered_method=True)
+        self.FlushAll = channel.unary_unary(
+                '/strata.coordinator.Coordinator/FlushAll',
+                request_serializer=protos_dot_coordinator__pb2.FlushAllRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.FlushAllResponse.FromString,
+                _registered_method=True)
+        self.GetFlushAllState = channel.unary_unary(
+                '/strata.coordinator.Coordinator/GetFlushAllState',
+                request_serializer=protos_dot_coordinator__pb2.GetFlushAllStateRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.GetFlushAllStateResponse.FromString,
                 _registered_method=True)
         self.ManualCompaction = channel.unary_unary(
                 '/strata.coordinator.Coordinator/ManualCompaction',
@@ -432,6 +452,20 @@ class CoordinatorServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetQuerySegments(self, request, context):
+        """The sealed segments the query nodes serve for a loaded collection (none when it is not loaded).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeResourceGroup(self, request, context):
+        """The default resource group (the only one): every live query node and the replicas loaded on them.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def AssignmentDiscover(self, request, context):
         """Server stream: the full pchannel assignment, sent whenever its version grows.
         """
@@ -490,6 +524,19 @@ class CoordinatorServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetFlushState(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FlushAll(self, request, context):
+        """Flush every collection at once, and whether everything written before flush_all_ts is in object storage.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetFlushAllState(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -681,6 +728,16 @@ def add_CoordinatorServicer_to_server(servicer, server):
                     request_deserializer=protos_dot_coordinator__pb2.CheckHealthRequest.FromString,
                     response_serializer=protos_dot_coordinator__pb2.CheckHealthResponse.SerializeToString,
             ),
+            'GetQuerySegments': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetQuerySegments,
+                    request_deserializer=protos_dot_coordinator__pb2.CollectionRef.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.QuerySegmentsResponse.SerializeToString,
+            ),
+            'DescribeResourceGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeResourceGroup,
+                    request_deserializer=protos_dot_coordinator__pb2.ResourceGroupRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.ResourceGroupResponse.SerializeToString,
+            ),
             'AssignmentDiscover': grpc.unary_stream_rpc_method_handler(
                     servicer.AssignmentDiscover,
                     request_deserializer=protos_dot_coordinator__pb2.AssignmentDiscoverRequest.FromString,
@@ -725,6 +782,16 @@ def add_CoordinatorServicer_to_server(servicer, server):
                     servicer.GetFlushState,
                     request_deserializer=protos_dot_coordinator__pb2.GetFlushStateRequest.FromString,
                     response_serializer=protos_dot_coordinator__pb2.GetFlushStateResponse.SerializeToString,
+            ),
+            'FlushAll': grpc.unary_unary_rpc_method_handler(
+                    servicer.FlushAll,
+                    request_deserializer=protos_dot_coordinator__pb2.FlushAllRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.FlushAllResponse.SerializeToString,
+            ),
+            'GetFlushAllState': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetFlushAllState,
+                    request_deserializer=protos_dot_coordinator__pb2.GetFlushAllStateRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.GetFlushAllStateResponse.SerializeToString,
             ),
             'ManualCompaction': grpc.unary_unary_rpc_method_handler(
                     servicer.ManualCompaction,
@@ -1529,6 +1596,60 @@ class Coordinator:
             _registered_method=True)
 
     @staticmethod
+    def GetQuerySegments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/GetQuerySegments',
+            protos_dot_coordinator__pb2.CollectionRef.SerializeToString,
+            protos_dot_coordinator__pb2.QuerySegmentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeResourceGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/DescribeResourceGroup',
+            protos_dot_coordinator__pb2.ResourceGroupRequest.SerializeToString,
+            protos_dot_coordinator__pb2.ResourceGroupResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def AssignmentDiscover(request,
             target,
             options=(),
@@ -1761,6 +1882,60 @@ class Coordinator:
             '/strata.coordinator.Coordinator/GetFlushState',
             protos_dot_coordinator__pb2.GetFlushStateRequest.SerializeToString,
             protos_dot_coordinator__pb2.GetFlushStateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FlushAll(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/FlushAll',
+            protos_dot_coordinator__pb2.FlushAllRequest.SerializeToString,
+            protos_dot_coordinator__pb2.FlushAllResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetFlushAllState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/GetFlushAllState',
+            protos_dot_coordinator__pb2.GetFlushAllStateRequest.SerializeToString,
+            protos_dot_coordinator__pb2.GetFlushAllStateResponse.FromString,
             options,
             channel_credentials,
             insecure,

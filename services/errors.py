@@ -50,6 +50,11 @@ class ErrorCode(IntEnum):
     FIELD_NAME_INVALID = 29
     DATABASE_NOT_FOUND = 30
     ALIAS_NOT_FOUND = 31
+    RESOURCE_GROUP_NOT_FOUND = 50
+    RESOURCE_GROUP_ALREADY_EXIST = 51
+    SERVICE_UNAVAILABLE = 52
+    COLLECTION_NOT_FULLY_LOADED = 53
+    METRIC_NOT_FOUND = 54
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +113,16 @@ CODE_TABLE: dict[ErrorCode, CodeInfo] = {
     ErrorCode.FIELD_NAME_INVALID: CodeInfo(grpc.StatusCode.INVALID_ARGUMENT, 1, 1701),
     ErrorCode.DATABASE_NOT_FOUND: CodeInfo(grpc.StatusCode.NOT_FOUND, 1, 800),
     ErrorCode.ALIAS_NOT_FOUND: CodeInfo(grpc.StatusCode.NOT_FOUND, 1, 1600),
+    # merr.ErrResourceGroupNotFound, ErrResourceGroupAlreadyExist (resource groups: services/resource_groups.py).
+    ErrorCode.RESOURCE_GROUP_NOT_FOUND: CodeInfo(grpc.StatusCode.NOT_FOUND, 1, 300),
+    ErrorCode.RESOURCE_GROUP_ALREADY_EXIST: CodeInfo(grpc.StatusCode.ALREADY_EXISTS, 1, 301),
+    # merr.ErrServiceUnavailable: what Milvus answers for the calls it deprecated or never implemented
+    # (CalcDistance, ListIndexedSegment, DescribeSegmentIndexData); its status is marked retriable.
+    ErrorCode.SERVICE_UNAVAILABLE: CodeInfo(grpc.StatusCode.UNAVAILABLE, 1, 2),
+    # merr.ErrCollectionNotFullyLoaded: a collection still loading (LoadBalance).
+    ErrorCode.COLLECTION_NOT_FULLY_LOADED: CodeInfo(grpc.StatusCode.FAILED_PRECONDITION, 1, 103),
+    # merr.ErrMetricNotFound: a GetMetrics type the proxy does not serve.
+    ErrorCode.METRIC_NOT_FOUND: CodeInfo(grpc.StatusCode.NOT_FOUND, 1, 1200),
 }
 
 
@@ -140,6 +155,24 @@ class AliasNotFound(StrataError):
 
 class DatabaseNotFound(StrataError):
     code = ErrorCode.DATABASE_NOT_FOUND
+
+
+class ResourceGroupNotFound(StrataError):
+    code = ErrorCode.RESOURCE_GROUP_NOT_FOUND
+
+
+class ResourceGroupAlreadyExist(StrataError):
+    code = ErrorCode.RESOURCE_GROUP_ALREADY_EXIST
+
+
+class ServiceUnavailable(StrataError):
+    """A call Milvus answers as unavailable for good: deprecated, or never implemented."""
+
+    code = ErrorCode.SERVICE_UNAVAILABLE
+
+
+class CollectionNotFullyLoaded(StrataError):
+    code = ErrorCode.COLLECTION_NOT_FULLY_LOADED
 
 
 class InvalidPartitionName(InvalidArgument):

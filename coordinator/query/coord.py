@@ -46,6 +46,7 @@ from coordinator.catalog import Catalog, CollectionMeta, IndexMeta, LoadMeta
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.query.placement import assign_replicas, place_channels, place_segments
 from coordinator.query.replicas import ReplicaView, replica_views
+from coordinator.query.segments import DelegatorServing, ServedSegment, served_segments
 from coordinator.tso import TimestampOracle
 from protos import querynode_pb2, querynode_pb2_grpc
 from services.errors import ErrorCode, InvalidArgument
@@ -112,6 +113,8 @@ class SegmentFailure:
 class NodeDist:
     channels: dict[str, ChannelState] = field(default_factory=dict)
     segments: dict[tuple[int, int], int] = field(default_factory=dict)  # (collection, segment) -> rows
+    # (collection, segment) -> the vector indexes in place on the worker
+    indexes: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,6 +322,30 @@ class QueryCoordinator:
         }
         workers = {key: set(placed.values()) for key, placed in self._sent.items()}
         return replica_views(list(meta.vchannels), members, leaders, workers, self.nodes())
+
+    def served_segments(self, meta: CollectionMeta) -> list[ServedSegment]:
+        """The sealed segments the collection is served from now (``segments.py``); none when it is not loaded."""
+        cid = meta.collection_id
+        if cid not in self._loads:
+            return []
+        delegators = [
+            DelegatorServing(node_id=n, replica_id=st.replica_id, sealed=st.sealed, routes=self._sent.get((n, v), {}))
+            for n, dist in self._dist.items()
+            if n in self._nodes
+            for v, st in dist.channels.items()
+            if v in meta.vchannels
+        ]
+        held = {
+            n: {sid: dist.indexes.get((c, sid), ()) for c, sid in dist.segments if c == cid}
+            for n, dist in self._dist.items()
+            if n in self._nodes
+        }
+        metas = {s.segment_id: s for s in self._data.flushed_segments(collection_id=cid)}
+        return served_segments(delegators, metas, held)
+
+    def replica_numbers(self) -> dict[int, int]:
+        """Collection id -> its replicas, for every loaded collection."""
+        return {cid: load.replica_number for cid, load in self._loads.items()}
 
     def _broken_error(self, vchannel: str) -> str:
         """Why the vchannel's delegators keep breaking, once it happened often enough in a row to
@@ -618,6 +645,7 @@ class QueryCoordinator:
                     for c in resp.channels
                 },
                 segments={(s.collection_id, s.segment_id): s.rows for s in resp.segments},
+                indexes={(s.collection_id, s.segment_id): tuple(s.index_ids) for s in resp.segments},
             )
             for b in resp.broken:
                 self._log.warning("delegator broke", vchannel=b.vchannel, node=node_id, reason=b.reason)

@@ -317,3 +317,8 @@ class Worker:
     def loaded(self) -> list[tuple[int, int, int]]:
         """``(collection, segment, rows)`` of every segment held."""
         return [(c, s, seg.num_rows) for (c, s), seg in sorted(self.segments.items())]
+
+    def index_ids(self, collection_id: int, segment_id: int) -> list[int]:
+        """The catalog ids of the vector indexes in place on a held segment (none: it is searched exactly)."""
+        seg = self.segments.get((collection_id, segment_id))
+        return [] if seg is None else sorted(fi.index_id for fi in seg.indexes.values())

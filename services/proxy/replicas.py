@@ -21,8 +21,7 @@ from services.grpcutil import raise_for_status
 from services.proxy.metacache import CollectionEntry
 from services.proxy.rpc import milvus_rpc
 from services.proxy.status import success
-
-DEFAULT_RESOURCE_GROUP = "__default_resource_group"
+from services.resource_groups import DEFAULT_RESOURCE_GROUP
 
 
 def _replica(r: coordinator_pb2.ReplicaInfo, resp: coordinator_pb2.GetReplicasResponse, shard_nodes: bool) -> Any:

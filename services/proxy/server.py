@@ -13,8 +13,9 @@ from services.grpcutil import Health, message_size_options, start_server
 from services.proxy.component import ProxyComponent
 from services.proxy.localnode import LocalQueryNode
 from services.proxy.metacache import MetaCache
+from services.proxy.metrics import DISTRIBUTED, STANDALONE, Deployment
 from services.proxy.reads import ReadRouter
-from services.proxy.service import MilvusProxy
+from services.proxy.service import SERVER_VERSION, MilvusProxy
 from services.proxy.stats import WALStats
 from streamingnode.client.assignment import DiscoverWatcher
 from streamingnode.client.local import LocalStreamingNode
@@ -55,6 +56,8 @@ class Proxy:
             self._coord, self._producer, MetaCache(self._coord), self._reads, self._stats, limits=c.limits
         )
         service.attach_component(self.component)
+        # Milvus's deploy modes: the proxy of ``strata standalone`` shares its process with the WAL.
+        mode = STANDALONE if self._local_wal is not None else DISTRIBUTED
 
         def add(server: grpc.aio.Server) -> None:
             milvus_pb2_grpc.add_MilvusServiceServicer_to_server(service, server)
@@ -64,6 +67,7 @@ class Proxy:
             add, host=c.common.host, port=c.common.port, health=self._health, options=sizes
         )
         self.address = f"{c.common.host}:{port}"
+        service.attach_deployment(Deployment(mode=mode, version=SERVER_VERSION, address=self.address))
         self._session = Session(
             self._store,
             ROLE,

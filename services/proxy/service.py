@@ -28,23 +28,29 @@ from services.grpcutil import raise_for_status
 from services.names import DEFAULT_DATABASE, DEFAULT_DATABASE_ID, cannot_find_collection, check_collection_name
 from services.proxy import convert
 from services.proxy.aliases import AliasRPCs
+from services.proxy.batch_describe import BatchDescribeRPCs
 from services.proxy.consistency import guarantee_timestamp
 from services.proxy.convert.groups import group_by_values
 from services.proxy.convert.search import check_index_search_params, check_range
 from services.proxy.databases import DatabaseRPCs
+from services.proxy.flush_all import FlushAllRPCs
 from services.proxy.grouped_fetch import first_fetch, next_fetch
 from services.proxy.health import HealthRPCs
 from services.proxy.hybrid import hybrid_search
 from services.proxy.indexes import IndexRPCs
 from services.proxy.jobs import JobRPCs
+from services.proxy.legacy import LegacyRPCs
 from services.proxy.limits import check_expr_length, check_result_size, check_search_output, hit_bytes
 from services.proxy.metacache import CollectionEntry, MetaCache
+from services.proxy.metrics import MetricsRPCs
 from services.proxy.partitions import PartitionRPCs, read_partitions, write_partition
 from services.proxy.pkfilter import primary_keys_of
 from services.proxy.pksearch import resolve_key_vectors
 from services.proxy.reads import ReadOptions, ReadRouter
 from services.proxy.replicas import ReplicaRPCs
+from services.proxy.resource_groups import ResourceGroupRPCs
 from services.proxy.rpc import milvus_rpc
+from services.proxy.segments import SegmentRPCs
 from services.proxy.stats import WALStats
 from services.proxy.status import success
 from services.proxy.unsupported import answer_unsupported
@@ -74,6 +80,12 @@ class MilvusProxy(
     DatabaseRPCs,
     ReplicaRPCs,
     HealthRPCs,
+    SegmentRPCs,
+    FlushAllRPCs,
+    BatchDescribeRPCs,
+    ResourceGroupRPCs,
+    MetricsRPCs,
+    LegacyRPCs,
     milvus_pb2_grpc.MilvusServiceServicer,
 ):
     def __init__(
