@@ -54,6 +54,7 @@ from coordinator.idalloc import IDAllocator
 from coordinator.indexes import IndexDDL
 from coordinator.partitions import PartitionDDL
 from coordinator.query.coord import QueryCoordinator
+from coordinator.schema_ddl import SchemaDDL
 from coordinator.service import CoordinatorService
 from coordinator.streaming.balancer import StreamingBalancer
 from coordinator.streaming.local_source import BalancerAssignmentSource
@@ -148,6 +149,7 @@ class Coordinator:
         await self.data.start()
         self.query = QueryCoordinator(meta, self.catalog, self.tso, self.data)
         self.ddl = DDL(self.catalog, self.ids, self.tso, self._producer, names, self.query.release, self.data)
+        self.schema_ddl = SchemaDDL(self.ddl, self.catalog, self.tso, self._producer)
         # Compaction and bulk import on Spark need the object storage the segments live in.
         storage = None if c.storage is None else await asyncio.to_thread(ObjectStore.from_uri, c.storage)
         self.jobs = None if c.storage is None else OfflineJobs(
@@ -172,6 +174,7 @@ class Coordinator:
             truncator=Truncator(self.ddl, self.catalog, self.ids, self.tso, self.query),
             indexes=IndexDDL(self.catalog, self.ids, self.ddl.lock, self.query.is_loaded),
             databases=self.databases,
+            schema=self.schema_ddl,
             partitions=PartitionDDL(
                 self.catalog,
                 self.ids,
@@ -254,6 +257,7 @@ class Coordinator:
         while True:
             try:
                 await self.ddl.recover()
+                await self.schema_ddl.recover()
                 return
             except asyncio.CancelledError:
                 raise

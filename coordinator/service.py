@@ -25,6 +25,8 @@ from coordinator.jobs_service import JobRPCs
 from coordinator.partitions import PartitionDDL
 from coordinator.query.coord import QueryCoordinator
 from coordinator.replicas_service import ReplicaRPCs
+from coordinator.schema_ddl import SchemaDDL
+from coordinator.schema_service import SchemaRPCs
 from coordinator.streaming.balancer import AssignmentView, StreamingBalancer
 from coordinator.truncate import Truncator
 from coordinator.tso import TimestampOracle
@@ -55,6 +57,7 @@ def collection_info(meta: CollectionMeta) -> pb.CollectionInfo:
         consistency_level=meta.consistency_level,
         properties=meta.properties,
         created_timestamp=meta.created_ts,
+        update_timestamp=meta.update_ts,
         default_partition_id=meta.default_partition_id,
         partitions=[
             pb.PartitionInfo(partition_id=p.partition_id, name=p.name, created_timestamp=p.created_ts)
@@ -78,6 +81,7 @@ def assignment_snapshot(view: AssignmentView) -> pb.AssignmentSnapshot:
 
 
 class CoordinatorService(
+    SchemaRPCs,
     JobRPCs,
     DatabaseRPCs,
     ReplicaRPCs,
@@ -101,6 +105,7 @@ class CoordinatorService(
         truncator: Truncator,
         indexes: IndexDDL,
         databases: Databases,
+        schema: SchemaDDL,
         compaction: CompactionManager | None = None,
         imports: ImportManager | None = None,
         storage: ObjectStore | None = None,
@@ -113,6 +118,7 @@ class CoordinatorService(
         self._imports = imports
         self._truncator = truncator
         self._databases = databases
+        self._schema_ddl = schema
         self._aliases = aliases
         self._partitions = partitions
         self._data = data

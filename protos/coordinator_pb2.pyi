@@ -159,8 +159,29 @@ class AlterCollectionRequest(_message.Message):
     delete_keys: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., properties: _Optional[_Mapping[str, str]] = ..., delete_keys: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class AlterSchemaRequest(_message.Message):
+    __slots__ = ("collection", "add_field_json", "field_name", "properties", "delete_keys")
+    class PropertiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    ADD_FIELD_JSON_FIELD_NUMBER: _ClassVar[int]
+    FIELD_NAME_FIELD_NUMBER: _ClassVar[int]
+    PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    DELETE_KEYS_FIELD_NUMBER: _ClassVar[int]
+    collection: CollectionRef
+    add_field_json: str
+    field_name: str
+    properties: _containers.ScalarMap[str, str]
+    delete_keys: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., add_field_json: _Optional[str] = ..., field_name: _Optional[str] = ..., properties: _Optional[_Mapping[str, str]] = ..., delete_keys: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class CollectionInfo(_message.Message):
-    __slots__ = ("collection_id", "name", "schema_json", "vchannels", "pchannels", "consistency_level", "properties", "created_timestamp", "default_partition_id", "partitions", "aliases", "indexes")
+    __slots__ = ("collection_id", "name", "schema_json", "vchannels", "pchannels", "consistency_level", "properties", "created_timestamp", "default_partition_id", "partitions", "aliases", "indexes", "update_timestamp")
     class PropertiesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -180,6 +201,7 @@ class CollectionInfo(_message.Message):
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     ALIASES_FIELD_NUMBER: _ClassVar[int]
     INDEXES_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     collection_id: int
     name: str
     schema_json: str
@@ -192,7 +214,8 @@ class CollectionInfo(_message.Message):
     partitions: _containers.RepeatedCompositeFieldContainer[PartitionInfo]
     aliases: _containers.RepeatedScalarFieldContainer[str]
     indexes: _containers.RepeatedCompositeFieldContainer[IndexInfo]
-    def __init__(self, collection_id: _Optional[int] = ..., name: _Optional[str] = ..., schema_json: _Optional[str] = ..., vchannels: _Optional[_Iterable[str]] = ..., pchannels: _Optional[_Iterable[str]] = ..., consistency_level: _Optional[int] = ..., properties: _Optional[_Mapping[str, str]] = ..., created_timestamp: _Optional[int] = ..., default_partition_id: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[PartitionInfo, _Mapping]]] = ..., aliases: _Optional[_Iterable[str]] = ..., indexes: _Optional[_Iterable[_Union[IndexInfo, _Mapping]]] = ...) -> None: ...
+    update_timestamp: int
+    def __init__(self, collection_id: _Optional[int] = ..., name: _Optional[str] = ..., schema_json: _Optional[str] = ..., vchannels: _Optional[_Iterable[str]] = ..., pchannels: _Optional[_Iterable[str]] = ..., consistency_level: _Optional[int] = ..., properties: _Optional[_Mapping[str, str]] = ..., created_timestamp: _Optional[int] = ..., default_partition_id: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[PartitionInfo, _Mapping]]] = ..., aliases: _Optional[_Iterable[str]] = ..., indexes: _Optional[_Iterable[_Union[IndexInfo, _Mapping]]] = ..., update_timestamp: _Optional[int] = ...) -> None: ...
 
 class CollectionResponse(_message.Message):
     __slots__ = ("status", "collection")

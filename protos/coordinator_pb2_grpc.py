@@ -146,6 +146,11 @@ class CoordinatorStub:
                 request_serializer=protos_dot_coordinator__pb2.AlterCollectionRequest.SerializeToString,
                 response_deserializer=protos_dot_coordinator__pb2.StatusResponse.FromString,
                 _registered_method=True)
+        self.AlterSchema = channel.unary_unary(
+                '/strata.coordinator.Coordinator/AlterSchema',
+                request_serializer=protos_dot_coordinator__pb2.AlterSchemaRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.StatusResponse.FromString,
+                _registered_method=True)
         self.TruncateCollection = channel.unary_unary(
                 '/strata.coordinator.Coordinator/TruncateCollection',
                 request_serializer=protos_dot_coordinator__pb2.CollectionRef.SerializeToString,
@@ -409,6 +414,13 @@ class CoordinatorServicer:
 
     def AlterCollection(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AlterSchema(self, request, context):
+        """AddCollectionField / AlterCollectionField: the schema changes (coordinator/schema_ddl.py).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -696,6 +708,11 @@ def add_CoordinatorServicer_to_server(servicer, server):
             'AlterCollection': grpc.unary_unary_rpc_method_handler(
                     servicer.AlterCollection,
                     request_deserializer=protos_dot_coordinator__pb2.AlterCollectionRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.StatusResponse.SerializeToString,
+            ),
+            'AlterSchema': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterSchema,
+                    request_deserializer=protos_dot_coordinator__pb2.AlterSchemaRequest.FromString,
                     response_serializer=protos_dot_coordinator__pb2.StatusResponse.SerializeToString,
             ),
             'TruncateCollection': grpc.unary_unary_rpc_method_handler(
@@ -1422,6 +1439,33 @@ class Coordinator:
             target,
             '/strata.coordinator.Coordinator/AlterCollection',
             protos_dot_coordinator__pb2.AlterCollectionRequest.SerializeToString,
+            protos_dot_coordinator__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterSchema(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/AlterSchema',
+            protos_dot_coordinator__pb2.AlterSchemaRequest.SerializeToString,
             protos_dot_coordinator__pb2.StatusResponse.FromString,
             options,
             channel_credentials,

@@ -55,6 +55,7 @@ class ErrorCode(IntEnum):
     SERVICE_UNAVAILABLE = 52
     COLLECTION_NOT_FULLY_LOADED = 53
     METRIC_NOT_FOUND = 54
+    SCHEMA_MISMATCH = 43
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +124,9 @@ CODE_TABLE: dict[ErrorCode, CodeInfo] = {
     ErrorCode.COLLECTION_NOT_FULLY_LOADED: CodeInfo(grpc.StatusCode.FAILED_PRECONDITION, 1, 103),
     # merr.ErrMetricNotFound: a GetMetrics type the proxy does not serve.
     ErrorCode.METRIC_NOT_FOUND: CodeInfo(grpc.StatusCode.NOT_FOUND, 1, 1200),
+    # merr.ErrCollectionSchemaMismatch (109), which Milvus reports as commonpb.ErrorCode_SchemaMismatch
+    # (62): pymilvus then refreshes its cached schema and sends the insert again.
+    ErrorCode.SCHEMA_MISMATCH: CodeInfo(grpc.StatusCode.FAILED_PRECONDITION, 62, 109),
 }
 
 
@@ -263,6 +267,12 @@ class LimitExceeded(StrataError):
     """A request asks for more than a configured limit allows (``ProxyLimits``)."""
 
     code = ErrorCode.LIMIT_EXCEEDED
+
+
+class SchemaMismatch(StrataError):
+    """A write converted with a schema older than the collection's (a client's cached schema)."""
+
+    code = ErrorCode.SCHEMA_MISMATCH
 
 
 class SegmentNotFound(StrataError):

@@ -258,23 +258,34 @@ class CollectionSchema:
 
     def to_json(self) -> str:
         d = asdict(self)
-        for f in d["fields"]:
-            f["dtype"] = int(f["dtype"])
-            f["element_type"] = int(f["element_type"])
+        d["fields"] = [_field_dict(f) for f in self.fields]
         return json.dumps(d, sort_keys=True)
 
     @staticmethod
     def from_json(text: str | bytes) -> CollectionSchema:
-        """The schema ``to_json`` wrote; JSON from before ARRAY fields reads too."""
+        """The schema ``to_json`` wrote; JSON from before ARRAY fields (or versions) reads too."""
         d = json.loads(text)
-        fields = tuple(
-            FieldSchema(
-                **{
-                    **f,
-                    "dtype": DataType(f["dtype"]),
-                    "element_type": DataType(f.get("element_type", DataType.NONE)),
-                }
-            )
-            for f in d.pop("fields")
-        )
+        fields = tuple(_field_from_dict(f) for f in d.pop("fields"))
         return CollectionSchema(fields=fields, **d)
+
+
+def field_to_json(field: FieldSchema) -> str:
+    """One field as JSON (``AddCollectionField`` ships the new field so)."""
+    return json.dumps(_field_dict(field), sort_keys=True)
+
+
+def field_from_json(text: str | bytes) -> FieldSchema:
+    return _field_from_dict(json.loads(text))
+
+
+def _field_dict(field: FieldSchema) -> dict[str, Any]:
+    d = asdict(field)
+    d["dtype"] = int(field.dtype)
+    d["element_type"] = int(field.element_type)
+    return d
+
+
+def _field_from_dict(d: dict[str, Any]) -> FieldSchema:
+    return FieldSchema(
+        **{**d, "dtype": DataType(d["dtype"]), "element_type": DataType(d.get("element_type", DataType.NONE))}
+    )

@@ -160,7 +160,7 @@ class DataCoordinator:
                     VChannelRecovery(
                         vchannel=v,
                         collection_id=meta.collection_id,
-                        schema=meta.schema,
+                        schema=meta.latest_schema,
                         checkpoint=self._checkpoints.get(v),
                         segments=segs,
                     )

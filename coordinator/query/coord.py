@@ -572,7 +572,7 @@ class QueryCoordinator:
             collection_id=meta.collection_id,
             vchannel=vchannel,
             pchannel=meta.pchannels[meta.vchannels.index(vchannel)],
-            schema_json=meta.schema.to_json(),
+            schema_json=meta.latest_schema.to_json(),
             segments=[segment_to_pb(m) for m in flushed.values() if m.level == SegmentLevel.L0],
             placements=self._placements(flushed, wanted),
             indexes=indexes,

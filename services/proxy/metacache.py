@@ -30,6 +30,7 @@ class CollectionEntry:
     aliases: tuple[str, ...] = ()
     index_metrics: dict[str, str] = field(default_factory=dict)  # vector field -> its index's metric
     index_types: dict[str, str] = field(default_factory=dict)  # vector field -> its index_type, upper case
+    update_ts: int = 0  # when the schema last changed (the creation until then): Milvus' update_timestamp
 
     @property
     def key_partitions(self) -> list[tuple[str, int]]:
@@ -55,6 +56,7 @@ class CollectionEntry:
             aliases=tuple(info.aliases),
             index_metrics={i.field_name: i.params.get("metric_type", "").upper() for i in info.indexes},
             index_types={i.field_name: i.params.get("index_type", "").upper() for i in info.indexes},
+            update_ts=info.update_timestamp or info.created_timestamp,
         )
 
 

@@ -50,6 +50,7 @@ from services.proxy.reads import ReadOptions, ReadRouter
 from services.proxy.replicas import ReplicaRPCs
 from services.proxy.resource_groups import ResourceGroupRPCs
 from services.proxy.rpc import milvus_rpc
+from services.proxy.schema_rpcs import SchemaRPCs, check_schema_timestamp, schema_guarantee
 from services.proxy.segments import SegmentRPCs
 from services.proxy.stats import WALStats
 from services.proxy.status import success
@@ -73,6 +74,7 @@ def _kv(pairs: Any) -> dict[str, str]:
 
 @answer_unsupported
 class MilvusProxy(
+    SchemaRPCs,
     PartitionRPCs,
     AliasRPCs,
     JobRPCs,
@@ -200,6 +202,7 @@ class MilvusProxy(
             physical_channel_names=coll.pchannels,
             created_timestamp=coll.created_ts,
             created_utc_timestamp=physical_ms(coll.created_ts),
+            update_timestamp=coll.update_ts,
             shards_num=len(coll.vchannels),
             consistency_level=coll.consistency_level,
             collection_name=coll.name,
@@ -293,7 +296,7 @@ class MilvusProxy(
     # ---- writes --------------------------------------------------------------------------------
     @milvus_rpc(milvus_pb2.MutationResult)
     async def Insert(self, request: milvus_pb2.InsertRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.MutationResult:
-        coll = await self._coll(request.collection_name)
+        coll = await check_schema_timestamp(self._cache, await self._coll(request.collection_name), request.schema_timestamp)
         n = request.num_rows
         if n <= 0:
             raise InvalidArgument("num_rows should be greater than 0")
@@ -312,7 +315,7 @@ class MilvusProxy(
 
     @milvus_rpc(milvus_pb2.MutationResult)
     async def Upsert(self, request: milvus_pb2.UpsertRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.MutationResult:
-        coll = await self._coll(request.collection_name)
+        coll = await check_schema_timestamp(self._cache, await self._coll(request.collection_name), request.schema_timestamp)
         n = request.num_rows
         if n <= 0:
             raise InvalidArgument("num_rows should be greater than 0")
@@ -403,13 +406,13 @@ class MilvusProxy(
 
     # ---- reads ---------------------------------------------------------------------------------
     async def _guarantee(self, coll: CollectionEntry, req: Any) -> int:
-        return await guarantee_timestamp(
+        return schema_guarantee(coll, await guarantee_timestamp(
             requested_level=req.consistency_level,
             use_default=req.use_default_consistency,
             collection_level=coll.consistency_level,
             request_ts=req.guarantee_timestamp,
             fresh_ts=self._fresh_ts,
-        )
+        ))
 
     async def _metric_for(self, coll: CollectionEntry, field: str, requested: str | None) -> str:
         return search_metric(coll.schema.field(field), coll.index_metrics.get(field, ""), requested)

@@ -112,7 +112,7 @@ def schema_from_proto(pb: schema_pb2.CollectionSchema, *, collection_name: str) 
             raise InvalidArgument(f"data type {type_name(fpb.data_type)} is not supported yet (field `{fpb.name}`)")
     _check_keys(pb)
 
-    fields = [_field_from_proto(fpb, FIRST_FIELD_ID + i, pb.autoID, collection_name) for i, fpb in enumerate(pb.fields)]
+    fields = [field_from_proto(fpb, FIRST_FIELD_ID + i, pb.autoID, collection_name) for i, fpb in enumerate(pb.fields)]
     if pb.enable_dynamic_field:
         fields.append(
             FieldSchema(
@@ -166,7 +166,7 @@ def _check_keys(pb: schema_pb2.CollectionSchema) -> None:
             raise InvalidArgument(f"partition key field `{f.name}` does not support nullable")
 
 
-def _field_from_proto(
+def field_from_proto(
     fpb: schema_pb2.FieldSchema, field_id: int, collection_auto_id: bool, collection: str
 ) -> FieldSchema:
     dtype = DataType(fpb.data_type)
