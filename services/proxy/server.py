@@ -52,9 +52,9 @@ class Proxy:
         self._producer = Producer(self._watcher, self._local_wal)
         self._reads = ReadRouter(self._coord, self._local)
         self._stats = WALStats(self._watcher)
-        service = MilvusProxy(
-            self._coord, self._producer, MetaCache(self._coord), self._reads, self._stats, limits=c.limits
-        )
+        self._cache = MetaCache(self._coord)
+        self._cache.start(self._store)
+        service = MilvusProxy(self._coord, self._producer, self._cache, self._reads, self._stats, limits=c.limits)
         service.attach_component(self.component)
         # Milvus's deploy modes: the proxy of ``strata standalone`` shares its process with the WAL.
         mode = STANDALONE if self._local_wal is not None else DISTRIBUTED
@@ -83,6 +83,7 @@ class Proxy:
         await self._health.stopping()
         await self._session.stop()
         await self._server.stop(grace=2)
+        await self._cache.stop()
         await self._reads.close()
         await self._stats.close()
         await self._producer.close()
