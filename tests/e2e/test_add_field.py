@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pymilvus import DataType, MilvusClient
@@ -219,3 +220,48 @@ def test_adding_to_a_missing_collection_or_a_fifth_vector_field_is_refused(milvu
         milvus.add_collection_field(collection, f"w{i}", DataType.FLOAT_VECTOR, dim=2, nullable=True)
     with pytest.raises(MilvusException, match="maximum vector field's number should be limited to 4"):
         milvus.add_collection_field(collection, "w3", DataType.FLOAT_VECTOR, dim=2, nullable=True)
+
+
+@pytest.mark.timeout(400)
+def test_bulk_import_after_a_field_was_added(standalone: Standalone, milvus: MilvusClient, tmp_path: Path) -> None:
+    """A file with the added fields imports their values; a file without them (written for the
+    collection as it was) imports null and the default, as rows inserted before the change read."""
+    from pymilvus import BulkInsertState, connections, utility
+
+    name = "add_field_import"
+    if milvus.has_collection(name):
+        milvus.drop_collection(name)
+    schema = MilvusClient.create_schema(auto_id=False)
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    schema.add_field("v", DataType.FLOAT_VECTOR, dim=DIM)
+    index = milvus.prepare_index_params()
+    index.add_index("v", index_type="FLAT", metric_type="L2")
+    milvus.create_collection(name, schema=schema, index_params=index)
+    milvus.add_collection_field(name, "n", DataType.INT64, nullable=True)
+    milvus.add_collection_field(name, "label", DataType.VARCHAR, max_length=8, nullable=True, default_value="none")
+    vecs = pa.array([_vec(i) for i in range(20)], pa.list_(pa.float32()))
+    with_fields, without = tmp_path / "with.parquet", tmp_path / "without.parquet"
+    pq.write_table(pa.table({"id": list(range(10)), "v": vecs[:10], "n": list(range(10)),
+                             "label": [f"l{i}" for i in range(10)]}), with_fields)
+    pq.write_table(pa.table({"id": list(range(10, 20)), "v": vecs[10:]}), without)
+    connections.connect(alias="add_field_import", uri=standalone.uri)
+    try:
+        with dump_logs_on_failure(standalone):
+            task = utility.do_bulk_insert(name, [str(with_fields), str(without)], using="add_field_import")
+            deadline = time.monotonic() + 300
+            while (state := utility.get_bulk_insert_state(task, using="add_field_import")).state not in (
+                BulkInsertState.ImportCompleted, BulkInsertState.ImportFailed
+            ):
+                assert time.monotonic() < deadline, "import did not finish"
+                time.sleep(0.5)
+            assert state.state == BulkInsertState.ImportCompleted, state.failed_reason
+            deadline = time.monotonic() + 60
+            while len(rows := milvus.query(name, filter="id >= 0", output_fields=["n", "label"],
+                                           consistency_level="Strong")) < 20:
+                assert time.monotonic() < deadline, f"{len(rows)} rows visible"
+                time.sleep(0.2)
+            got = {r["id"]: (r["n"], r["label"]) for r in rows}
+            assert got == {**{i: (i, f"l{i}") for i in range(10)}, **{i: (None, "none") for i in range(10, 20)}}
+    finally:
+        connections.disconnect("add_field_import")
+        milvus.drop_collection(name)
