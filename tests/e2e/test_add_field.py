@@ -265,3 +265,20 @@ def test_bulk_import_after_a_field_was_added(standalone: Standalone, milvus: Mil
     finally:
         connections.disconnect("add_field_import")
         milvus.drop_collection(name)
+
+
+@pytest.mark.parametrize(("dtype", "type_name"), [(DataType.TIMESTAMPTZ, "Timestamptz"), (DataType.GEOMETRY, "Geometry")])
+def test_the_types_milvus_2_6_added_are_refused_at_create(milvus: MilvusClient, dtype: DataType, type_name: str) -> None:
+    """Timestamptz and Geometry fields are not served yet: refused with code 1100 naming the type,
+    and nothing is created."""
+    from pymilvus import MilvusException
+
+    name = "new_types"
+    schema = MilvusClient.create_schema(auto_id=False)
+    schema.add_field("id", DataType.INT64, is_primary=True)
+    schema.add_field("v", DataType.FLOAT_VECTOR, dim=DIM)
+    schema.add_field("t", dtype, nullable=True)
+    with pytest.raises(MilvusException) as err:
+        milvus.create_collection(name, schema=schema)
+    assert err.value.code == 1100 and err.value.message == f"data type {type_name} is not supported yet (field `t`)"
+    assert not milvus.has_collection(name)
