@@ -568,11 +568,14 @@ class QueryCoordinator:
         checkpoint = self._data.checkpoint(vchannel)
         flushed = {s.segment_id: s for s in self._flushed(vchannel)}
         wanted = {sid: n for sid, n in wanted.items() if sid in flushed}
+        # The schema after the checkpoint: a SchemaChange the checkpoint passed was appended after
+        # its schema was saved (pending), so the delegator starts with it instead of missing it.
+        schema = (await self._catalog.get_collection(meta.collection_id) or meta).latest_schema
         req = querynode_pb2.WatchChannelRequest(
             collection_id=meta.collection_id,
             vchannel=vchannel,
             pchannel=meta.pchannels[meta.vchannels.index(vchannel)],
-            schema_json=meta.latest_schema.to_json(),
+            schema_json=schema.to_json(),
             segments=[segment_to_pb(m) for m in flushed.values() if m.level == SegmentLevel.L0],
             placements=self._placements(flushed, wanted),
             indexes=indexes,
