@@ -277,6 +277,8 @@ class Delegator:
             except asyncio.CancelledError:
                 raise
             except Exception:  # a message we cannot apply must not kill the shard; it is logged
+                if msg.type == MessageType.SCHEMA_CHANGE:
+                    raise  # on the old schema later rows would not fit: broken, the coordinator watches again
                 self._log.exception("cannot apply message", type=MessageType.Name(msg.type))
 
     async def _apply(self, msg: Message) -> None:
