@@ -80,7 +80,7 @@ class CollectionEntry:
 
 class MetaCache:
     """Entries keyed by the name asked for (a collection name or an alias). DDL through this
-    proxy invalidates them; DDL through another proxy is seen once they expire."""
+    proxy invalidates them; DDL through another proxy, once the catalog watch sees it (``start``)."""
 
     def __init__(self, coord: CoordinatorClient, ttl: float = ENTRY_TTL_SECONDS) -> None:
         self._coord = coord
