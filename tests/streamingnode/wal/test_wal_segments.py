@@ -108,12 +108,13 @@ async def test_manual_flush_seals_and_records_segments(harness: Harness) -> None
     try:
         await wal.append([new_create_collection("v0", 7, "{}")])
         await wal.append([_insert(2)])
-        await wal.append([new_manual_flush("v0", 7, 123)])
+        [flushed] = await wal.append([new_manual_flush("v0", 7, 123)])
         await wal.append([_insert(2)])
         log = await _log(wal)
         manual = next(h for k, h in log if k == MessageType.MANUAL_FLUSH)
         first_seg = next(h["segment_id"] for k, h in log if k == MessageType.INSERT)
         assert manual["segment_ids"] == [first_seg]
+        assert flushed.sealed_segment_ids == (first_seg,)  # the appender hears what it sealed
         inserts = [h["segment_id"] for k, h in log if k == MessageType.INSERT]
         assert inserts[1] != first_seg  # a new segment after the flush
     finally:
