@@ -112,6 +112,7 @@ class ReadSpec:
     timeout: float
     partitions: frozenset[int] | None = None  # None: every partition
     expire_before: int = 0  # rows written before it have expired (the collection's TTL; 0: none)
+    ignore_growing: bool = False  # sealed segments only: growing data is left out (Milvus's ignore_growing)
 
     def to_proto(self) -> qpb.ReadOptions:
         return qpb.ReadOptions(
@@ -122,6 +123,7 @@ class ReadSpec:
             timeout_ms=int(self.timeout * 1000),
             partition_ids=sorted(self.partitions or ()),
             expire_before=self.expire_before,
+            ignore_growing=self.ignore_growing,
         )
 
 
@@ -571,7 +573,9 @@ class Delegator:
             raise self._read_failed(placement, sids, err) from err
 
     def _growing_in(self, spec: ReadSpec) -> list[GrowingStore]:
-        """The growing segments a read covers (call under the data lock)."""
+        """The growing segments a read covers (call under the data lock): none with ``ignore_growing``."""
+        if spec.ignore_growing:
+            return []
         if spec.partitions is None:
             return list(self.data.growing.values())
         return [s for sid, s in self.data.growing.items() if self._partition_of.get(sid) in spec.partitions]

@@ -463,6 +463,7 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
             timeout=DEFAULT_READ_TIMEOUT,
             partition_ids=partitions,
             partition_names=names,
+            ignore_growing=spec.ignore_growing,
         )
         spec = await resolve_key_vectors(self._reads, coll, spec, read, self._limits)  # search by primary keys
         parts = await self._reads.search(
@@ -558,6 +559,7 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
             timeout=DEFAULT_READ_TIMEOUT,
             partition_ids=partitions,
             partition_names=names,
+            ignore_growing=convert.parse_bool("ignore_growing", qp.get("ignore_growing", "false")),
         )
         want = 0 if limit < 0 else limit + offset
         tables, total = await self._reads.query(coll, read=read, limit=want, count_only=count_only)
