@@ -14,7 +14,6 @@ from typing import Any
 
 import grpc
 import pyarrow as pa
-import pyarrow.compute as pc
 import structlog
 from pymilvus.grpc_gen import common_pb2, milvus_pb2, milvus_pb2_grpc, schema_pb2
 
@@ -22,7 +21,7 @@ from protos import coordinator_pb2
 from querynode.segments.reduce import merge_topk
 from services.config import DEFAULT_LIMITS, ProxyLimits
 from services.coordclient import CoordinatorClient
-from services.errors import ErrorCode, IndexNotSupported, InvalidArgument, NotSupported, SegmentLoadFailed, StrataError
+from services.errors import ErrorCode, IndexNotSupported, InvalidArgument, SegmentLoadFailed, StrataError
 from services.expr.asyncparse import parse_filter_async
 from services.grpcutil import raise_for_status
 from services.proxy import convert
@@ -43,6 +42,7 @@ from services.proxy.rpc import milvus_rpc
 from services.proxy.stats import WALStats
 from services.proxy.status import success
 from services.proxy.unsupported import answer_unsupported
+from services.proxy.upserts import live_rows, plan_upsert
 from services.proxy.vectorindex import search_metric, vector_index_params
 from services.proxy.writes import allocate_ids, delete_pks, insert_table, upsert_table
 from services.tsoutil import physical_ms
@@ -339,19 +339,23 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
         n = request.num_rows
         if n <= 0:
             raise InvalidArgument("num_rows should be greater than 0")
-        if request.partial_update:
-            raise NotSupported("partial update is not supported yet: upsert whole rows")
-        # Upsert names the rows it replaces, so the primary key is given even with auto_id.
+        # Upsert names the rows it replaces, so the primary key is given even with auto_id (upserts.py).
         partition = await write_partition(self._cache, coll, request.partition_name)
-        table = convert.insert_to_table(list(request.fields_data), n, coll.schema, allow_insert_auto_id=True)
-        pks = table.column(coll.schema.primary_field.name).combine_chunks()
-        if len(pc.unique(pks)) != len(pks):
-            raise InvalidArgument("duplicate primary keys are not allowed in the same batch")
-        ts = await upsert_table(self._producer, coll, table, partition)
+        scope = None if coll.partition_key is not None else (coll.default_partition_id if partition is None else partition)
+
+        async def read_rows(keys: pa.Array) -> pa.Table:
+            return await live_rows(self._reads, coll, keys, partition_id=scope, guarantee_ts=await self._fresh_ts(),
+                                   timeout=DEFAULT_READ_TIMEOUT)
+
+        plan = await plan_upsert(list(request.fields_data), n, coll.schema, partial=request.partial_update,
+                                 allocate_ids=lambda count: allocate_ids(self._coord, count), read_rows=read_rows)
+        ts = await upsert_table(self._producer, coll, plan.rows, plan.deleted, partition)
         return milvus_pb2.MutationResult(
             status=success(),
-            IDs=convert.ids_to_proto(table.column(coll.schema.primary_field.name).combine_chunks()),
+            IDs=convert.ids_to_proto(plan.rows.column(coll.schema.primary_field.name).combine_chunks()),
             succ_index=list(range(n)),
+            insert_cnt=n,
+            delete_cnt=len(plan.deleted),
             upsert_cnt=n,
             timestamp=ts,
         )

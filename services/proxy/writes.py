@@ -103,25 +103,29 @@ async def delete_pks(producer: Producer, coll: CollectionEntry, pks: Sequence[in
 
 
 async def upsert_table(
-    producer: Producer, coll: CollectionEntry, table: pa.Table, partition_id: int | None = None
+    producer: Producer, coll: CollectionEntry, table: pa.Table, deleted: pa.Array, partition_id: int | None = None
 ) -> int:
-    """Delete every PK of ``table`` and insert its rows, per vchannel in one transaction.
+    """Delete the keys ``deleted`` and insert ``table``'s rows, per vchannel in one transaction.
 
-    The delete and the insert share one timetick, and a delete at T never hides a row
-    inserted at T, so readers see the new version and never a gap.
+    The keys deleted are those the request named (an auto-id collection gives the new rows
+    new keys, so they may differ from ``table``'s, and go to other vchannels). The delete and
+    the insert of a vchannel share one timetick, and a delete at T never hides a row inserted
+    at T, so readers see the new version and never a gap.
     """
     pk = coll.schema.primary_field.name
-    pks = table.column(pk).combine_chunks()
     partitions = _partitions_of(coll, table, partition_id)
-    groups = _by_shard(pks, len(coll.vchannels))
+    inserts = _by_shard(table.column(pk).combine_chunks(), len(coll.vchannels))
+    deletes = _by_shard(deleted, len(coll.vchannels))
     appends = []
-    for shard, rows in enumerate(groups):
-        if len(rows) == 0:
+    for shard, (rows, keys) in enumerate(zip(inserts, deletes, strict=True)):
+        if len(rows) == 0 and len(keys) == 0:
             continue
-        part = _rows(table, rows)
         vchannel = coll.vchannels[shard]
-        messages = [new_delete(vchannel, coll.collection_id, part.column(pk).combine_chunks())]
-        messages += _inserts(coll, shard, part, partitions[rows])
+        messages = []
+        if len(keys):
+            messages.append(new_delete(vchannel, coll.collection_id, deleted.take(pa.array(keys))))
+        if len(rows):
+            messages += _inserts(coll, shard, _rows(table, rows), partitions[rows])
         appends.append(producer.append(coll.pchannels[shard], messages, txn=True))
     results = await asyncio.gather(*appends)
     return max((r.timetick for rs in results for r in rs), default=0)
