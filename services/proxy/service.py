@@ -349,7 +349,7 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
 
         plan = await plan_upsert(list(request.fields_data), n, coll.schema, partial=request.partial_update,
                                  allocate_ids=lambda count: allocate_ids(self._coord, count), read_rows=read_rows)
-        ts = await upsert_table(self._producer, coll, plan.rows, plan.deleted, partition)
+        ts = await upsert_table(self._producer, coll, plan.rows, plan.deleted, partition, delete_partition=scope)
         return milvus_pb2.MutationResult(
             status=success(),
             IDs=convert.ids_to_proto(plan.rows.column(coll.schema.primary_field.name).combine_chunks()),
@@ -370,8 +370,8 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
         scoped, names = await read_partitions(
             self._cache, coll, [request.partition_name] if request.partition_name else []
         )
-        if pks is None or scoped is not None:
-            # A general filter: find the matching keys with a Strong read first.
+        if pks is None:
+            # A general filter: find the matching keys with a Strong read first (in the partition named).
             read = ReadOptions(
                 guarantee_ts=await self._fresh_ts(), filter=request.expr, filter_params=params,
                 output_fields=[coll.schema.primary_field.name], timeout=DEFAULT_READ_TIMEOUT,
@@ -379,10 +379,11 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
             )
             tables, _ = await self._reads.query(coll, read=read, limit=0, count_only=False)
             pks = [v for t in tables for v in t.column(coll.schema.primary_field.name).to_pylist()]
-        ts = await delete_pks(self._producer, coll, pks) if pks else 0
+        # The delete names the partition: rows of these keys elsewhere stay (writes.delete_pks).
+        ts = await delete_pks(self._producer, coll, pks, scoped[0] if scoped else None) if pks else 0
+        # Milvus answers the count only (its IDs are empty): pymilvus gives {"delete_count": n}.
         return milvus_pb2.MutationResult(
             status=success(),
-            IDs=convert.ids_to_proto(pa.array(pks, type=coll.schema.primary_field.arrow_type())),
             delete_cnt=len(pks),
             timestamp=ts or await self._fresh_ts(),
         )
