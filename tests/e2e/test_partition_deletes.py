@@ -79,6 +79,9 @@ def test_partition_scoped_deletes_reach_sealed_segments_only_in_their_partition(
     milvus.flush(name)
     milvus.release_collection(name)
     milvus.load_collection(name)  # every row from sealed segments on the worker
+    # The worker merges the two partitions' segments: one row per key, the newest.
+    got = milvus.query(name, filter="id <= 2", output_fields=["x"], limit=2, consistency_level="Strong")
+    assert got == [{"id": 0, "x": 20}, {"id": 1, "x": 21}]
     _check_scoped_deletes(milvus, name)
     milvus.drop_collection(name)
 
