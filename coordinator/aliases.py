@@ -19,13 +19,15 @@ from dataclasses import replace
 import structlog
 
 from coordinator.catalog import Catalog, CollectionMeta
-from coordinator.names import check_name
-from services.errors import CollectionNotFound, ErrorCode, InvalidArgument, StrataError
+from services.errors import ErrorCode, InvalidArgument, StrataError
+from services.names import alias_not_found, check_alias, check_collection_name, collection_not_found
+from services.timezone import check_timezone
 from services.ttl import check_ttl
 
 
 def check_properties(props: dict[str, str]) -> None:
     check_ttl(props)
+    check_timezone(props)
 
 
 class AliasDDL:
@@ -47,7 +49,7 @@ class AliasDDL:
             raise InvalidArgument(f"{name} is a collection name: it cannot be used as an alias")
 
     async def create(self, alias: str, meta: CollectionMeta) -> None:
-        check_name(alias, "alias")
+        check_alias(alias)
         async with self._lock:
             await self._check_free(alias)
             current = await self._catalog.alias_target(alias)
@@ -64,7 +66,7 @@ class AliasDDL:
     async def alter(self, alias: str, meta: CollectionMeta) -> None:
         async with self._lock:
             if await self._catalog.alias_target(alias) is None:
-                raise InvalidArgument(f"alias not found[alias={alias}]")
+                raise alias_not_found(alias)
             await self._catalog.save_alias(alias, meta.collection_id)
         self._log.info("alias altered", alias=alias, collection=meta.name)
 
@@ -78,7 +80,7 @@ class AliasDDL:
     async def describe(self, alias: str) -> int:
         target = await self._catalog.alias_target(alias)
         if target is None:
-            raise InvalidArgument(f"alias not found[alias={alias}]")
+            raise alias_not_found(alias)
         return target
 
     async def check_drop(self, requested: str, meta: CollectionMeta) -> None:
@@ -93,13 +95,13 @@ class AliasDDL:
             )
 
     async def rename(self, meta: CollectionMeta, new_name: str) -> None:
-        check_name(new_name)
+        check_collection_name(new_name)
         async with self._lock:
             if await self._catalog.alias_target(new_name) is not None:
                 raise InvalidArgument(f"cannot rename collection to an existing alias: {new_name}")
             fresh = await self._catalog.get_collection(meta.collection_id)
             if fresh is None:
-                raise CollectionNotFound(f"collection not found[collection={meta.name}]")
+                raise collection_not_found(meta.name)
             if not await self._catalog.rename(fresh, new_name):
                 raise StrataError(f"duplicated new collection name {new_name}", ErrorCode.COLLECTION_ALREADY_EXISTS)
         self._log.info("collection renamed", old=meta.name, new=new_name)
@@ -109,7 +111,7 @@ class AliasDDL:
         async with self._lock:
             fresh = await self._catalog.get_collection(meta.collection_id)
             if fresh is None:
-                raise CollectionNotFound(f"collection not found[collection={meta.name}]")
+                raise collection_not_found(meta.name)
             merged = {k: v for k, v in {**fresh.properties, **props}.items() if k not in delete_keys}
             await self._catalog.save_collection(replace(fresh, properties=merged))
         self._log.info("collection properties altered", collection=meta.name, set=sorted(props), deleted=delete_keys)

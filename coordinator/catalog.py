@@ -47,6 +47,22 @@ class CollectionMeta:
     state: CollectionState = CollectionState.CREATING
     # Empty in metadata written before partitions existed: the default partition alone.
     partitions: tuple[PartitionInfo, ...] = ()
+    # When the schema last changed (0: never; the creation timestamp stands for it).
+    updated_ts: int = 0
+    # A schema change (a field added) on its way to the WAL: the next one until every vchannel has
+    # it, then ``schema`` (``coordinator/schema_ddl.py``). Readers of the data take it already.
+    pending_schema: CollectionSchema | None = None
+
+    @property
+    def update_ts(self) -> int:
+        """Milvus' ``update_timestamp``: the last schema change, else the creation."""
+        return self.updated_ts or self.created_ts
+
+    @property
+    def latest_schema(self) -> CollectionSchema:
+        """The schema the data is written with: a pending change's, else the current one. Flushers,
+        delegators and jobs take this one (they fill an added field in older rows either way)."""
+        return self.pending_schema or self.schema
 
     @property
     def pchannels(self) -> tuple[str, ...]:
@@ -61,6 +77,7 @@ class CollectionMeta:
     def to_json(self) -> bytes:
         d = asdict(self)
         d["schema"] = self.schema.to_json()
+        d["pending_schema"] = None if self.pending_schema is None else self.pending_schema.to_json()
         d["state"] = self.state.value
         return json.dumps(d).encode()
 
@@ -68,6 +85,8 @@ class CollectionMeta:
     def from_json(raw: bytes) -> CollectionMeta:
         d = json.loads(raw)
         d["schema"] = CollectionSchema.from_json(d["schema"])
+        pending = d.get("pending_schema")
+        d["pending_schema"] = None if pending is None else CollectionSchema.from_json(pending)
         d["vchannels"] = tuple(d["vchannels"])
         d["state"] = CollectionState(d["state"])
         d["partitions"] = tuple(PartitionInfo(**p) for p in d.get("partitions", ()))

@@ -16,15 +16,16 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
-from coordinator.catalog import Catalog, CollectionMeta, CollectionState, IndexMeta, PartitionInfo, vchannel_name
+from coordinator.catalog import Catalog, CollectionMeta, CollectionState, PartitionInfo, vchannel_name
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.idalloc import IDAllocator
-from coordinator.names import check_name
 from coordinator.partitions import initial_partitions
 from coordinator.tso import TimestampOracle
-from services.errors import CollectionNotFound, ErrorCode, InvalidArgument, StrataError
+from services.errors import ErrorCode, InvalidArgument, StrataError
+from services.names import check_collection_name, collection_not_found
 from services.position import Position
 from services.schema import CollectionSchema
+from services.timezone import with_default_timezone
 from streamingnode.client.producer import Producer
 from streamingnode.message import new_create_collection, new_drop_collection
 
@@ -76,7 +77,8 @@ class DDL:
     ) -> CollectionMeta:
         if shards_num < 1 or shards_num > MAX_SHARDS:
             raise InvalidArgument(f"shards_num must be between 1 and {MAX_SHARDS}, got {shards_num}")
-        check_name(schema.name)
+        check_collection_name(schema.name)
+        properties = with_default_timezone(properties)
         partition_names = initial_partitions(schema, num_partitions)
         async with self._lock:
             if await self._catalog.alias_target(schema.name) is not None:
@@ -179,34 +181,9 @@ class DDL:
             if found is None:
                 found = await self._catalog.alias_target(name)
             if found is None:
-                raise CollectionNotFound(f"collection not found[collection={name}]")
+                raise collection_not_found(name)
             collection_id = found
         meta = await self._catalog.get_collection(collection_id)
         if meta is None or meta.state != CollectionState.CREATED:
-            raise CollectionNotFound(f"collection not found[collection={name or collection_id}]")
+            raise collection_not_found(name or collection_id)
         return meta
-
-    async def create_index(
-        self, meta: CollectionMeta, field_name: str, index_name: str, params: dict[str, str]
-    ) -> None:
-        if not meta.schema.has_field(field_name):
-            raise InvalidArgument(f"cannot create index on non-exist field: {field_name}")
-        name = index_name or field_name
-        for existing in await self._catalog.list_indexes(meta.collection_id):
-            if existing.field_name == field_name or existing.index_name == name:
-                if existing.params == params and existing.field_name == field_name:
-                    return  # the same index again is a no-op, as in Milvus
-                raise InvalidArgument(
-                    f"at most one distinct index is allowed per field: field {field_name} already has "
-                    f"index {existing.index_name} with different params"
-                )
-        index_id = await self._ids.allocate()
-        await self._catalog.save_index(
-            IndexMeta(
-                collection_id=meta.collection_id,
-                field_name=field_name,
-                index_name=name,
-                index_id=index_id,
-                params=params,
-            )
-        )

@@ -24,19 +24,15 @@ import structlog
 from coordinator.catalog import DEFAULT_PARTITION, Catalog, CollectionMeta, PartitionInfo
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.idalloc import IDAllocator
-from coordinator.names import check_name
 from coordinator.tso import TimestampOracle
-from services.errors import InvalidArgument, StrataError
+from services.errors import InvalidArgument
+from services.names import check_partition_name, collection_not_found
 from services.schema import CollectionSchema, DataType
 from streamingnode.client.producer import Producer
 from streamingnode.message import new_drop_partition
 
 MAX_PARTITIONS = 1024
 DEFAULT_KEY_PARTITIONS = 16
-
-
-def check_partition_name(name: str) -> None:
-    check_name(name, "partition")
 
 
 def partition_key_field(schema: CollectionSchema) -> str | None:
@@ -88,13 +84,13 @@ class PartitionDDL:
     async def _current(self, meta: CollectionMeta) -> CollectionMeta:
         fresh = await self._catalog.get_collection(meta.collection_id)
         if fresh is None:
-            raise StrataError(f"collection not found[collection={meta.name}]")
+            raise collection_not_found(meta.name)
         return fresh
 
     async def create(self, meta: CollectionMeta, name: str) -> None:
-        check_partition_name(name)
         if partition_key_field(meta.schema) is not None:
             raise InvalidArgument("disable create partition if partition key mode is used")
+        check_partition_name(name)
         async with self._lock:
             meta = await self._current(meta)
             if meta.partition(name) is not None:
@@ -106,9 +102,9 @@ class PartitionDDL:
         self._log.info("partition created", collection=meta.name, partition=name, partition_id=info.partition_id)
 
     async def drop(self, meta: CollectionMeta, name: str) -> None:
-        check_partition_name(name)
         if partition_key_field(meta.schema) is not None:
             raise InvalidArgument("disable drop partition if partition key mode is used")
+        check_partition_name(name)
         if name == DEFAULT_PARTITION:
             raise InvalidArgument("default partition cannot be deleted")
         async with self._lock:

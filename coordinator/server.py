@@ -47,11 +47,14 @@ from coordinator.data.datacoord import DataCoordinator
 from coordinator.data.gc import GarbageCollector
 from coordinator.data.index_builds import IndexBuildScheduler
 from coordinator.data.offline import OfflineJobs
+from coordinator.databases import Databases
 from coordinator.ddl import DDL
 from coordinator.election import Election
 from coordinator.idalloc import IDAllocator
+from coordinator.indexes import IndexDDL
 from coordinator.partitions import PartitionDDL
 from coordinator.query.coord import QueryCoordinator
+from coordinator.schema_ddl import SchemaDDL
 from coordinator.service import CoordinatorService
 from coordinator.streaming.balancer import StreamingBalancer
 from coordinator.streaming.local_source import BalancerAssignmentSource
@@ -137,6 +140,8 @@ class Coordinator:
         self.ids = IDAllocator(meta)
         await self.ids.start()
         self.catalog = Catalog(meta)
+        self.databases = Databases(meta)
+        await self.databases.start()
         names = pchannel_names(c.cluster_name, c.pchannel_count)
         self.balancer = StreamingBalancer(meta, names, rebalance_cooldown_seconds=c.rebalance_cooldown_seconds)
         self._producer = Producer(BalancerAssignmentSource(self.balancer))
@@ -144,12 +149,19 @@ class Coordinator:
         await self.data.start()
         self.query = QueryCoordinator(meta, self.catalog, self.tso, self.data)
         self.ddl = DDL(self.catalog, self.ids, self.tso, self._producer, names, self.query.release, self.data)
+        self.schema_ddl = SchemaDDL(self.ddl, self.catalog, self.tso, self._producer)
         # Compaction and bulk import on Spark need the object storage the segments live in.
         storage = None if c.storage is None else await asyncio.to_thread(ObjectStore.from_uri, c.storage)
         self.jobs = None if c.storage is None else OfflineJobs(
             meta, self.data, self.catalog, self.ids, self.tso, storage_uri=c.storage, config=c.jobs,
             loading=self.query.loading,
         )
+        # Index builds of flushed segments, loaded or not (as Milvus' index coordinator), on query nodes;
+        # started below, once the query coordinator runs.
+        self._index_builder = GrpcIndexBuilder()
+        self._index_builds: IndexBuildScheduler | None = None
+        if storage is not None:
+            self._index_builds = IndexBuildScheduler(self.data, self.catalog, storage, self.query, self._index_builder)
         service = CoordinatorService(
             tso=self.tso,
             ids=self.ids,
@@ -160,6 +172,9 @@ class Coordinator:
             data=self.data,
             aliases=AliasDDL(self.catalog, self.ddl.lock),
             truncator=Truncator(self.ddl, self.catalog, self.ids, self.tso, self.query),
+            indexes=IndexDDL(self.catalog, self.ids, self.ddl.lock, self.query.is_loaded),
+            databases=self.databases,
+            schema=self.schema_ddl,
             partitions=PartitionDDL(
                 self.catalog,
                 self.ids,
@@ -172,6 +187,7 @@ class Coordinator:
             compaction=None if self.jobs is None else self.jobs.compaction,
             imports=None if self.jobs is None else self.jobs.imports,
             storage=storage,
+            build_failures=None if self._index_builds is None else self._index_builds.failures,
         )
 
         self._late.add(lambda server: coordinator_pb2_grpc.add_CoordinatorServicer_to_server(service, server))
@@ -184,11 +200,7 @@ class Coordinator:
         await self.query.start()
         if self.jobs is not None:
             await self.jobs.start()
-        # Index builds of flushed segments, loaded or not (as Milvus' index coordinator), on query nodes.
-        self._index_builder = GrpcIndexBuilder()
-        self._index_builds: IndexBuildScheduler | None = None
-        if storage is not None:
-            self._index_builds = IndexBuildScheduler(self.data, self.catalog, storage, self.query, self._index_builder)
+        if self._index_builds is not None:
             self._index_builds.start()
         self._gc: GarbageCollector | None = None
         if storage is not None:
@@ -245,6 +257,7 @@ class Coordinator:
         while True:
             try:
                 await self.ddl.recover()
+                await self.schema_ddl.recover()
                 return
             except asyncio.CancelledError:
                 raise

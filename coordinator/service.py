@@ -3,21 +3,30 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 
 import grpc
 
 from coordinator.aliases import AliasDDL
 from coordinator.catalog import Catalog, CollectionMeta
+from coordinator.cluster_service import ClusterRPCs
+from coordinator.data.build_policy import BuildKey
 from coordinator.data.compaction import CompactionManager
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.data.importer import ImportManager
 from coordinator.data.index_progress import index_progress, saved_indexes
+from coordinator.databases import DatabaseRPCs, Databases
 from coordinator.ddl import DDL
+from coordinator.flush_all import FlushAllRPCs
+from coordinator.health import HealthRPCs
 from coordinator.idalloc import IDAllocator
+from coordinator.indexes import IndexDDL
 from coordinator.jobs_service import JobRPCs
 from coordinator.partitions import PartitionDDL
 from coordinator.query.coord import QueryCoordinator
+from coordinator.replicas_service import ReplicaRPCs
+from coordinator.schema_ddl import SchemaDDL
+from coordinator.schema_service import SchemaRPCs
 from coordinator.streaming.balancer import AssignmentView, StreamingBalancer
 from coordinator.truncate import Truncator
 from coordinator.tso import TimestampOracle
@@ -48,6 +57,7 @@ def collection_info(meta: CollectionMeta) -> pb.CollectionInfo:
         consistency_level=meta.consistency_level,
         properties=meta.properties,
         created_timestamp=meta.created_ts,
+        update_timestamp=meta.update_ts,
         default_partition_id=meta.default_partition_id,
         partitions=[
             pb.PartitionInfo(partition_id=p.partition_id, name=p.name, created_timestamp=p.created_ts)
@@ -70,7 +80,16 @@ def assignment_snapshot(view: AssignmentView) -> pb.AssignmentSnapshot:
     )
 
 
-class CoordinatorService(JobRPCs, coordinator_pb2_grpc.CoordinatorServicer):
+class CoordinatorService(
+    SchemaRPCs,
+    JobRPCs,
+    DatabaseRPCs,
+    ReplicaRPCs,
+    HealthRPCs,
+    ClusterRPCs,
+    FlushAllRPCs,
+    coordinator_pb2_grpc.CoordinatorServicer,
+):
     def __init__(
         self,
         *,
@@ -84,14 +103,22 @@ class CoordinatorService(JobRPCs, coordinator_pb2_grpc.CoordinatorServicer):
         partitions: PartitionDDL,
         aliases: AliasDDL,
         truncator: Truncator,
+        indexes: IndexDDL,
+        databases: Databases,
+        schema: SchemaDDL,
         compaction: CompactionManager | None = None,
         imports: ImportManager | None = None,
         storage: ObjectStore | None = None,
+        build_failures: Callable[[int], Mapping[BuildKey, str]] | None = None,
     ) -> None:
         self._storage = storage  # where query nodes save built indexes (index progress); None: unknown
+        self._build_failures = build_failures  # builds refused for good, per collection (index_builds.py)
+        self._indexes = indexes
         self._compaction = compaction
         self._imports = imports
         self._truncator = truncator
+        self._databases = databases
+        self._schema_ddl = schema
         self._aliases = aliases
         self._partitions = partitions
         self._data = data
@@ -215,9 +242,7 @@ class CoordinatorService(JobRPCs, coordinator_pb2_grpc.CoordinatorServicer):
     @rpc_method(pb.StatusResponse)
     async def CreateIndex(self, request: pb.CreateIndexRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
         meta = await self._meta(request.collection)
-        await self._ddl.create_index(
-            meta, request.index.field_name, request.index.index_name, dict(request.index.params)
-        )
+        await self._indexes.create(meta, request.index.field_name, request.index.index_name, dict(request.index.params))
         return pb.StatusResponse(status=ok_status())
 
     @rpc_method(pb.DescribeIndexResponse)
@@ -233,23 +258,24 @@ class CoordinatorService(JobRPCs, coordinator_pb2_grpc.CoordinatorServicer):
         if self._storage is not None and infos:
             saved = await asyncio.to_thread(saved_indexes, self._storage, meta.collection_id)
             segments = self._data.flushed_segments(collection_id=meta.collection_id)
+            failures = self._build_failures(meta.collection_id) if self._build_failures else {}
             for info in infos:
                 index_type = info.params.get("index_type", "") or "AUTOINDEX"
-                progress = index_progress(saved, segments, info.index_id, index_type=index_type)
+                progress = index_progress(saved, segments, info.index_id, index_type=index_type, failures=failures)
                 info.progress_known = True
                 info.indexed_rows, info.total_rows = progress.indexed_rows, progress.total_rows
+                info.fail_reason = progress.fail_reason
         return pb.DescribeIndexResponse(status=ok_status(), indexes=infos)
 
     @rpc_method(pb.StatusResponse)
     async def DropIndex(self, request: pb.DropIndexRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
+        await self._indexes.drop(await self._meta(request.collection), request.index_name)
+        return pb.StatusResponse(status=ok_status())
+
+    @rpc_method(pb.StatusResponse)
+    async def AlterIndex(self, request: pb.AlterIndexRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
         meta = await self._meta(request.collection)
-        for i in await self._catalog.list_indexes(meta.collection_id):
-            if (request.index_name and i.index_name == request.index_name) or (
-                not request.index_name and i.field_name == request.field_name
-            ):
-                if self._query.is_loaded(meta.collection_id):
-                    raise InvalidArgument("index cannot be dropped, collection is loaded, please release it first")
-                await self._catalog.drop_index(i)
+        await self._indexes.alter(meta, request.index_name, dict(request.params), list(request.delete_keys))
         return pb.StatusResponse(status=ok_status())
 
     @rpc_method(pb.StatusResponse)
@@ -400,7 +426,8 @@ class CoordinatorService(JobRPCs, coordinator_pb2_grpc.CoordinatorServicer):
     async def GetFlushState(
         self, request: pb.GetFlushStateRequest, context: grpc.aio.ServicerContext
     ) -> pb.GetFlushStateResponse:
-        meta = await self._meta(request.collection)
+        ref = request.collection
+        meta = await self._meta(ref) if ref.name or ref.collection_id else None  # None: by segment ids only
         flushed = self._data.flush_state(meta, list(request.segment_ids), request.flush_ts)
         return pb.GetFlushStateResponse(status=ok_status(), flushed=flushed)
 

@@ -31,7 +31,7 @@ from coordinator.ddl import DDL
 from coordinator.idalloc import IDAllocator
 from coordinator.query.coord import QueryCoordinator
 from coordinator.tso import TimestampOracle
-from services.errors import CollectionNotFound
+from services.names import collection_not_found
 
 
 class Truncator:
@@ -49,7 +49,7 @@ class Truncator:
         async with self._ddl.lock:
             old = await self._catalog.get_collection(meta.collection_id)
             if old is None or old.state != CollectionState.CREATED:
-                raise CollectionNotFound(f"collection not found[collection={meta.name}]")
+                raise collection_not_found(meta.name)
             parts = old.all_partitions()
             new_id = await self._ids.allocate(1 + len(parts))
             created_ts = await self._tso.allocate()

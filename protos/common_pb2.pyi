@@ -21,6 +21,7 @@ class MessageType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     MANUAL_FLUSH: _ClassVar[MessageType]
     CREATE_SEGMENT: _ClassVar[MessageType]
     IMPORT: _ClassVar[MessageType]
+    SCHEMA_CHANGE: _ClassVar[MessageType]
 
 class SegmentState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -48,6 +49,7 @@ DROP_PARTITION: MessageType
 MANUAL_FLUSH: MessageType
 CREATE_SEGMENT: MessageType
 IMPORT: MessageType
+SCHEMA_CHANGE: MessageType
 SEGMENT_STATE_NONE: SegmentState
 GROWING: SegmentState
 SEALED: SegmentState

@@ -1,4 +1,5 @@
 from protos import common_pb2 as _common_pb2
+from protos import databases_pb2 as _databases_pb2
 from protos import jobs_pb2 as _jobs_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -158,8 +159,29 @@ class AlterCollectionRequest(_message.Message):
     delete_keys: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., properties: _Optional[_Mapping[str, str]] = ..., delete_keys: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class AlterSchemaRequest(_message.Message):
+    __slots__ = ("collection", "add_field_json", "field_name", "properties", "delete_keys")
+    class PropertiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    ADD_FIELD_JSON_FIELD_NUMBER: _ClassVar[int]
+    FIELD_NAME_FIELD_NUMBER: _ClassVar[int]
+    PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    DELETE_KEYS_FIELD_NUMBER: _ClassVar[int]
+    collection: CollectionRef
+    add_field_json: str
+    field_name: str
+    properties: _containers.ScalarMap[str, str]
+    delete_keys: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., add_field_json: _Optional[str] = ..., field_name: _Optional[str] = ..., properties: _Optional[_Mapping[str, str]] = ..., delete_keys: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class CollectionInfo(_message.Message):
-    __slots__ = ("collection_id", "name", "schema_json", "vchannels", "pchannels", "consistency_level", "properties", "created_timestamp", "default_partition_id", "partitions", "aliases", "indexes")
+    __slots__ = ("collection_id", "name", "schema_json", "vchannels", "pchannels", "consistency_level", "properties", "created_timestamp", "default_partition_id", "partitions", "aliases", "indexes", "update_timestamp")
     class PropertiesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -179,6 +201,7 @@ class CollectionInfo(_message.Message):
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     ALIASES_FIELD_NUMBER: _ClassVar[int]
     INDEXES_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     collection_id: int
     name: str
     schema_json: str
@@ -191,7 +214,8 @@ class CollectionInfo(_message.Message):
     partitions: _containers.RepeatedCompositeFieldContainer[PartitionInfo]
     aliases: _containers.RepeatedScalarFieldContainer[str]
     indexes: _containers.RepeatedCompositeFieldContainer[IndexInfo]
-    def __init__(self, collection_id: _Optional[int] = ..., name: _Optional[str] = ..., schema_json: _Optional[str] = ..., vchannels: _Optional[_Iterable[str]] = ..., pchannels: _Optional[_Iterable[str]] = ..., consistency_level: _Optional[int] = ..., properties: _Optional[_Mapping[str, str]] = ..., created_timestamp: _Optional[int] = ..., default_partition_id: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[PartitionInfo, _Mapping]]] = ..., aliases: _Optional[_Iterable[str]] = ..., indexes: _Optional[_Iterable[_Union[IndexInfo, _Mapping]]] = ...) -> None: ...
+    update_timestamp: int
+    def __init__(self, collection_id: _Optional[int] = ..., name: _Optional[str] = ..., schema_json: _Optional[str] = ..., vchannels: _Optional[_Iterable[str]] = ..., pchannels: _Optional[_Iterable[str]] = ..., consistency_level: _Optional[int] = ..., properties: _Optional[_Mapping[str, str]] = ..., created_timestamp: _Optional[int] = ..., default_partition_id: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[PartitionInfo, _Mapping]]] = ..., aliases: _Optional[_Iterable[str]] = ..., indexes: _Optional[_Iterable[_Union[IndexInfo, _Mapping]]] = ..., update_timestamp: _Optional[int] = ...) -> None: ...
 
 class CollectionResponse(_message.Message):
     __slots__ = ("status", "collection")
@@ -214,7 +238,7 @@ class ListCollectionsResponse(_message.Message):
     def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., collections: _Optional[_Iterable[_Union[CollectionInfo, _Mapping]]] = ...) -> None: ...
 
 class IndexInfo(_message.Message):
-    __slots__ = ("field_name", "index_name", "index_id", "params", "progress_known", "indexed_rows", "total_rows")
+    __slots__ = ("field_name", "index_name", "index_id", "params", "progress_known", "indexed_rows", "total_rows", "fail_reason")
     class ParamsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -229,6 +253,7 @@ class IndexInfo(_message.Message):
     PROGRESS_KNOWN_FIELD_NUMBER: _ClassVar[int]
     INDEXED_ROWS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_ROWS_FIELD_NUMBER: _ClassVar[int]
+    FAIL_REASON_FIELD_NUMBER: _ClassVar[int]
     field_name: str
     index_name: str
     index_id: int
@@ -236,7 +261,8 @@ class IndexInfo(_message.Message):
     progress_known: bool
     indexed_rows: int
     total_rows: int
-    def __init__(self, field_name: _Optional[str] = ..., index_name: _Optional[str] = ..., index_id: _Optional[int] = ..., params: _Optional[_Mapping[str, str]] = ..., progress_known: _Optional[bool] = ..., indexed_rows: _Optional[int] = ..., total_rows: _Optional[int] = ...) -> None: ...
+    fail_reason: str
+    def __init__(self, field_name: _Optional[str] = ..., index_name: _Optional[str] = ..., index_id: _Optional[int] = ..., params: _Optional[_Mapping[str, str]] = ..., progress_known: _Optional[bool] = ..., indexed_rows: _Optional[int] = ..., total_rows: _Optional[int] = ..., fail_reason: _Optional[str] = ...) -> None: ...
 
 class CreateIndexRequest(_message.Message):
     __slots__ = ("collection", "index")
@@ -247,14 +273,31 @@ class CreateIndexRequest(_message.Message):
     def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., index: _Optional[_Union[IndexInfo, _Mapping]] = ...) -> None: ...
 
 class DropIndexRequest(_message.Message):
-    __slots__ = ("collection", "field_name", "index_name")
+    __slots__ = ("collection", "index_name")
     COLLECTION_FIELD_NUMBER: _ClassVar[int]
-    FIELD_NAME_FIELD_NUMBER: _ClassVar[int]
     INDEX_NAME_FIELD_NUMBER: _ClassVar[int]
     collection: CollectionRef
-    field_name: str
     index_name: str
-    def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., field_name: _Optional[str] = ..., index_name: _Optional[str] = ...) -> None: ...
+    def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., index_name: _Optional[str] = ...) -> None: ...
+
+class AlterIndexRequest(_message.Message):
+    __slots__ = ("collection", "index_name", "params", "delete_keys")
+    class ParamsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    INDEX_NAME_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_FIELD_NUMBER: _ClassVar[int]
+    DELETE_KEYS_FIELD_NUMBER: _ClassVar[int]
+    collection: CollectionRef
+    index_name: str
+    params: _containers.ScalarMap[str, str]
+    delete_keys: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., index_name: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ..., delete_keys: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class DescribeIndexResponse(_message.Message):
     __slots__ = ("status", "indexes")
@@ -445,3 +488,159 @@ class GetFlushStateResponse(_message.Message):
     status: _common_pb2.Status
     flushed: bool
     def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., flushed: _Optional[bool] = ...) -> None: ...
+
+class ShardReplica(_message.Message):
+    __slots__ = ("vchannel", "leader_id", "leader_address", "node_ids")
+    VCHANNEL_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    vchannel: str
+    leader_id: int
+    leader_address: str
+    node_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, vchannel: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_address: _Optional[str] = ..., node_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class ReplicaInfo(_message.Message):
+    __slots__ = ("replica_id", "node_ids", "shards")
+    REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
+    NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    SHARDS_FIELD_NUMBER: _ClassVar[int]
+    replica_id: int
+    node_ids: _containers.RepeatedScalarFieldContainer[int]
+    shards: _containers.RepeatedCompositeFieldContainer[ShardReplica]
+    def __init__(self, replica_id: _Optional[int] = ..., node_ids: _Optional[_Iterable[int]] = ..., shards: _Optional[_Iterable[_Union[ShardReplica, _Mapping]]] = ...) -> None: ...
+
+class GetReplicasResponse(_message.Message):
+    __slots__ = ("status", "collection_id", "partition_ids", "replicas")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_IDS_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    collection_id: int
+    partition_ids: _containers.RepeatedScalarFieldContainer[int]
+    replicas: _containers.RepeatedCompositeFieldContainer[ReplicaInfo]
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., collection_id: _Optional[int] = ..., partition_ids: _Optional[_Iterable[int]] = ..., replicas: _Optional[_Iterable[_Union[ReplicaInfo, _Mapping]]] = ...) -> None: ...
+
+class CheckHealthRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class CheckHealthResponse(_message.Message):
+    __slots__ = ("status", "is_healthy", "reasons")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    IS_HEALTHY_FIELD_NUMBER: _ClassVar[int]
+    REASONS_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    is_healthy: bool
+    reasons: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., is_healthy: _Optional[bool] = ..., reasons: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class QuerySegment(_message.Message):
+    __slots__ = ("segment_id", "partition_id", "level", "rows", "node_ids", "index_id", "index_name")
+    SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_ID_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    INDEX_ID_FIELD_NUMBER: _ClassVar[int]
+    INDEX_NAME_FIELD_NUMBER: _ClassVar[int]
+    segment_id: int
+    partition_id: int
+    level: _common_pb2.SegmentLevel
+    rows: int
+    node_ids: _containers.RepeatedScalarFieldContainer[int]
+    index_id: int
+    index_name: str
+    def __init__(self, segment_id: _Optional[int] = ..., partition_id: _Optional[int] = ..., level: _Optional[_Union[_common_pb2.SegmentLevel, str]] = ..., rows: _Optional[int] = ..., node_ids: _Optional[_Iterable[int]] = ..., index_id: _Optional[int] = ..., index_name: _Optional[str] = ...) -> None: ...
+
+class QuerySegmentsResponse(_message.Message):
+    __slots__ = ("status", "collection_id", "segments")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]
+    SEGMENTS_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    collection_id: int
+    segments: _containers.RepeatedCompositeFieldContainer[QuerySegment]
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., collection_id: _Optional[int] = ..., segments: _Optional[_Iterable[_Union[QuerySegment, _Mapping]]] = ...) -> None: ...
+
+class ResourceGroupRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class QueryNodeInfo(_message.Message):
+    __slots__ = ("node_id", "address")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    node_id: int
+    address: str
+    def __init__(self, node_id: _Optional[int] = ..., address: _Optional[str] = ...) -> None: ...
+
+class ResourceGroupResponse(_message.Message):
+    __slots__ = ("status", "name", "nodes", "loaded_replicas")
+    class LoadedReplicasEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: int
+        value: int
+        def __init__(self, key: _Optional[int] = ..., value: _Optional[int] = ...) -> None: ...
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    LOADED_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    name: str
+    nodes: _containers.RepeatedCompositeFieldContainer[QueryNodeInfo]
+    loaded_replicas: _containers.ScalarMap[int, int]
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., name: _Optional[str] = ..., nodes: _Optional[_Iterable[_Union[QueryNodeInfo, _Mapping]]] = ..., loaded_replicas: _Optional[_Mapping[int, int]] = ...) -> None: ...
+
+class FlushAllRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class CollectionFlush(_message.Message):
+    __slots__ = ("name", "segment_ids", "flush_ts")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    FLUSH_TS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    segment_ids: _containers.RepeatedScalarFieldContainer[int]
+    flush_ts: int
+    def __init__(self, name: _Optional[str] = ..., segment_ids: _Optional[_Iterable[int]] = ..., flush_ts: _Optional[int] = ...) -> None: ...
+
+class FlushAllResponse(_message.Message):
+    __slots__ = ("status", "flush_all_ts", "collections")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    FLUSH_ALL_TS_FIELD_NUMBER: _ClassVar[int]
+    COLLECTIONS_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    flush_all_ts: int
+    collections: _containers.RepeatedCompositeFieldContainer[CollectionFlush]
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., flush_all_ts: _Optional[int] = ..., collections: _Optional[_Iterable[_Union[CollectionFlush, _Mapping]]] = ...) -> None: ...
+
+class GetFlushAllStateRequest(_message.Message):
+    __slots__ = ("flush_all_ts",)
+    FLUSH_ALL_TS_FIELD_NUMBER: _ClassVar[int]
+    flush_all_ts: int
+    def __init__(self, flush_all_ts: _Optional[int] = ...) -> None: ...
+
+class GetFlushAllStateResponse(_message.Message):
+    __slots__ = ("status", "flushed", "collections")
+    class CollectionsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: bool
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[bool] = ...) -> None: ...
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    FLUSHED_FIELD_NUMBER: _ClassVar[int]
+    COLLECTIONS_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    flushed: bool
+    collections: _containers.ScalarMap[str, bool]
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., flushed: _Optional[bool] = ..., collections: _Optional[_Mapping[str, bool]] = ...) -> None: ...

@@ -4,6 +4,7 @@ import grpc
 import warnings
 
 from protos import coordinator_pb2 as protos_dot_coordinator__pb2
+from protos import databases_pb2 as protos_dot_databases__pb2
 from protos import jobs_pb2 as protos_dot_jobs__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
@@ -65,6 +66,16 @@ class CoordinatorStub:
                 request_serializer=protos_dot_coordinator__pb2.ListCollectionsRequest.SerializeToString,
                 response_deserializer=protos_dot_coordinator__pb2.ListCollectionsResponse.FromString,
                 _registered_method=True)
+        self.DescribeDatabase = channel.unary_unary(
+                '/strata.coordinator.Coordinator/DescribeDatabase',
+                request_serializer=protos_dot_databases__pb2.DatabaseRef.SerializeToString,
+                response_deserializer=protos_dot_databases__pb2.DatabaseResponse.FromString,
+                _registered_method=True)
+        self.ListDatabases = channel.unary_unary(
+                '/strata.coordinator.Coordinator/ListDatabases',
+                request_serializer=protos_dot_databases__pb2.ListDatabasesRequest.SerializeToString,
+                response_deserializer=protos_dot_databases__pb2.ListDatabasesResponse.FromString,
+                _registered_method=True)
         self.CreateIndex = channel.unary_unary(
                 '/strata.coordinator.Coordinator/CreateIndex',
                 request_serializer=protos_dot_coordinator__pb2.CreateIndexRequest.SerializeToString,
@@ -78,6 +89,11 @@ class CoordinatorStub:
         self.DropIndex = channel.unary_unary(
                 '/strata.coordinator.Coordinator/DropIndex',
                 request_serializer=protos_dot_coordinator__pb2.DropIndexRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.StatusResponse.FromString,
+                _registered_method=True)
+        self.AlterIndex = channel.unary_unary(
+                '/strata.coordinator.Coordinator/AlterIndex',
+                request_serializer=protos_dot_coordinator__pb2.AlterIndexRequest.SerializeToString,
                 response_deserializer=protos_dot_coordinator__pb2.StatusResponse.FromString,
                 _registered_method=True)
         self.LoadCollection = channel.unary_unary(
@@ -130,6 +146,11 @@ class CoordinatorStub:
                 request_serializer=protos_dot_coordinator__pb2.AlterCollectionRequest.SerializeToString,
                 response_deserializer=protos_dot_coordinator__pb2.StatusResponse.FromString,
                 _registered_method=True)
+        self.AlterSchema = channel.unary_unary(
+                '/strata.coordinator.Coordinator/AlterSchema',
+                request_serializer=protos_dot_coordinator__pb2.AlterSchemaRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.StatusResponse.FromString,
+                _registered_method=True)
         self.TruncateCollection = channel.unary_unary(
                 '/strata.coordinator.Coordinator/TruncateCollection',
                 request_serializer=protos_dot_coordinator__pb2.CollectionRef.SerializeToString,
@@ -149,6 +170,26 @@ class CoordinatorStub:
                 '/strata.coordinator.Coordinator/GetQueryView',
                 request_serializer=protos_dot_coordinator__pb2.CollectionRef.SerializeToString,
                 response_deserializer=protos_dot_coordinator__pb2.QueryViewResponse.FromString,
+                _registered_method=True)
+        self.GetReplicas = channel.unary_unary(
+                '/strata.coordinator.Coordinator/GetReplicas',
+                request_serializer=protos_dot_coordinator__pb2.CollectionRef.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.GetReplicasResponse.FromString,
+                _registered_method=True)
+        self.CheckHealth = channel.unary_unary(
+                '/strata.coordinator.Coordinator/CheckHealth',
+                request_serializer=protos_dot_coordinator__pb2.CheckHealthRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.CheckHealthResponse.FromString,
+                _registered_method=True)
+        self.GetQuerySegments = channel.unary_unary(
+                '/strata.coordinator.Coordinator/GetQuerySegments',
+                request_serializer=protos_dot_coordinator__pb2.CollectionRef.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.QuerySegmentsResponse.FromString,
+                _registered_method=True)
+        self.DescribeResourceGroup = channel.unary_unary(
+                '/strata.coordinator.Coordinator/DescribeResourceGroup',
+                request_serializer=protos_dot_coordinator__pb2.ResourceGroupRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.ResourceGroupResponse.FromString,
                 _registered_method=True)
         self.AssignmentDiscover = channel.unary_stream(
                 '/strata.coordinator.Coordinator/AssignmentDiscover',
@@ -194,6 +235,16 @@ class CoordinatorStub:
                 '/strata.coordinator.Coordinator/GetFlushState',
                 request_serializer=protos_dot_coordinator__pb2.GetFlushStateRequest.SerializeToString,
                 response_deserializer=protos_dot_coordinator__pb2.GetFlushStateResponse.FromString,
+                _registered_method=True)
+        self.FlushAll = channel.unary_unary(
+                '/strata.coordinator.Coordinator/FlushAll',
+                request_serializer=protos_dot_coordinator__pb2.FlushAllRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.FlushAllResponse.FromString,
+                _registered_method=True)
+        self.GetFlushAllState = channel.unary_unary(
+                '/strata.coordinator.Coordinator/GetFlushAllState',
+                request_serializer=protos_dot_coordinator__pb2.GetFlushAllStateRequest.SerializeToString,
+                response_deserializer=protos_dot_coordinator__pb2.GetFlushAllStateResponse.FromString,
                 _registered_method=True)
         self.ManualCompaction = channel.unary_unary(
                 '/strata.coordinator.Coordinator/ManualCompaction',
@@ -271,6 +322,18 @@ class CoordinatorServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeDatabase(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListDatabases(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def CreateIndex(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -284,6 +347,12 @@ class CoordinatorServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DropIndex(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AlterIndex(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -349,6 +418,13 @@ class CoordinatorServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AlterSchema(self, request, context):
+        """AddCollectionField / AlterCollectionField: the schema changes (coordinator/schema_ddl.py).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def TruncateCollection(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -369,6 +445,34 @@ class CoordinatorServicer:
 
     def GetQueryView(self, request, context):
         """Where each vchannel of a loaded collection is served, and whether it is ready.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetReplicas(self, request, context):
+        """The replicas of a loaded collection (none when it is not loaded), as Milvus's GetReplicas shows them.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CheckHealth(self, request, context):
+        """Whether the query and streaming nodes answer their health checks and every pchannel has a node.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetQuerySegments(self, request, context):
+        """The sealed segments the query nodes serve for a loaded collection (none when it is not loaded).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeResourceGroup(self, request, context):
+        """The default resource group (the only one): every live query node and the replicas loaded on them.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -432,6 +536,19 @@ class CoordinatorServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetFlushState(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FlushAll(self, request, context):
+        """Flush every collection at once, and whether everything written before flush_all_ts is in object storage.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetFlushAllState(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -513,6 +630,16 @@ def add_CoordinatorServicer_to_server(servicer, server):
                     request_deserializer=protos_dot_coordinator__pb2.ListCollectionsRequest.FromString,
                     response_serializer=protos_dot_coordinator__pb2.ListCollectionsResponse.SerializeToString,
             ),
+            'DescribeDatabase': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeDatabase,
+                    request_deserializer=protos_dot_databases__pb2.DatabaseRef.FromString,
+                    response_serializer=protos_dot_databases__pb2.DatabaseResponse.SerializeToString,
+            ),
+            'ListDatabases': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListDatabases,
+                    request_deserializer=protos_dot_databases__pb2.ListDatabasesRequest.FromString,
+                    response_serializer=protos_dot_databases__pb2.ListDatabasesResponse.SerializeToString,
+            ),
             'CreateIndex': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateIndex,
                     request_deserializer=protos_dot_coordinator__pb2.CreateIndexRequest.FromString,
@@ -526,6 +653,11 @@ def add_CoordinatorServicer_to_server(servicer, server):
             'DropIndex': grpc.unary_unary_rpc_method_handler(
                     servicer.DropIndex,
                     request_deserializer=protos_dot_coordinator__pb2.DropIndexRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.StatusResponse.SerializeToString,
+            ),
+            'AlterIndex': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterIndex,
+                    request_deserializer=protos_dot_coordinator__pb2.AlterIndexRequest.FromString,
                     response_serializer=protos_dot_coordinator__pb2.StatusResponse.SerializeToString,
             ),
             'LoadCollection': grpc.unary_unary_rpc_method_handler(
@@ -578,6 +710,11 @@ def add_CoordinatorServicer_to_server(servicer, server):
                     request_deserializer=protos_dot_coordinator__pb2.AlterCollectionRequest.FromString,
                     response_serializer=protos_dot_coordinator__pb2.StatusResponse.SerializeToString,
             ),
+            'AlterSchema': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterSchema,
+                    request_deserializer=protos_dot_coordinator__pb2.AlterSchemaRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.StatusResponse.SerializeToString,
+            ),
             'TruncateCollection': grpc.unary_unary_rpc_method_handler(
                     servicer.TruncateCollection,
                     request_deserializer=protos_dot_coordinator__pb2.CollectionRef.FromString,
@@ -597,6 +734,26 @@ def add_CoordinatorServicer_to_server(servicer, server):
                     servicer.GetQueryView,
                     request_deserializer=protos_dot_coordinator__pb2.CollectionRef.FromString,
                     response_serializer=protos_dot_coordinator__pb2.QueryViewResponse.SerializeToString,
+            ),
+            'GetReplicas': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetReplicas,
+                    request_deserializer=protos_dot_coordinator__pb2.CollectionRef.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.GetReplicasResponse.SerializeToString,
+            ),
+            'CheckHealth': grpc.unary_unary_rpc_method_handler(
+                    servicer.CheckHealth,
+                    request_deserializer=protos_dot_coordinator__pb2.CheckHealthRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.CheckHealthResponse.SerializeToString,
+            ),
+            'GetQuerySegments': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetQuerySegments,
+                    request_deserializer=protos_dot_coordinator__pb2.CollectionRef.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.QuerySegmentsResponse.SerializeToString,
+            ),
+            'DescribeResourceGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeResourceGroup,
+                    request_deserializer=protos_dot_coordinator__pb2.ResourceGroupRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.ResourceGroupResponse.SerializeToString,
             ),
             'AssignmentDiscover': grpc.unary_stream_rpc_method_handler(
                     servicer.AssignmentDiscover,
@@ -642,6 +799,16 @@ def add_CoordinatorServicer_to_server(servicer, server):
                     servicer.GetFlushState,
                     request_deserializer=protos_dot_coordinator__pb2.GetFlushStateRequest.FromString,
                     response_serializer=protos_dot_coordinator__pb2.GetFlushStateResponse.SerializeToString,
+            ),
+            'FlushAll': grpc.unary_unary_rpc_method_handler(
+                    servicer.FlushAll,
+                    request_deserializer=protos_dot_coordinator__pb2.FlushAllRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.FlushAllResponse.SerializeToString,
+            ),
+            'GetFlushAllState': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetFlushAllState,
+                    request_deserializer=protos_dot_coordinator__pb2.GetFlushAllStateRequest.FromString,
+                    response_serializer=protos_dot_coordinator__pb2.GetFlushAllStateResponse.SerializeToString,
             ),
             'ManualCompaction': grpc.unary_unary_rpc_method_handler(
                     servicer.ManualCompaction,
@@ -852,6 +1019,60 @@ class Coordinator:
             _registered_method=True)
 
     @staticmethod
+    def DescribeDatabase(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/DescribeDatabase',
+            protos_dot_databases__pb2.DatabaseRef.SerializeToString,
+            protos_dot_databases__pb2.DatabaseResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListDatabases(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/ListDatabases',
+            protos_dot_databases__pb2.ListDatabasesRequest.SerializeToString,
+            protos_dot_databases__pb2.ListDatabasesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def CreateIndex(request,
             target,
             options=(),
@@ -921,6 +1142,33 @@ class Coordinator:
             target,
             '/strata.coordinator.Coordinator/DropIndex',
             protos_dot_coordinator__pb2.DropIndexRequest.SerializeToString,
+            protos_dot_coordinator__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterIndex(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/AlterIndex',
+            protos_dot_coordinator__pb2.AlterIndexRequest.SerializeToString,
             protos_dot_coordinator__pb2.StatusResponse.FromString,
             options,
             channel_credentials,
@@ -1203,6 +1451,33 @@ class Coordinator:
             _registered_method=True)
 
     @staticmethod
+    def AlterSchema(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/AlterSchema',
+            protos_dot_coordinator__pb2.AlterSchemaRequest.SerializeToString,
+            protos_dot_coordinator__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def TruncateCollection(request,
             target,
             options=(),
@@ -1300,6 +1575,114 @@ class Coordinator:
             '/strata.coordinator.Coordinator/GetQueryView',
             protos_dot_coordinator__pb2.CollectionRef.SerializeToString,
             protos_dot_coordinator__pb2.QueryViewResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetReplicas(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/GetReplicas',
+            protos_dot_coordinator__pb2.CollectionRef.SerializeToString,
+            protos_dot_coordinator__pb2.GetReplicasResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CheckHealth(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/CheckHealth',
+            protos_dot_coordinator__pb2.CheckHealthRequest.SerializeToString,
+            protos_dot_coordinator__pb2.CheckHealthResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetQuerySegments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/GetQuerySegments',
+            protos_dot_coordinator__pb2.CollectionRef.SerializeToString,
+            protos_dot_coordinator__pb2.QuerySegmentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeResourceGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/DescribeResourceGroup',
+            protos_dot_coordinator__pb2.ResourceGroupRequest.SerializeToString,
+            protos_dot_coordinator__pb2.ResourceGroupResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -1543,6 +1926,60 @@ class Coordinator:
             '/strata.coordinator.Coordinator/GetFlushState',
             protos_dot_coordinator__pb2.GetFlushStateRequest.SerializeToString,
             protos_dot_coordinator__pb2.GetFlushStateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FlushAll(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/FlushAll',
+            protos_dot_coordinator__pb2.FlushAllRequest.SerializeToString,
+            protos_dot_coordinator__pb2.FlushAllResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetFlushAllState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/GetFlushAllState',
+            protos_dot_coordinator__pb2.GetFlushAllStateRequest.SerializeToString,
+            protos_dot_coordinator__pb2.GetFlushAllStateResponse.FromString,
             options,
             channel_credentials,
             insecure,

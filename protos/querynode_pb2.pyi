@@ -311,14 +311,16 @@ class BrokenChannel(_message.Message):
     def __init__(self, collection_id: _Optional[int] = ..., vchannel: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class LoadedSegment(_message.Message):
-    __slots__ = ("collection_id", "segment_id", "rows")
+    __slots__ = ("collection_id", "segment_id", "rows", "index_ids")
     COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]
     SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
+    INDEX_IDS_FIELD_NUMBER: _ClassVar[int]
     collection_id: int
     segment_id: int
     rows: int
-    def __init__(self, collection_id: _Optional[int] = ..., segment_id: _Optional[int] = ..., rows: _Optional[int] = ...) -> None: ...
+    index_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, collection_id: _Optional[int] = ..., segment_id: _Optional[int] = ..., rows: _Optional[int] = ..., index_ids: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class GetDataDistributionResponse(_message.Message):
     __slots__ = ("node_id", "channels", "segments", "broken")

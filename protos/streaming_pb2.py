@@ -25,15 +25,15 @@ _sym_db = _symbol_database.Default()
 from protos import common_pb2 as protos_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16protos/streaming.proto\x12\x10strata.streaming\x1a\x13protos/common.proto\"/\n\rAssignRequest\x12\x10\n\x08pchannel\x18\x01 \x01(\t\x12\x0c\n\x04term\x18\x02 \x01(\x03\"7\n\x0e\x41ssignResponse\x12%\n\x06status\x18\x01 \x01(\x0b\x32\x15.strata.common.Status\"/\n\rRemoveRequest\x12\x10\n\x08pchannel\x18\x01 \x01(\t\x12\x0c\n\x04term\x18\x02 \x01(\x03\"7\n\x0eRemoveResponse\x12%\n\x06status\x18\x01 \x01(\x0b\x32\x15.strata.common.Status\"\x16\n\x14\x43ollectStatusRequest\"M\n\tWALStatus\x12\x10\n\x08pchannel\x18\x01 \x01(\t\x12\x0c\n\x04term\x18\x02 \x01(\x03\x12\x11\n\tavailable\x18\x03 \x01(\x08\x12\r\n\x05\x65rror\x18\x04 \x01(\t\"B\n\x15\x43ollectStatusResponse\x12)\n\x04wals\x18\x01 \x03(\x0b\x32\x1b.strata.streaming.WALStatus\"{\n\x0eProduceRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\x03\x12\x10\n\x08pchannel\x18\x02 \x01(\t\x12\x0c\n\x04term\x18\x03 \x01(\x03\x12(\n\x08messages\x18\x04 \x03(\x0b\x32\x16.strata.common.Message\x12\x0b\n\x03txn\x18\x05 \x01(\x08\"4\n\x0c\x41ppendResult\x12\x12\n\nmessage_id\x18\x01 \x01(\x0c\x12\x10\n\x08timetick\x18\x02 \x01(\x04\"}\n\x0fProduceResponse\x12\x12\n\nrequest_id\x18\x01 \x01(\x03\x12%\n\x06status\x18\x02 \x01(\x0b\x32\x15.strata.common.Status\x12/\n\x07results\x18\x03 \x03(\x0b\x32\x1e.strata.streaming.AppendResult\"\x87\x01\n\x0e\x43onsumeRequest\x12\x10\n\x08pchannel\x18\x01 \x01(\t\x12\x0c\n\x04term\x18\x02 \x01(\x03\x12\x10\n\x08vchannel\x18\x03 \x01(\t\x12/\n\x06policy\x18\x04 \x01(\x0e\x32\x1f.strata.streaming.DeliverPolicy\x12\x12\n\nmessage_id\x18\x05 \x01(\x0c\"N\n\x0f\x43onsumedMessage\x12\x12\n\nmessage_id\x18\x01 \x01(\x0c\x12\'\n\x07message\x18\x02 \x01(\x0b\x32\x16.strata.common.Message\"m\n\x0f\x43onsumeResponse\x12%\n\x06status\x18\x01 \x01(\x0b\x32\x15.strata.common.Status\x12\x33\n\x08messages\x18\x02 \x03(\x0b\x32!.strata.streaming.ConsumedMessage\"Q\n\x18GetCollectionRowsRequest\x12\x10\n\x08pchannel\x18\x01 \x01(\t\x12\x0c\n\x04term\x18\x02 \x01(\x03\x12\x15\n\rcollection_id\x18\x03 \x01(\x03\"P\n\x19GetCollectionRowsResponse\x12%\n\x06status\x18\x01 \x01(\x0b\x32\x15.strata.common.Status\x12\x0c\n\x04rows\x18\x02 \x01(\x03*e\n\rDeliverPolicy\x12\x0f\n\x0b\x44\x45LIVER_ALL\x10\x00\x12\x12\n\x0e\x44\x45LIVER_LATEST\x10\x01\x12\x16\n\x12\x44\x45LIVER_START_FROM\x10\x02\x12\x17\n\x13\x44\x45LIVER_START_AFTER\x10\x03\x32\x92\x02\n\x14StreamingNodeManager\x12K\n\x06\x41ssign\x12\x1f.strata.streaming.AssignRequest\x1a .strata.streaming.AssignResponse\x12K\n\x06Remove\x12\x1f.strata.streaming.RemoveRequest\x1a .strata.streaming.RemoveResponse\x12`\n\rCollectStatus\x12&.strata.streaming.CollectStatusRequest\x1a\'.strata.streaming.CollectStatusResponse2\xaa\x02\n\x14StreamingNodeHandler\x12R\n\x07Produce\x12 .strata.streaming.ProduceRequest\x1a!.strata.streaming.ProduceResponse(\x01\x30\x01\x12P\n\x07\x43onsume\x12 .strata.streaming.ConsumeRequest\x1a!.strata.streaming.ConsumeResponse0\x01\x12l\n\x11GetCollectionRows\x12*.strata.streaming.GetCollectionRowsRequest\x1a+.strata.streaming.GetCollectionRowsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16protos/streaming.proto\x12\x10strata.streaming\x1a\x13protos/common.proto\"/\n\rAssignRequest\x12\x10\n\x08pchannel\x18\x01 \x01(\t\x12\x0c\n\x04term\x18\x02 \x01(\x03\"7\n\x0e\x41ssignResponse\x12%\n\x06status\x18\x01 \x01(\x0b\x32\x15.strata.common.Status\"/\n\rRemoveRequest\x12\x10\n\x08pchannel\x18\x01 \x01(\t\x12\x0c\n\x04term\x18\x02 \x01(\x03\"7\n\x0eRemoveResponse\x12%\n\x06status\x18\x01 \x01(\x0b\x32\x15.strata.common.Status\"\x16\n\x14\x43ollectStatusRequest\"M\n\tWALStatus\x12\x10\n\x08pchannel\x18\x01 \x01(\t\x12\x0c\n\x04term\x18\x02 \x01(\x03\x12\x11\n\tavailable\x18\x03 \x01(\x08\x12\r\n\x05\x65rror\x18\x04 \x01(\t\"B\n\x15\x43ollectStatusResponse\x12)\n\x04wals\x18\x01 \x03(\x0b\x32\x1b.strata.streaming.WALStatus\"{\n\x0eProduceRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\x03\x12\x10\n\x08pchannel\x18\x02 \x01(\t\x12\x0c\n\x04term\x18\x03 \x01(\x03\x12(\n\x08messages\x18\x04 \x03(\x0b\x32\x16.strata.common.Message\x12\x0b\n\x03txn\x18\x05 \x01(\x08\"P\n\x0c\x41ppendResult\x12\x12\n\nmessage_id\x18\x01 \x01(\x0c\x12\x10\n\x08timetick\x18\x02 \x01(\x04\x12\x1a\n\x12sealed_segment_ids\x18\x03 \x03(\x03\"}\n\x0fProduceResponse\x12\x12\n\nrequest_id\x18\x01 \x01(\x03\x12%\n\x06status\x18\x02 \x01(\x0b\x32\x15.strata.common.Status\x12/\n\x07results\x18\x03 \x03(\x0b\x32\x1e.strata.streaming.AppendResult\"\x87\x01\n\x0e\x43onsumeRequest\x12\x10\n\x08pchannel\x18\x01 \x01(\t\x12\x0c\n\x04term\x18\x02 \x01(\x03\x12\x10\n\x08vchannel\x18\x03 \x01(\t\x12/\n\x06policy\x18\x04 \x01(\x0e\x32\x1f.strata.streaming.DeliverPolicy\x12\x12\n\nmessage_id\x18\x05 \x01(\x0c\"N\n\x0f\x43onsumedMessage\x12\x12\n\nmessage_id\x18\x01 \x01(\x0c\x12\'\n\x07message\x18\x02 \x01(\x0b\x32\x16.strata.common.Message\"m\n\x0f\x43onsumeResponse\x12%\n\x06status\x18\x01 \x01(\x0b\x32\x15.strata.common.Status\x12\x33\n\x08messages\x18\x02 \x03(\x0b\x32!.strata.streaming.ConsumedMessage\"Q\n\x18GetCollectionRowsRequest\x12\x10\n\x08pchannel\x18\x01 \x01(\t\x12\x0c\n\x04term\x18\x02 \x01(\x03\x12\x15\n\rcollection_id\x18\x03 \x01(\x03\"P\n\x19GetCollectionRowsResponse\x12%\n\x06status\x18\x01 \x01(\x0b\x32\x15.strata.common.Status\x12\x0c\n\x04rows\x18\x02 \x01(\x03*e\n\rDeliverPolicy\x12\x0f\n\x0b\x44\x45LIVER_ALL\x10\x00\x12\x12\n\x0e\x44\x45LIVER_LATEST\x10\x01\x12\x16\n\x12\x44\x45LIVER_START_FROM\x10\x02\x12\x17\n\x13\x44\x45LIVER_START_AFTER\x10\x03\x32\x92\x02\n\x14StreamingNodeManager\x12K\n\x06\x41ssign\x12\x1f.strata.streaming.AssignRequest\x1a .strata.streaming.AssignResponse\x12K\n\x06Remove\x12\x1f.strata.streaming.RemoveRequest\x1a .strata.streaming.RemoveResponse\x12`\n\rCollectStatus\x12&.strata.streaming.CollectStatusRequest\x1a\'.strata.streaming.CollectStatusResponse2\xaa\x02\n\x14StreamingNodeHandler\x12R\n\x07Produce\x12 .strata.streaming.ProduceRequest\x1a!.strata.streaming.ProduceResponse(\x01\x30\x01\x12P\n\x07\x43onsume\x12 .strata.streaming.ConsumeRequest\x1a!.strata.streaming.ConsumeResponse0\x01\x12l\n\x11GetCollectionRows\x12*.strata.streaming.GetCollectionRowsRequest\x1a+.strata.streaming.GetCollectionRowsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'protos.streaming_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_DELIVERPOLICY']._serialized_start=1248
-  _globals['_DELIVERPOLICY']._serialized_end=1349
+  _globals['_DELIVERPOLICY']._serialized_start=1276
+  _globals['_DELIVERPOLICY']._serialized_end=1377
   _globals['_ASSIGNREQUEST']._serialized_start=65
   _globals['_ASSIGNREQUEST']._serialized_end=112
   _globals['_ASSIGNRESPONSE']._serialized_start=114
@@ -51,21 +51,21 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PRODUCEREQUEST']._serialized_start=448
   _globals['_PRODUCEREQUEST']._serialized_end=571
   _globals['_APPENDRESULT']._serialized_start=573
-  _globals['_APPENDRESULT']._serialized_end=625
-  _globals['_PRODUCERESPONSE']._serialized_start=627
-  _globals['_PRODUCERESPONSE']._serialized_end=752
-  _globals['_CONSUMEREQUEST']._serialized_start=755
-  _globals['_CONSUMEREQUEST']._serialized_end=890
-  _globals['_CONSUMEDMESSAGE']._serialized_start=892
-  _globals['_CONSUMEDMESSAGE']._serialized_end=970
-  _globals['_CONSUMERESPONSE']._serialized_start=972
-  _globals['_CONSUMERESPONSE']._serialized_end=1081
-  _globals['_GETCOLLECTIONROWSREQUEST']._serialized_start=1083
-  _globals['_GETCOLLECTIONROWSREQUEST']._serialized_end=1164
-  _globals['_GETCOLLECTIONROWSRESPONSE']._serialized_start=1166
-  _globals['_GETCOLLECTIONROWSRESPONSE']._serialized_end=1246
-  _globals['_STREAMINGNODEMANAGER']._serialized_start=1352
-  _globals['_STREAMINGNODEMANAGER']._serialized_end=1626
-  _globals['_STREAMINGNODEHANDLER']._serialized_start=1629
-  _globals['_STREAMINGNODEHANDLER']._serialized_end=1927
+  _globals['_APPENDRESULT']._serialized_end=653
+  _globals['_PRODUCERESPONSE']._serialized_start=655
+  _globals['_PRODUCERESPONSE']._serialized_end=780
+  _globals['_CONSUMEREQUEST']._serialized_start=783
+  _globals['_CONSUMEREQUEST']._serialized_end=918
+  _globals['_CONSUMEDMESSAGE']._serialized_start=920
+  _globals['_CONSUMEDMESSAGE']._serialized_end=998
+  _globals['_CONSUMERESPONSE']._serialized_start=1000
+  _globals['_CONSUMERESPONSE']._serialized_end=1109
+  _globals['_GETCOLLECTIONROWSREQUEST']._serialized_start=1111
+  _globals['_GETCOLLECTIONROWSREQUEST']._serialized_end=1192
+  _globals['_GETCOLLECTIONROWSRESPONSE']._serialized_start=1194
+  _globals['_GETCOLLECTIONROWSRESPONSE']._serialized_end=1274
+  _globals['_STREAMINGNODEMANAGER']._serialized_start=1380
+  _globals['_STREAMINGNODEMANAGER']._serialized_end=1654
+  _globals['_STREAMINGNODEHANDLER']._serialized_start=1657
+  _globals['_STREAMINGNODEHANDLER']._serialized_end=1955
 # @@protoc_insertion_point(module_scope)

@@ -84,12 +84,14 @@ class ProduceRequest(_message.Message):
     def __init__(self, request_id: _Optional[int] = ..., pchannel: _Optional[str] = ..., term: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[_common_pb2.Message, _Mapping]]] = ..., txn: _Optional[bool] = ...) -> None: ...
 
 class AppendResult(_message.Message):
-    __slots__ = ("message_id", "timetick")
+    __slots__ = ("message_id", "timetick", "sealed_segment_ids")
     MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     TIMETICK_FIELD_NUMBER: _ClassVar[int]
+    SEALED_SEGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
     message_id: bytes
     timetick: int
-    def __init__(self, message_id: _Optional[bytes] = ..., timetick: _Optional[int] = ...) -> None: ...
+    sealed_segment_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, message_id: _Optional[bytes] = ..., timetick: _Optional[int] = ..., sealed_segment_ids: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class ProduceResponse(_message.Message):
     __slots__ = ("request_id", "status", "results")

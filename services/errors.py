@@ -43,6 +43,19 @@ class ErrorCode(IntEnum):
     DISK_QUOTA_EXHAUSTED = 25
     IO_FAILED = 26
     LIMIT_EXCEEDED = 27
+    INDEX_DUPLICATE = 40
+    COLLECTION_LOADED = 41
+    REFUSED = 42
+    INVALID_PARTITION_NAME = 28
+    FIELD_NAME_INVALID = 29
+    DATABASE_NOT_FOUND = 30
+    ALIAS_NOT_FOUND = 31
+    RESOURCE_GROUP_NOT_FOUND = 50
+    RESOURCE_GROUP_ALREADY_EXIST = 51
+    SERVICE_UNAVAILABLE = 52
+    COLLECTION_NOT_FULLY_LOADED = 53
+    METRIC_NOT_FOUND = 54
+    SCHEMA_MISMATCH = 43
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +89,8 @@ CODE_TABLE: dict[ErrorCode, CodeInfo] = {
     ErrorCode.UNAVAILABLE: CodeInfo(grpc.StatusCode.UNAVAILABLE, 1, 1),
     ErrorCode.POSITION_TRUNCATED: CodeInfo(grpc.StatusCode.OUT_OF_RANGE, 1, 500),
     ErrorCode.SEGMENT_NOT_FOUND: CodeInfo(grpc.StatusCode.NOT_FOUND, 1, 600),
-    ErrorCode.PARTITION_NOT_FOUND: CodeInfo(grpc.StatusCode.NOT_FOUND, 1, 200),
+    # Milvus' old code for a missing partition is MetaFailed (15).
+    ErrorCode.PARTITION_NOT_FOUND: CodeInfo(grpc.StatusCode.NOT_FOUND, 15, 200),
     ErrorCode.PARTITION_NOT_LOADED: CodeInfo(grpc.StatusCode.FAILED_PRECONDITION, 1, 201),
     ErrorCode.SEGMENT_LOAD_FAILED: CodeInfo(grpc.StatusCode.UNAVAILABLE, 1, 604),
     ErrorCode.INDEX_NOT_SUPPORTED: CodeInfo(grpc.StatusCode.INVALID_ARGUMENT, 1, 701),
@@ -88,6 +102,31 @@ CODE_TABLE: dict[ErrorCode, CodeInfo] = {
     # A request over one of the proxy's limits (maxOutputSize): Milvus answers these with a plain
     # error, which its status table makes UnexpectedError / 65535.
     ErrorCode.LIMIT_EXCEEDED: CodeInfo(grpc.StatusCode.RESOURCE_EXHAUSTED, 1, 65535),
+    # merr.ErrIndexDuplicate: an index name that matches more than one index.
+    ErrorCode.INDEX_DUPLICATE: CodeInfo(grpc.StatusCode.FAILED_PRECONDITION, 1, 702),
+    # merr.ErrCollectionLoaded: a change Milvus allows on a released collection only.
+    ErrorCode.COLLECTION_LOADED: CodeInfo(grpc.StatusCode.FAILED_PRECONDITION, 1, 104),
+    # A refusal Milvus answers with a plain error (no merr code): UnexpectedError / 65535.
+    ErrorCode.REFUSED: CodeInfo(grpc.StatusCode.FAILED_PRECONDITION, 1, 65535),
+    # Milvus' validatePartitionTag returns plain errors, which its status table makes 65535 too.
+    ErrorCode.INVALID_PARTITION_NAME: CodeInfo(grpc.StatusCode.INVALID_ARGUMENT, 1, 65535),
+    # merr.ErrFieldInvalidName, ErrDatabaseNotFound, ErrAliasNotFound (no old code of their own).
+    ErrorCode.FIELD_NAME_INVALID: CodeInfo(grpc.StatusCode.INVALID_ARGUMENT, 1, 1701),
+    ErrorCode.DATABASE_NOT_FOUND: CodeInfo(grpc.StatusCode.NOT_FOUND, 1, 800),
+    ErrorCode.ALIAS_NOT_FOUND: CodeInfo(grpc.StatusCode.NOT_FOUND, 1, 1600),
+    # merr.ErrResourceGroupNotFound, ErrResourceGroupAlreadyExist (resource groups: services/resource_groups.py).
+    ErrorCode.RESOURCE_GROUP_NOT_FOUND: CodeInfo(grpc.StatusCode.NOT_FOUND, 1, 300),
+    ErrorCode.RESOURCE_GROUP_ALREADY_EXIST: CodeInfo(grpc.StatusCode.ALREADY_EXISTS, 1, 301),
+    # merr.ErrServiceUnavailable: what Milvus answers for the calls it deprecated or never implemented
+    # (CalcDistance, ListIndexedSegment, DescribeSegmentIndexData); its status is marked retriable.
+    ErrorCode.SERVICE_UNAVAILABLE: CodeInfo(grpc.StatusCode.UNAVAILABLE, 1, 2),
+    # merr.ErrCollectionNotFullyLoaded: a collection still loading (LoadBalance).
+    ErrorCode.COLLECTION_NOT_FULLY_LOADED: CodeInfo(grpc.StatusCode.FAILED_PRECONDITION, 1, 103),
+    # merr.ErrMetricNotFound: a GetMetrics type the proxy does not serve.
+    ErrorCode.METRIC_NOT_FOUND: CodeInfo(grpc.StatusCode.NOT_FOUND, 1, 1200),
+    # merr.ErrCollectionSchemaMismatch (109), which Milvus reports as commonpb.ErrorCode_SchemaMismatch
+    # (62): pymilvus then refreshes its cached schema and sends the insert again.
+    ErrorCode.SCHEMA_MISMATCH: CodeInfo(grpc.StatusCode.FAILED_PRECONDITION, 62, 109),
 }
 
 
@@ -114,8 +153,62 @@ class CollectionNotFound(StrataError):
     code = ErrorCode.COLLECTION_NOT_FOUND
 
 
+class AliasNotFound(StrataError):
+    code = ErrorCode.ALIAS_NOT_FOUND
+
+
+class DatabaseNotFound(StrataError):
+    code = ErrorCode.DATABASE_NOT_FOUND
+
+
+class ResourceGroupNotFound(StrataError):
+    code = ErrorCode.RESOURCE_GROUP_NOT_FOUND
+
+
+class ResourceGroupAlreadyExist(StrataError):
+    code = ErrorCode.RESOURCE_GROUP_ALREADY_EXIST
+
+
+class ServiceUnavailable(StrataError):
+    """A call Milvus answers as unavailable for good: deprecated, or never implemented."""
+
+    code = ErrorCode.SERVICE_UNAVAILABLE
+
+
+class CollectionNotFullyLoaded(StrataError):
+    code = ErrorCode.COLLECTION_NOT_FULLY_LOADED
+
+
+class InvalidPartitionName(InvalidArgument):
+    """A partition name Milvus' rules refuse (``services/names.py``)."""
+
+    code = ErrorCode.INVALID_PARTITION_NAME
+
+
+class FieldNameInvalid(InvalidArgument):
+    """A field name Milvus' rules refuse (``services/names.py``)."""
+
+    code = ErrorCode.FIELD_NAME_INVALID
+
+
 class IllegalFilter(StrataError):
     code = ErrorCode.ILLEGAL_FILTER
+
+
+class IndexNotFound(StrataError):
+    code = ErrorCode.INDEX_NOT_FOUND
+
+
+class IndexDuplicate(StrataError):
+    """An index name (or none) that matches more than one index where one is meant."""
+
+    code = ErrorCode.INDEX_DUPLICATE
+
+
+class CollectionLoaded(StrataError):
+    """A change Milvus makes only while the collection is released."""
+
+    code = ErrorCode.COLLECTION_LOADED
 
 
 class PartitionNotFound(StrataError):
@@ -174,6 +267,12 @@ class LimitExceeded(StrataError):
     """A request asks for more than a configured limit allows (``ProxyLimits``)."""
 
     code = ErrorCode.LIMIT_EXCEEDED
+
+
+class SchemaMismatch(StrataError):
+    """A write converted with a schema older than the collection's (a client's cached schema)."""
+
+    code = ErrorCode.SCHEMA_MISMATCH
 
 
 class SegmentNotFound(StrataError):

@@ -151,7 +151,9 @@ class FieldSchema:
 
     ``max_length`` bounds a ``VARCHAR`` value, or each element of an ``ARRAY``
     of ``VARCHAR``. ``element_type`` and ``max_capacity`` (the most elements
-    a row may hold) are set for ``ARRAY`` fields only.
+    a row may hold) are set for ``ARRAY`` fields only. ``added`` marks a field
+    added to the live collection (``AddCollectionField``): files written before
+    it lack its column, which readers fill (``services/schema_evolution.py``).
     """
 
     field_id: int
@@ -169,6 +171,7 @@ class FieldSchema:
     type_params: dict[str, str] = field(default_factory=dict)
     element_type: DataType = DataType.NONE
     max_capacity: int = 0
+    added: bool = False
 
     @property
     def code_size(self) -> int:
@@ -200,12 +203,19 @@ class FieldSchema:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CollectionSchema:
-    """A collection's fields. Field order is the user's order."""
+    """A collection's fields. Field order is the user's order; a field added to a live collection
+    (``AddCollectionField``) comes last, with the next field id.
+
+    ``version`` counts the schema's changes (0 at create, +1 per added or altered field): a
+    component that holds the schema takes a changed one only if its version is higher
+    (``services/schema_evolution.py``).
+    """
 
     name: str
     fields: tuple[FieldSchema, ...]
     description: str = ""
     enable_dynamic_field: bool = False
+    version: int = 0
 
     @property
     def primary_field(self) -> FieldSchema:
@@ -234,6 +244,11 @@ class CollectionSchema:
     def has_field(self, name: str) -> bool:
         return any(f.name == name for f in self.fields)
 
+    @property
+    def next_field_id(self) -> int:
+        """The id a field added now gets: one above every id in use."""
+        return max(f.field_id for f in self.fields) + 1
+
     def arrow_schema(self, *, with_timestamp: bool = True) -> pa.Schema:
         """Arrow schema of stored rows: user fields in order, then ``_ts``."""
         cols = [pa.field(f.name, f.arrow_type(), nullable=True) for f in self.fields]
@@ -243,23 +258,34 @@ class CollectionSchema:
 
     def to_json(self) -> str:
         d = asdict(self)
-        for f in d["fields"]:
-            f["dtype"] = int(f["dtype"])
-            f["element_type"] = int(f["element_type"])
+        d["fields"] = [_field_dict(f) for f in self.fields]
         return json.dumps(d, sort_keys=True)
 
     @staticmethod
     def from_json(text: str | bytes) -> CollectionSchema:
-        """The schema ``to_json`` wrote; JSON from before ARRAY fields reads too."""
+        """The schema ``to_json`` wrote; JSON from before ARRAY fields (or versions) reads too."""
         d = json.loads(text)
-        fields = tuple(
-            FieldSchema(
-                **{
-                    **f,
-                    "dtype": DataType(f["dtype"]),
-                    "element_type": DataType(f.get("element_type", DataType.NONE)),
-                }
-            )
-            for f in d.pop("fields")
-        )
+        fields = tuple(_field_from_dict(f) for f in d.pop("fields"))
         return CollectionSchema(fields=fields, **d)
+
+
+def field_to_json(field: FieldSchema) -> str:
+    """One field as JSON (``AddCollectionField`` ships the new field so)."""
+    return json.dumps(_field_dict(field), sort_keys=True)
+
+
+def field_from_json(text: str | bytes) -> FieldSchema:
+    return _field_from_dict(json.loads(text))
+
+
+def _field_dict(field: FieldSchema) -> dict[str, Any]:
+    d = asdict(field)
+    d["dtype"] = int(field.dtype)
+    d["element_type"] = int(field.element_type)
+    return d
+
+
+def _field_from_dict(d: dict[str, Any]) -> FieldSchema:
+    return FieldSchema(
+        **{**d, "dtype": DataType(d["dtype"]), "element_type": DataType(d.get("element_type", DataType.NONE))}
+    )

@@ -21,7 +21,7 @@ class GrpcIndexBuilder:
     async def build(self, address: str, *, collection: CollectionMeta, build: Build, params: dict[str, str]) -> bool:
         request = querynode_pb2.BuildSegmentIndexRequest(
             collection_id=collection.collection_id,
-            schema_json=collection.schema.to_json(),
+            schema_json=collection.latest_schema.to_json(),
             segment=segment_to_pb(build.segment),
             index=querynode_pb2.IndexSpec(
                 field_name=build.index.field_name, index_id=build.index.index_id, params=params

@@ -385,7 +385,7 @@ class CompactionManager:
             job_id=records[0].job_id,
             storage_uri=self._storage_uri,
             collection_id=meta.collection_id,
-            schema_json=meta.schema.to_json(),
+            schema_json=meta.latest_schema.to_json(),
             indexes=index_refs(await self._catalog.list_indexes(meta.collection_id)),
             mix=tuple(mix_plans_),
             l0=tuple(l0_plans_),

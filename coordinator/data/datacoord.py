@@ -160,7 +160,7 @@ class DataCoordinator:
                     VChannelRecovery(
                         vchannel=v,
                         collection_id=meta.collection_id,
-                        schema=meta.schema,
+                        schema=meta.latest_schema,
                         checkpoint=self._checkpoints.get(v),
                         segments=segs,
                     )
@@ -465,31 +465,41 @@ class DataCoordinator:
         """Seal every growing segment of the collection (a ManualFlush on each vchannel).
 
         Returns the segments that held data then and the flush timestamp; ``flush_state``
-        tells when all of it is in object storage.
+        tells when all of it is in object storage. The segments are those the coordinator knew
+        unflushed, and those each ManualFlush sealed (the WAL's answer names them, as Milvus'
+        ManualFlushExtraResponse: a segment created by an insert just before is sealed by the
+        streaming node before its flusher has reported it here).
         """
         flush_ts = await self._tso.allocate()
-        segment_ids = [
+        known = {
             s.segment_id
             for s in self.segments(collection_id=meta.collection_id)
             if s.level == SegmentLevel.L1
             and s.state in (SegmentState.GROWING, SegmentState.SEALED, SegmentState.FLUSHING)
-        ]
-        await asyncio.gather(
+        }
+        answers = await asyncio.gather(
             *(
                 self._producer.append(p, [new_manual_flush(v, meta.collection_id, flush_ts)])
                 for v, p in zip(meta.vchannels, meta.pchannels, strict=True)
             )
         )
-        return segment_ids, flush_ts
+        sealed = {sid for results in answers for r in results for sid in r.sealed_segment_ids}
+        return sorted(known | sealed), flush_ts
 
-    def flush_state(self, meta: CollectionMeta, segment_ids: Sequence[int], flush_ts: int) -> bool:
+    def flush_state(self, meta: CollectionMeta | None, segment_ids: Sequence[int], flush_ts: int) -> bool:
         """True once every listed segment is FLUSHED (or DROPPED, or gone) and every vchannel
-        checkpoint has passed ``flush_ts`` (which covers segments created before the flush
-        that were not reported yet)."""
+        checkpoint of ``meta``'s collection has passed ``flush_ts`` (which covers segments created
+        before the flush that were not reported yet).
+
+        Without a collection (``meta`` None: the Node.js SDK's ``flushSync`` sends segment ids
+        only) the segments alone decide and ``flush_ts`` is not looked at, as in Milvus.
+        """
         for sid in segment_ids:
             seg = self._segments.get(sid)
             if seg is not None and seg.state not in (SegmentState.FLUSHED, SegmentState.DROPPED):
                 return False
+        if meta is None:
+            return True
         for v in meta.vchannels:
             cp = self._checkpoints.get(v)
             if cp is None or cp.timetick < flush_ts:

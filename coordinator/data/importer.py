@@ -199,7 +199,7 @@ class ImportManager:
             await self._fail(job, f"collection {job.collection_id} was dropped")
             return
         try:
-            described = await asyncio.to_thread(describe_files, job.files, meta.schema, self._storage_uri)
+            described = await asyncio.to_thread(describe_files, job.files, meta.latest_schema, self._storage_uri)
         except StrataError as err:
             await self._fail(job, err.message)
             return
@@ -237,7 +237,7 @@ class ImportManager:
             job_id=job.job_id,
             storage_uri=self._storage_uri,
             collection_id=meta.collection_id,
-            schema_json=meta.schema.to_json(),
+            schema_json=meta.latest_schema.to_json(),
             vchannels=meta.vchannels,
             partition_id=partition_id,
             key_partitions=keys,

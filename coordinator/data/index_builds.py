@@ -15,7 +15,12 @@ and the index files saved (listed only for collections with a build not known
 done) give the wanted builds; ``build_policy`` picks which start where (at
 most one per query node, a segment held by a worker on that worker, one of a
 loaded partition not held yet left to the worker that will load it). A failed
-build waits 1 s, doubling up to 60 s. With no query node, builds wait.
+build waits 1 s, doubling up to 60 s. With no query node, builds wait. A build
+the node refuses for good (``UNBUILDABLE``: the index's parameters cannot be
+built, which retrying does not change) is not tried again while this
+coordinator leads; ``failures`` reports it, and ``describe_index`` shows the
+index Failed with the node's reason, as Milvus does for a failed index task
+(which it does not retry either). Dropping the index forgets it.
 
 Races are harmless: two builds of one index save data files named after their
 checksum and then the same meta, so either wins and both are valid; a worker
@@ -41,8 +46,12 @@ from coordinator.data.build_policy import Backoff, Build, BuildKey, IndexDef, as
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.data.index_progress import MIN_ROWS_TO_INDEX, saved_indexes
 from coordinator.data.jobs import JobKind
+from services.errors import ErrorCode, StrataError
 from services.segment import SegmentLevel, SegmentMeta
 from services.storage.objectstore import ObjectStore
+
+#: A node's answers that say the index cannot be built from its parameters: trying again will not help.
+UNBUILDABLE = frozenset({ErrorCode.INVALID_ARGUMENT, ErrorCode.INDEX_NOT_SUPPORTED})
 
 
 class BuildNodes(Protocol):
@@ -85,9 +94,14 @@ class IndexBuildScheduler:
         self._clock = clock
         self._done: set[BuildKey] = set()  # saved, as listed or as a node answered
         self._running: dict[BuildKey, int] = {}  # build -> node
+        self._failed: dict[BuildKey, tuple[int, str]] = {}  # build -> (collection, reason): not tried again
         self._tasks: set[asyncio.Task[None]] = set()  # the loop and the builds in flight
         self._wake = asyncio.Event()
         self._log = structlog.get_logger().bind(component="index-builds")
+
+    def failures(self, collection_id: int) -> dict[BuildKey, str]:
+        """The collection's builds refused for good: ``(segment, index)`` -> the node's reason."""
+        return {key: reason for key, (cid, reason) in self._failed.items() if cid == collection_id}
 
     def start(self) -> None:
         self._spawn(self._loop(), "index-builds")
@@ -157,8 +171,10 @@ class IndexBuildScheduler:
         }
         wanted: list[Build] = []
         collections: dict[int, tuple[CollectionMeta, dict[int, dict[str, str]]]] = {}
+        index_ids: set[int] = set()
         for collection_id, segments in by_collection.items():
             indexes = await self._catalog.list_indexes(collection_id)
+            index_ids |= {i.index_id for i in indexes}
             if not indexes:
                 continue
             meta = await self._catalog.get_collection(collection_id)
@@ -169,7 +185,8 @@ class IndexBuildScheduler:
                 for i in indexes
                 if meta.schema.has_field(i.field_name) and meta.schema.field(i.field_name).dtype.is_vector
             ]
-            builds = wanted_builds(segments, defs, saved=self._done, compacting=compacting)
+            # A build refused for good is not wanted again (nor are the collection's files listed for it).
+            builds = wanted_builds(segments, defs, saved=self._done | self._failed.keys(), compacting=compacting)
             if not builds:
                 continue
             saved = await asyncio.to_thread(saved_indexes, self._storage, collection_id)
@@ -178,7 +195,13 @@ class IndexBuildScheduler:
             if builds:
                 wanted.extend(builds)
                 collections[collection_id] = (meta, {i.index_id: i.params for i in indexes})
+        # A failure is forgotten with its segment (dropped, compacted) or its index (dropped).
+        self._failed = {k: v for k, v in self._failed.items() if k[0] in live and k[1] in index_ids}
         return wanted, collections
+
+    def _retry_later(self, key: BuildKey, err: Exception, log: Any) -> None:
+        delay = self._backoff.failed(key, self._clock())
+        log.warning("segment index build failed", error=str(err) or type(err).__name__, retry_in=delay)
 
     async def _run(
         self, build: Build, node_id: int, address: str, collection: CollectionMeta, params: dict[str, str]
@@ -194,9 +217,15 @@ class IndexBuildScheduler:
             log.info("segment index built", rows=seg.rows, built=built)
         except asyncio.CancelledError:
             raise
+        except StrataError as err:
+            if err.code in UNBUILDABLE:
+                self._failed[key] = (seg.collection_id, err.message)
+                self._backoff.succeeded(key)  # not retried: nothing to wait for
+                log.warning("segment index cannot be built", error=err.message)
+            else:
+                self._retry_later(key, err, log)
         except Exception as err:  # task boundary: tried again after the backoff
-            delay = self._backoff.failed(key, self._clock())
-            log.warning("segment index build failed", error=str(err) or type(err).__name__, retry_in=delay)
+            self._retry_later(key, err, log)
         finally:
             self._running.pop(key, None)
             self._wake.set()

@@ -13,11 +13,16 @@ segment that needs no build counts as indexed at once: one of fewer than
 segment under an index that trains nothing (FLAT, BIN_FLAT); the coordinator's
 index builds skip those (query nodes still build a small segment's index when
 they load it; it is searched exactly meanwhile).
+
+A build the query node refused for good (``IndexBuildScheduler.failures``: the
+index's parameters cannot be built) is reported as Milvus reports a failed
+segment index: ``fail_reason`` lists ``"<segment id>: <reason>;"`` for each such
+segment, and the index's state is Failed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from services.segment import SegmentLevel, SegmentMeta
@@ -34,6 +39,7 @@ NO_TRAIN_INDEX_TYPES = frozenset({"FLAT", "BIN_FLAT"})
 class IndexProgress:
     indexed_rows: int
     total_rows: int
+    fail_reason: str = ""
 
 
 def saved_indexes(storage: ObjectStore, collection_id: int) -> set[tuple[int, int]]:
@@ -61,12 +67,26 @@ def needs_build(segment: SegmentMeta, index_type: str) -> bool:
 
 
 def index_progress(
-    saved: set[tuple[int, int]], segments: Sequence[SegmentMeta], index_id: int, *, index_type: str
+    saved: set[tuple[int, int]],
+    segments: Sequence[SegmentMeta],
+    index_id: int,
+    *,
+    index_type: str,
+    failures: Mapping[tuple[int, int], str] | None = None,
 ) -> IndexProgress:
     """Rows of the L1 ``segments`` with index ``index_id`` saved or needing no build (``needs_build``),
-    and of all of them (empty ones left out)."""
+    and of all of them (empty ones left out); the failed builds (``(segment, index)`` -> reason) of
+    those segments that are not saved, as Milvus' ``fail_reason``."""
     sealed = [s for s in segments if s.level == SegmentLevel.L1 and s.rows > 0]
-    indexed = sum(
-        s.rows for s in sealed if (s.segment_id, index_id) in saved or not needs_build(s, index_type)
+    done = {s.segment_id for s in sealed if (s.segment_id, index_id) in saved or not needs_build(s, index_type)}
+    failed = failures or {}
+    reasons = [
+        f"{s.segment_id}: {failed[(s.segment_id, index_id)]};"
+        for s in sorted(sealed, key=lambda s: s.segment_id)
+        if s.segment_id not in done and (s.segment_id, index_id) in failed
+    ]
+    return IndexProgress(
+        indexed_rows=sum(s.rows for s in sealed if s.segment_id in done),
+        total_rows=sum(s.rows for s in sealed),
+        fail_reason="".join(reasons),
     )
-    return IndexProgress(indexed_rows=indexed, total_rows=sum(s.rows for s in sealed))

@@ -45,6 +45,8 @@ import structlog
 from coordinator.catalog import Catalog, CollectionMeta, IndexMeta, LoadMeta
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.query.placement import assign_replicas, place_channels, place_segments
+from coordinator.query.replicas import ReplicaView, replica_views
+from coordinator.query.segments import DelegatorServing, ServedSegment, served_segments
 from coordinator.tso import TimestampOracle
 from protos import querynode_pb2, querynode_pb2_grpc
 from services.errors import ErrorCode, InvalidArgument
@@ -111,6 +113,8 @@ class SegmentFailure:
 class NodeDist:
     channels: dict[str, ChannelState] = field(default_factory=dict)
     segments: dict[tuple[int, int], int] = field(default_factory=dict)  # (collection, segment) -> rows
+    # (collection, segment) -> the vector indexes in place on the worker
+    indexes: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,6 +305,47 @@ class QueryCoordinator:
                 views.append(ChannelView(vchannel, pchannel, node_id, node.address if node else "", ready, rid, error))
         progress = 100 * sum(v.ready for v in views) // max(len(views), 1)
         return views, progress, bool(views) and all(v.ready for v in views)
+
+    def replicas(self, meta: CollectionMeta) -> list[ReplicaView]:
+        """The collection's replicas as they serve now (``replicas.py``); none when it is not loaded."""
+        cid = meta.collection_id
+        if cid not in self._loads:
+            return []
+        members = self._replicas.get(cid, {})
+        leaders = {
+            rid: {
+                v: n
+                for v, n in self._channels.get((cid, rid), {}).items()
+                if (st := self._dist.get(n, NodeDist()).channels.get(v)) is not None and st.replica_id == rid
+            }
+            for rid in members
+        }
+        workers = {key: set(placed.values()) for key, placed in self._sent.items()}
+        return replica_views(list(meta.vchannels), members, leaders, workers, self.nodes())
+
+    def served_segments(self, meta: CollectionMeta) -> list[ServedSegment]:
+        """The sealed segments the collection is served from now (``segments.py``); none when it is not loaded."""
+        cid = meta.collection_id
+        if cid not in self._loads:
+            return []
+        delegators = [
+            DelegatorServing(node_id=n, replica_id=st.replica_id, sealed=st.sealed, routes=self._sent.get((n, v), {}))
+            for n, dist in self._dist.items()
+            if n in self._nodes
+            for v, st in dist.channels.items()
+            if v in meta.vchannels
+        ]
+        held = {
+            n: {sid: dist.indexes.get((c, sid), ()) for c, sid in dist.segments if c == cid}
+            for n, dist in self._dist.items()
+            if n in self._nodes
+        }
+        metas = {s.segment_id: s for s in self._data.flushed_segments(collection_id=cid)}
+        return served_segments(delegators, metas, held)
+
+    def replica_numbers(self) -> dict[int, int]:
+        """Collection id -> its replicas, for every loaded collection."""
+        return {cid: load.replica_number for cid, load in self._loads.items()}
 
     def _broken_error(self, vchannel: str) -> str:
         """Why the vchannel's delegators keep breaking, once it happened often enough in a row to
@@ -523,11 +568,14 @@ class QueryCoordinator:
         checkpoint = self._data.checkpoint(vchannel)
         flushed = {s.segment_id: s for s in self._flushed(vchannel)}
         wanted = {sid: n for sid, n in wanted.items() if sid in flushed}
+        # The schema after the checkpoint: a SchemaChange the checkpoint passed was appended after
+        # its schema was saved (pending), so the delegator starts with it instead of missing it.
+        schema = (await self._catalog.get_collection(meta.collection_id) or meta).latest_schema
         req = querynode_pb2.WatchChannelRequest(
             collection_id=meta.collection_id,
             vchannel=vchannel,
             pchannel=meta.pchannels[meta.vchannels.index(vchannel)],
-            schema_json=meta.schema.to_json(),
+            schema_json=schema.to_json(),
             segments=[segment_to_pb(m) for m in flushed.values() if m.level == SegmentLevel.L0],
             placements=self._placements(flushed, wanted),
             indexes=indexes,
@@ -600,6 +648,7 @@ class QueryCoordinator:
                     for c in resp.channels
                 },
                 segments={(s.collection_id, s.segment_id): s.rows for s in resp.segments},
+                indexes={(s.collection_id, s.segment_id): tuple(s.index_ids) for s in resp.segments},
             )
             for b in resp.broken:
                 self._log.warning("delegator broke", vchannel=b.vchannel, node=node_id, reason=b.reason)

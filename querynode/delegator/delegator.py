@@ -47,6 +47,15 @@ another replica meanwhile. A segment whose load fails is recorded with its
 reason (``load_failures.py``) and retried with a backoff; with no other copy of
 its rows here it is offline too, so no read answers without them.
 
+A SchemaChange (a field added to the collection) is applied in WAL order: the
+growing segments get the field (old rows read its default or null), inserts
+converted with an older schema get it filled, then every worker holding a
+sealed segment of the vchannel is given the schema (``update_schema``) before the
+next message, so tsafe passes the change only once every copy has the field;
+the proxy's reads wait for that (their guarantee timestamp is at least the
+schema's update timestamp). A worker that cannot be told takes its segments
+offline until they are loaded again (with the new schema).
+
 If the WAL no longer holds the position to resume from (``PositionTruncated``),
 the delegator stops and reports itself *broken*; the coordinator watches the
 channel again with a fresh checkpoint.
@@ -89,6 +98,7 @@ from services.expr.asyncparse import filter_size, parse_filter_async
 from services.failpoints import failpoint
 from services.position import Position
 from services.schema import TIMESTAMP_COLUMN, CollectionSchema
+from services.schema_evolution import conform_table, is_newer
 from services.segment import SegmentMeta
 from services.storage.layout import ALL_PARTITIONS
 from services.storage.objectstore import ObjectStore
@@ -273,6 +283,8 @@ class Delegator:
             except asyncio.CancelledError:
                 raise
             except Exception:  # a message we cannot apply must not kill the shard; it is logged
+                if msg.type == MessageType.SCHEMA_CHANGE:
+                    raise  # on the old schema later rows would not fit: broken, the coordinator watches again
                 self._log.exception("cannot apply message", type=MessageType.Name(msg.type))
 
     async def _apply(self, msg: Message) -> None:
@@ -287,7 +299,7 @@ class Delegator:
                 partition = self._partition_of[segment_id] = int(h.get("partition_id", 0))
                 table = body_table(msg)
                 ts = pa.array(np.full(table.num_rows, msg.timetick, dtype=np.uint64))
-                table = table.append_column(TIMESTAMP_COLUMN, ts).cast(self._arrow_schema)
+                table = conform_table(table.append_column(TIMESTAMP_COLUMN, ts), self._arrow_schema, self.schema)
                 pks = table.column(self._pk).combine_chunks()
                 stamps = np.full(len(pks), msg.timetick, dtype=np.uint64)
                 async with self._lock:
@@ -308,8 +320,28 @@ class Delegator:
                     for sid in [sid for sid in self.data.growing if self._partition_of.get(sid) == dropped]:
                         self.data.growing.pop(sid)
                 self._log.info("partition dropped: its growing segments are gone", partition=dropped)
+            case MessageType.SCHEMA_CHANGE:
+                await self._schema_changed(CollectionSchema.from_json(header(msg)["schema"]))
             case _:
                 pass  # other DDL and flush messages carry nothing for reads
+
+    async def _schema_changed(self, schema: CollectionSchema) -> None:
+        """Take a newer schema: growing data here, then every worker of the distribution."""
+        if not is_newer(self.schema, schema):
+            return
+        async with self._lock:
+            await asyncio.to_thread(self.data.add_fields, schema)
+            self.schema = schema
+            self._arrow_schema = schema.arrow_schema()
+        for placement, sids in self.dist.current.by_worker().items():
+            await self._tell_schema(placement, sids)
+        self._log.info("schema changed", version=schema.version, fields=len(schema.fields))
+
+    async def _tell_schema(self, placement: Placement, sids: list[int]) -> None:
+        try:
+            await self._workers.update_schema(placement.address, self.collection_id, self.schema)
+        except (grpc.aio.AioRpcError, StrataError) as err:
+            self._take_offline(sids, f"schema change on node {placement.node_id} failed: {err}")
 
     async def _forward(
         self, pks: pa.Array, ts: np.ndarray, partition: int, *, exclude: int | None = None,
@@ -440,15 +472,18 @@ class Delegator:
         pks, ts = self.cutlog.cuts_for(sid, meta.partition_id, may_hold)
         if len(own_pks):
             pks, ts = pa.concat_arrays([pks, own_pks.cast(pks.type)]), np.concatenate([ts, own_ts])
+        schema = self.schema
         try:
             await self._workers.load(
                 target.address,
                 collection_id=self.collection_id,
-                schema=self.schema,
+                schema=schema,
                 segments=[meta],
                 indexes=self.indexes,
                 cuts={sid: (pks, ts)},
             )
+            if self.schema is not schema:  # a field was added while it loaded
+                await self._workers.update_schema(target.address, self.collection_id, self.schema)
         except Exception as err:  # the worker's failure (an in-process worker raises what it met)
             self._load_failed(placed, err)
             return None

@@ -80,6 +80,12 @@ class ShardData:
         self.partition_of: dict[int, int] = {}  # growing segment -> its partition
         self.deletes = DeleteLog(schema.primary_field.arrow_type())
 
+    def add_fields(self, schema: CollectionSchema) -> None:
+        """Take ``schema`` (fields added): every store gets them, new growing segments start with them."""
+        self.schema = schema
+        for store in self.stores():
+            store.add_fields(schema)
+
     def stores(self) -> Iterator[GrowingStore]:
         yield from self.growing.values()
         for seg in self.sealed.values():

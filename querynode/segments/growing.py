@@ -32,7 +32,8 @@ from querynode.segments.search import Hits, exact_search
 from querynode.segments.sparse_rows import SparseRows
 from querynode.segments.sparse_vectors import SparseVectorColumn
 from querynode.segments.vectors import VectorColumn
-from services.schema import TIMESTAMP_COLUMN, CollectionSchema, DataType
+from services.schema import TIMESTAMP_COLUMN, CollectionSchema, DataType, FieldSchema
+from services.schema_evolution import added_fields, fill_column
 
 #: Columns every search result starts with (besides the primary key).
 QUERY_COLUMN = "query"
@@ -51,16 +52,7 @@ class GrowingStore:
         self._arrow_schema = schema.arrow_schema()
         self._vectors: dict[str, VectorColumn | BinaryVectorColumn | SparseVectorColumn | NarrowVectorColumn] = {}
         for f in schema.vector_fields:
-            if f.dtype == DataType.FLOAT_VECTOR:
-                self._vectors[f.name] = VectorColumn(f.dim)
-            elif f.dtype == DataType.BINARY_VECTOR:
-                self._vectors[f.name] = BinaryVectorColumn(f.dim)
-            elif f.dtype == DataType.SPARSE_FLOAT_VECTOR:
-                self._vectors[f.name] = SparseVectorColumn()
-            elif f.dtype.is_narrow_vector:
-                self._vectors[f.name] = NarrowVectorColumn(f.dtype, f.dim)
-            else:
-                raise ValueError(f"vector field {f.name}: {f.dtype.name} is not supported")
+            self._vectors[f.name] = _vector_column(f)
         self._rows = ChunkedRows(
             pa.schema([f for f in self._arrow_schema if f.name not in self._vectors])
         )
@@ -118,6 +110,27 @@ class GrowingStore:
         self._table = None
         self._int_pks = None
         self._masks.clear()
+
+    def add_fields(self, schema: CollectionSchema) -> None:
+        """Take ``schema``, a later version of this store's with fields added (``AddCollectionField``):
+        every row stored so far gets each added field's default value, or null
+        (``services/schema_evolution.py``); later inserts carry the fields. Not for any other change
+        of the schema (a field's type or dimension). CPU work proportional to the rows held."""
+        added = added_fields(self._schema, schema)
+        rows = self.num_rows
+        for f in added:
+            if f.dtype.is_vector:
+                column = _vector_column(f)
+                if rows:
+                    column.append(*_decode(column, fill_column(f, rows)))  # type: ignore[arg-type]
+                self._vectors[f.name] = column
+        self._schema = schema
+        self._arrow_schema = schema.arrow_schema()
+        self._rows.add_columns(
+            pa.schema([f for f in self._arrow_schema if f.name not in self._vectors]),
+            lambda name, n: fill_column(schema.field(name), n),
+        )
+        self._table = None
 
     def apply_delete(self, pks: pa.Array | pa.ChunkedArray, ts: int) -> None:
         """Delete keys ``pks`` at ``ts``: hides their versions with ``_ts < ts``.
@@ -398,6 +411,18 @@ class GrowingStore:
                 raise ValueError(f"insert batch lacks column {f.name!r}")
             columns.append(_as_array(table.column(f.name), f.type))
         return pa.Table.from_arrays(columns, schema=self._arrow_schema)
+
+
+def _vector_column(f: FieldSchema) -> VectorColumn | BinaryVectorColumn | SparseVectorColumn | NarrowVectorColumn:
+    if f.dtype == DataType.FLOAT_VECTOR:
+        return VectorColumn(f.dim)
+    if f.dtype == DataType.BINARY_VECTOR:
+        return BinaryVectorColumn(f.dim)
+    if f.dtype == DataType.SPARSE_FLOAT_VECTOR:
+        return SparseVectorColumn()
+    if f.dtype.is_narrow_vector:
+        return NarrowVectorColumn(f.dtype, f.dim)
+    raise ValueError(f"vector field {f.name}: {f.dtype.name} is not supported")
 
 
 def _decode(

@@ -12,7 +12,7 @@ chunk that holds a wanted row.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -50,6 +50,19 @@ class ChunkedRows:
             newer = self._chunks.pop()
             self._starts.pop()
             self._chunks[-1] = pa.concat_tables([self._chunks[-1], newer]).combine_chunks()
+
+    def add_columns(self, schema: pa.Schema, fill: Callable[[str, int], pa.Array]) -> None:
+        """Take ``schema``: this store's columns plus new ones, which every stored row gets as
+        ``fill(name, rows)`` (a field added to the collection: its default value, or nulls)."""
+        added = [f.name for f in schema if self._schema.get_field_index(f.name) < 0]
+        self._chunks = [
+            pa.Table.from_arrays(
+                [chunk.column(f.name) if f.name not in added else fill(f.name, chunk.num_rows) for f in schema],
+                schema=schema,
+            )
+            for chunk in self._chunks
+        ]
+        self._schema = schema
 
     def table(self) -> pa.Table:
         """All rows (zero-copy over the chunks)."""

@@ -291,7 +291,8 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
                 if not d.broken
             ],
             segments=[
-                pb.LoadedSegment(collection_id=c, segment_id=s, rows=n) for c, s, n in self.worker.loaded()
+                pb.LoadedSegment(collection_id=c, segment_id=s, rows=n, index_ids=self.worker.index_ids(c, s))
+                for c, s, n in self.worker.loaded()
             ],
             broken=[
                 pb.BrokenChannel(collection_id=d.collection_id, vchannel=v, reason=d.failure)

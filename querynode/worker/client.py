@@ -86,6 +86,13 @@ class WorkerClient:
         )
         raise_for_status(resp.status)
 
+    async def update_schema(self, address: str, collection_id: int, schema: CollectionSchema) -> None:
+        """Give the worker's segments of the collection the fields ``schema`` added (a load of no segment)."""
+        if (worker := self._here(address)) is not None:
+            await worker.update_schema(collection_id, schema)
+            return
+        await self.load(address, collection_id=collection_id, schema=schema, segments=(), indexes=(), cuts={})
+
     async def release(self, address: str, collection_id: int, segment_ids: Sequence[int]) -> None:
         if (worker := self._here(address)) is not None:
             await worker.release(collection_id, list(segment_ids))

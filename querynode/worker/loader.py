@@ -85,7 +85,7 @@ def load_segment(
         if index is None:
             missing.append(spec)
         else:
-            seg.indexes[f.name] = FieldIndex(spec.spec, index)
+            seg.indexes[f.name] = FieldIndex(spec.spec, index, spec.index_id)
     return seg, missing
 
 
@@ -103,7 +103,7 @@ def build_segment_index(
     save_index(storage, meta.collection_id, meta.segment_id, spec.index_id, f.field_id, spec.spec, index, vectors)
     log.info("index built", segment=meta.segment_id, field=f.name, index_type=spec.spec.index_type,
              rows=len(vectors), threads=threads)
-    return FieldIndex(spec.spec, index)
+    return FieldIndex(spec.spec, index, spec.index_id)
 
 
 def restore_segment_index(
@@ -119,7 +119,7 @@ def restore_segment_index(
     index = load_index(
         storage, meta.collection_id, meta.segment_id, spec.index_id, f.field_id, spec.spec, seg.store.vector_matrix(f.name)
     )
-    return None if index is None else FieldIndex(spec.spec, index)
+    return None if index is None else FieldIndex(spec.spec, index, spec.index_id)
 
 
 def ensure_segment_index(

@@ -31,6 +31,7 @@ from services.storage.stats import SegmentStats
 class FieldIndex:
     spec: IndexSpec
     index: VectorIndex
+    index_id: int  # the catalog's id of the index (GetDataDistribution reports it)
 
 
 @dataclass(slots=True)

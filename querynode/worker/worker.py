@@ -16,6 +16,11 @@ graph on every core the other reads leave free (``CoreShare``).
 
 One readers-writer lock per collection: reads of its segments run side by side, but never
 overlap a cut, load or release of them (the stores are not safe to change while read).
+
+The worker keeps the newest schema of each collection it holds segments of: a load or
+``update_schema`` that carries a newer one (a field was added: ``services/schema_evolution.py``)
+gives every held segment the added fields, and segments load with the newest schema known,
+whatever the load carries.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from services.errors import SegmentNotFound
 from services.expr import Expr
 from services.expr.asyncparse import filter_size, parse_filter_async
 from services.schema import TIMESTAMP_COLUMN, CollectionSchema
+from services.schema_evolution import is_newer
 from services.segment import SegmentMeta
 from services.storage.objectstore import ObjectStore
 
@@ -82,9 +88,13 @@ class Worker:
 
         A segment already held here still gets the cuts: a delegator loads a segment again
         after taking it offline, and the deletes it stopped forwarding meanwhile come with
-        that load (cuts are idempotent).
+        that load (cuts are idempotent). A load with no segments only updates the schema.
         """
-        self._schemas[collection_id] = schema
+        if not metas:  # a load of nothing carries a schema (the RPC form of ``update_schema``)
+            await self.update_schema(collection_id, schema)
+            return
+        async with self._locks[collection_id].write():
+            await self._take_schema(collection_id, schema)
         for meta in metas:
             key = (collection_id, meta.segment_id)
             pks_ts = cuts.get(meta.segment_id)
@@ -93,15 +103,42 @@ class Worker:
                     async with self._locks[collection_id].write():
                         await asyncio.to_thread(self.segments[key].cut, *pks_ts)
                 continue
+            schema = self._schemas[collection_id]
             seg, missing = await asyncio.to_thread(load_segment, self._storage, schema, meta, indexes)
             async with self._locks[collection_id].write():
                 if pks_ts is not None and len(pks_ts[0]):
                     await asyncio.to_thread(seg.cut, *pks_ts)
+                current = self._schemas.get(collection_id, schema)
+                if is_newer(seg.store.schema, current):  # changed while it loaded
+                    await asyncio.to_thread(seg.store.add_fields, current)
+                else:
+                    self._schemas[collection_id] = current  # released meanwhile: the schema it loaded with
                 self.segments[key] = seg
             self._log.info("segment loaded", collection_id=collection_id, segment=meta.segment_id, rows=seg.num_rows,
                            indexes=sorted(seg.indexes), building=sorted(s.field_name for s in missing))
             for spec in missing:
                 self._spawn_build(collection_id, schema, seg, spec)
+
+    async def update_schema(self, collection_id: int, schema: CollectionSchema) -> None:
+        """A newer schema of a collection held here (a field added): every held segment gets the
+        added fields (Milvus' worker ``UpdateSchema``). An older or equal one, or a collection with
+        no segment here, changes nothing."""
+        async with self._locks[collection_id].write():
+            if collection_id in self._schemas:
+                await self._take_schema(collection_id, schema)
+
+    async def _take_schema(self, collection_id: int, schema: CollectionSchema) -> None:
+        """Under the collection's write lock: keep the newer of ``schema`` and the one held."""
+        current = self._schemas.get(collection_id)
+        if current is not None and not is_newer(current, schema):
+            return
+        self._schemas[collection_id] = schema
+        held = [seg for (c, _), seg in self.segments.items() if c == collection_id]
+        for seg in held:
+            if is_newer(seg.store.schema, schema):
+                await asyncio.to_thread(seg.store.add_fields, schema)
+        if current is not None:
+            self._log.info("schema changed", collection_id=collection_id, version=schema.version, segments=len(held))
 
     def _spawn_build(self, collection_id: int, schema: CollectionSchema, seg: WorkerSegment, spec: FieldIndexSpec) -> None:
         task = asyncio.create_task(self._build(collection_id, schema, seg, spec),
@@ -322,3 +359,8 @@ class Worker:
     def loaded(self) -> list[tuple[int, int, int]]:
         """``(collection, segment, rows)`` of every segment held."""
         return [(c, s, seg.num_rows) for (c, s), seg in sorted(self.segments.items())]
+
+    def index_ids(self, collection_id: int, segment_id: int) -> list[int]:
+        """The catalog ids of the vector indexes in place on a held segment (none: it is searched exactly)."""
+        seg = self.segments.get((collection_id, segment_id))
+        return [] if seg is None else sorted(fi.index_id for fi in seg.indexes.values())

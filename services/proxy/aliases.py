@@ -14,8 +14,8 @@ import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
 from protos import coordinator_pb2 as cpb
-from services.errors import InvalidArgument
 from services.grpcutil import raise_for_status
+from services.names import DEFAULT_DATABASE, check_alias, check_collection_name, database_not_found
 from services.proxy.metacache import MetaCache
 from services.proxy.rpc import milvus_rpc
 from services.proxy.status import success
@@ -39,6 +39,8 @@ class AliasRPCs:
     async def CreateAlias(
         self, request: milvus_pb2.CreateAliasRequest, context: grpc.aio.ServicerContext
     ) -> common_pb2.Status:
+        check_alias(request.alias)
+        check_collection_name(request.collection_name)
         await self._call(
             "CreateAlias",
             cpb.AliasRequest(alias=request.alias, collection=cpb.CollectionRef(name=request.collection_name)),
@@ -49,6 +51,8 @@ class AliasRPCs:
     async def AlterAlias(
         self, request: milvus_pb2.AlterAliasRequest, context: grpc.aio.ServicerContext
     ) -> common_pb2.Status:
+        check_alias(request.alias)
+        check_collection_name(request.collection_name)
         await self._call(
             "AlterAlias",
             cpb.AliasRequest(alias=request.alias, collection=cpb.CollectionRef(name=request.collection_name)),
@@ -59,6 +63,7 @@ class AliasRPCs:
     async def DropAlias(
         self, request: milvus_pb2.DropAliasRequest, context: grpc.aio.ServicerContext
     ) -> common_pb2.Status:
+        check_alias(request.alias)
         await self._call("DropAlias", cpb.AliasRequest(alias=request.alias))
         return success()
 
@@ -84,8 +89,9 @@ class AliasRPCs:
     async def RenameCollection(
         self, request: milvus_pb2.RenameCollectionRequest, context: grpc.aio.ServicerContext
     ) -> common_pb2.Status:
-        if request.newDBName and request.newDBName != "default":
-            raise InvalidArgument("databases are not supported: a collection can only be renamed within 'default'")
+        if request.newDBName and request.newDBName != DEFAULT_DATABASE:
+            raise database_not_found(request.newDBName)  # "default" is the one database (issue #29)
+        check_collection_name(request.newName)
         await self._call(
             "RenameCollection",
             cpb.RenameCollectionRequest(collection=cpb.CollectionRef(name=request.oldName), new_name=request.newName),

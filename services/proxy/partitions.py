@@ -15,15 +15,16 @@ from typing import Any
 import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
-from protos import coordinator_pb2
+from protos import coordinator_pb2, jobs_pb2
 from services.errors import InvalidArgument, PartitionNotFound
 from services.grpcutil import raise_for_status
+from services.names import check_collection_name, check_partition_name
 from services.proxy.metacache import CollectionEntry, MetaCache
-from services.proxy.reads import ReadOptions, ReadRouter
+from services.proxy.reads import ReadRouter
 from services.proxy.rpc import milvus_rpc
 from services.proxy.status import success
 
-COUNT_TIMEOUT = 30.0
+STATS_TIMEOUT = 30.0
 
 
 async def partition_id(cache: MetaCache, coll: CollectionEntry, name: str) -> int:
@@ -42,6 +43,7 @@ async def write_partition(cache: MetaCache, coll: CollectionEntry, name: str) ->
         return None
     if coll.partition_key is not None:
         raise InvalidArgument("not support manually specifying the partition names if partition key mode is used")
+    check_partition_name(name)
     return await partition_id(cache, coll, name)
 
 
@@ -53,6 +55,8 @@ async def read_partitions(
         return None, {}
     if coll.partition_key is not None:
         raise InvalidArgument("not support manually specifying the partition names if partition key mode is used")
+    for n in names:
+        check_partition_name(n, strict=False)
     ids = {await partition_id(cache, coll, n): n for n in names}
     return sorted(ids), ids
 
@@ -64,10 +68,10 @@ class PartitionRPCs:
     async def _coll(self, name: str) -> CollectionEntry:
         raise NotImplementedError
 
-    async def _stub(self) -> Any:
+    async def _lookup(self, name: str) -> CollectionEntry:
         raise NotImplementedError
 
-    async def _fresh_ts(self) -> int:
+    async def _stub(self) -> Any:
         raise NotImplementedError
 
     async def _partition_ddl(self, method: str, coll: CollectionEntry, names: Sequence[str]) -> None:
@@ -99,6 +103,8 @@ class PartitionRPCs:
     async def HasPartition(
         self, request: milvus_pb2.HasPartitionRequest, context: grpc.aio.ServicerContext
     ) -> milvus_pb2.BoolResponse:
+        check_collection_name(request.collection_name)
+        check_partition_name(request.partition_name)
         coll = await self._cache.get(request.collection_name, refresh=True)
         return milvus_pb2.BoolResponse(status=success(), value=request.partition_name in coll.partitions)
 
@@ -106,6 +112,10 @@ class PartitionRPCs:
     async def ShowPartitions(
         self, request: milvus_pb2.ShowPartitionsRequest, context: grpc.aio.ServicerContext
     ) -> milvus_pb2.ShowPartitionsResponse:
+        check_collection_name(request.collection_name)
+        if request.type == milvus_pb2.InMemory:
+            for n in request.partition_names:
+                check_partition_name(n)
         coll = await self._cache.get(request.collection_name, refresh=True)
         names = list(request.partition_names) or list(coll.partitions)
         for n in names:
@@ -126,6 +136,7 @@ class PartitionRPCs:
     async def LoadPartitions(
         self, request: milvus_pb2.LoadPartitionsRequest, context: grpc.aio.ServicerContext
     ) -> common_pb2.Status:
+        check_collection_name(request.collection_name)
         coll = await self._cache.get(request.collection_name, refresh=True)
         if not request.partition_names:
             raise InvalidArgument("partition names should not be empty")
@@ -157,20 +168,15 @@ class PartitionRPCs:
     async def GetPartitionStatistics(
         self, request: milvus_pb2.GetPartitionStatisticsRequest, context: grpc.aio.ServicerContext
     ) -> milvus_pb2.GetPartitionStatisticsResponse:
-        # The live rows of the partition (a count(*) over it, so it must be loaded); Milvus
-        # reports inserted rows until compaction, which Strata's WAL does not track per partition.
-        coll = await self._coll(request.collection_name)
+        # As Milvus: the rows of the partition's flushed segments in the coordinator's metadata, so no
+        # load is needed; rows count once flushed, deleted rows are subtracted once compacted away.
+        coll = await self._lookup(request.collection_name)
         pid = await partition_id(self._cache, coll, request.partition_name)
-        read = ReadOptions(
-            guarantee_ts=await self._fresh_ts(),
-            filter="",
-            filter_params={},
-            output_fields=[],
-            timeout=COUNT_TIMEOUT,
-            partition_ids=[pid],
-            partition_names={pid: request.partition_name},
+        resp = await (await self._stub()).ListSegments(
+            jobs_pb2.ListSegmentsRequest(collection_id=coll.collection_id), timeout=STATS_TIMEOUT
         )
-        _, rows = await self._reads.query(coll, read=read, limit=0, count_only=True)
+        raise_for_status(resp.status)
+        rows = sum(s.rows for s in resp.segments if s.partition_id == pid)
         return milvus_pb2.GetPartitionStatisticsResponse(
             status=success(), stats=[common_pb2.KeyValuePair(key="row_count", value=str(rows))]
         )

@@ -10,10 +10,12 @@ from services.coordclient import CoordinatorClient
 from services.etcd.metastore import MetaStore
 from services.etcd.session import Session
 from services.grpcutil import Health, message_size_options, start_server
+from services.proxy.component import ProxyComponent
 from services.proxy.localnode import LocalQueryNode
 from services.proxy.metacache import MetaCache
+from services.proxy.metrics import DISTRIBUTED, STANDALONE, Deployment
 from services.proxy.reads import ReadRouter
-from services.proxy.service import MilvusProxy
+from services.proxy.service import SERVER_VERSION, MilvusProxy
 from services.proxy.stats import WALStats
 from streamingnode.client.assignment import DiscoverWatcher
 from streamingnode.client.local import LocalStreamingNode
@@ -39,6 +41,7 @@ class Proxy:
         self._local_wal = local_wal
         self.address = ""
         self._health = Health([MILVUS_SERVICE])
+        self.component = ProxyComponent()  # GetComponentStates / CheckHealth report it
 
     async def start(self) -> None:
         c = self.config
@@ -49,9 +52,12 @@ class Proxy:
         self._producer = Producer(self._watcher, self._local_wal)
         self._reads = ReadRouter(self._coord, self._local)
         self._stats = WALStats(self._watcher)
-        service = MilvusProxy(
-            self._coord, self._producer, MetaCache(self._coord), self._reads, self._stats, limits=c.limits
-        )
+        self._cache = MetaCache(self._coord)
+        self._cache.start(self._store)
+        service = MilvusProxy(self._coord, self._producer, self._cache, self._reads, self._stats, limits=c.limits)
+        service.attach_component(self.component)
+        # Milvus's deploy modes: the proxy of ``strata standalone`` shares its process with the WAL.
+        mode = STANDALONE if self._local_wal is not None else DISTRIBUTED
 
         def add(server: grpc.aio.Server) -> None:
             milvus_pb2_grpc.add_MilvusServiceServicer_to_server(service, server)
@@ -61,14 +67,23 @@ class Proxy:
             add, host=c.common.host, port=c.common.port, health=self._health, options=sizes
         )
         self.address = f"{c.common.host}:{port}"
-        self._session = Session(self._store, ROLE, self.address, ttl_seconds=c.common.session_ttl_seconds)
+        service.attach_deployment(Deployment(mode=mode, version=SERVER_VERSION, address=self.address))
+        self._session = Session(
+            self._store,
+            ROLE,
+            self.address,
+            ttl_seconds=c.common.session_ttl_seconds,
+            on_registered=lambda info: self.component.registered(info.server_id),  # again after a lost lease
+        )
         await self._session.start()
         await self._health.serving()
 
     async def stop(self) -> None:
+        self.component.stopping()
         await self._health.stopping()
         await self._session.stop()
         await self._server.stop(grace=2)
+        await self._cache.stop()
         await self._reads.close()
         await self._stats.close()
         await self._producer.close()

@@ -21,29 +21,41 @@ from protos import coordinator_pb2
 from querynode.segments.reduce import merge_topk
 from services.config import DEFAULT_LIMITS, ProxyLimits
 from services.coordclient import CoordinatorClient
-from services.errors import ErrorCode, IndexNotSupported, InvalidArgument, SegmentLoadFailed, StrataError
+from services.errors import ErrorCode, InvalidArgument, SegmentLoadFailed, StrataError
 from services.expr.asyncparse import parse_filter_async
 from services.grpcutil import raise_for_status
+from services.names import DEFAULT_DATABASE, DEFAULT_DATABASE_ID, cannot_find_collection, check_collection_name
 from services.proxy import convert
 from services.proxy.aliases import AliasRPCs
+from services.proxy.batch_describe import BatchDescribeRPCs
 from services.proxy.consistency import guarantee_timestamp
 from services.proxy.convert.groups import group_by_values
 from services.proxy.convert.search import check_index_search_params, check_range
+from services.proxy.databases import DatabaseRPCs
+from services.proxy.flush_all import FlushAllRPCs
 from services.proxy.grouped_fetch import first_fetch, next_fetch
+from services.proxy.health import HealthRPCs
 from services.proxy.hybrid import hybrid_search
+from services.proxy.indexes import IndexRPCs
 from services.proxy.jobs import JobRPCs
+from services.proxy.legacy import LegacyRPCs
 from services.proxy.limits import check_expr_length, check_result_size, check_search_output, hit_bytes
 from services.proxy.metacache import CollectionEntry, MetaCache
+from services.proxy.metrics import MetricsRPCs
 from services.proxy.partitions import PartitionRPCs, read_partitions, write_partition
 from services.proxy.pkfilter import primary_keys_of
 from services.proxy.pksearch import resolve_key_vectors
 from services.proxy.reads import ReadOptions, ReadRouter
+from services.proxy.replicas import ReplicaRPCs
+from services.proxy.resource_groups import ResourceGroupRPCs
 from services.proxy.rpc import milvus_rpc
+from services.proxy.schema_rpcs import SchemaRPCs, check_schema_timestamp, schema_guarantee
+from services.proxy.segments import SegmentRPCs
 from services.proxy.stats import WALStats
 from services.proxy.status import success
 from services.proxy.unsupported import answer_unsupported
 from services.proxy.upserts import live_rows, plan_upsert
-from services.proxy.vectorindex import search_metric, vector_index_params
+from services.proxy.vectorindex import search_metric
 from services.proxy.writes import allocate_ids, delete_pks, insert_table, upsert_table
 from services.tsoutil import physical_ms
 from streamingnode.client.producer import Producer
@@ -61,7 +73,23 @@ def _kv(pairs: Any) -> dict[str, str]:
 
 
 @answer_unsupported
-class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServiceServicer):
+class MilvusProxy(
+    SchemaRPCs,
+    PartitionRPCs,
+    AliasRPCs,
+    JobRPCs,
+    IndexRPCs,
+    DatabaseRPCs,
+    ReplicaRPCs,
+    HealthRPCs,
+    SegmentRPCs,
+    FlushAllRPCs,
+    BatchDescribeRPCs,
+    ResourceGroupRPCs,
+    MetricsRPCs,
+    LegacyRPCs,
+    milvus_pb2_grpc.MilvusServiceServicer,
+):
     def __init__(
         self,
         coord: CoordinatorClient,
@@ -89,8 +117,13 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
         return int(resp.timestamp)
 
     async def _coll(self, name: str) -> CollectionEntry:
-        if not name:
-            raise InvalidArgument("collection name should not be empty")
+        """The collection ``name`` names, its name checked first (as most Milvus RPCs do)."""
+        check_collection_name(name)
+        return await self._cache.get(name)
+
+    async def _lookup(self, name: str) -> CollectionEntry:
+        """The collection ``name`` names, looked up unchecked (as Milvus' Search, HybridSearch and
+        statistics do: a bad name is a missing collection there)."""
         return await self._cache.get(name)
 
     # ---- connection ----------------------------------------------------------------------------
@@ -141,6 +174,7 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
 
     @milvus_rpc(common_pb2.Status)
     async def DropCollection(self, request: milvus_pb2.DropCollectionRequest, context: grpc.aio.ServicerContext) -> common_pb2.Status:
+        check_collection_name(request.collection_name)
         resp = await (await self._stub()).DropCollection(coordinator_pb2.CollectionRef(name=request.collection_name), timeout=60)
         self._cache.invalidate(request.collection_name)
         if resp.status.code == ErrorCode.COLLECTION_NOT_FOUND:
@@ -150,26 +184,38 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
 
     @milvus_rpc(milvus_pb2.DescribeCollectionResponse)
     async def DescribeCollection(self, request: milvus_pb2.DescribeCollectionRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.DescribeCollectionResponse:
-        coll = await self._cache.get(request.collection_name, refresh=True)
+        check_collection_name(request.collection_name)
+        try:
+            coll = await self._cache.get(request.collection_name, refresh=True)
+        except StrataError as err:
+            if err.code != ErrorCode.COLLECTION_NOT_FOUND:
+                raise
+            raise cannot_find_collection(request.collection_name) from None
+        properties = [common_pb2.KeyValuePair(key=k, value=v) for k, v in coll.properties.items()]
+        schema = convert.schema_to_proto(coll.schema)
+        schema.properties.extend(properties)  # Milvus' rootcoord puts them in both places
         return milvus_pb2.DescribeCollectionResponse(
             status=success(),
-            schema=convert.schema_to_proto(coll.schema),
+            schema=schema,
             collectionID=coll.collection_id,
             virtual_channel_names=coll.vchannels,
             physical_channel_names=coll.pchannels,
             created_timestamp=coll.created_ts,
             created_utc_timestamp=physical_ms(coll.created_ts),
+            update_timestamp=coll.update_ts,
             shards_num=len(coll.vchannels),
             consistency_level=coll.consistency_level,
             collection_name=coll.name,
             aliases=list(coll.aliases),
-            properties=[common_pb2.KeyValuePair(key=k, value=v) for k, v in coll.properties.items()],
-            db_name="default",
+            properties=properties,
+            db_name=DEFAULT_DATABASE,
+            db_id=DEFAULT_DATABASE_ID,
             num_partitions=len(coll.partitions),
         )
 
     @milvus_rpc(milvus_pb2.BoolResponse)
     async def HasCollection(self, request: milvus_pb2.HasCollectionRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.BoolResponse:
+        check_collection_name(request.collection_name)
         resp = await (await self._stub()).DescribeCollection(coordinator_pb2.CollectionRef(name=request.collection_name), timeout=30)
         if resp.status.code == ErrorCode.COLLECTION_NOT_FOUND:
             return milvus_pb2.BoolResponse(status=success(), value=False)
@@ -192,7 +238,7 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
 
     @milvus_rpc(milvus_pb2.GetCollectionStatisticsResponse)
     async def GetCollectionStatistics(self, request: milvus_pb2.GetCollectionStatisticsRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.GetCollectionStatisticsResponse:
-        coll = await self._coll(request.collection_name)
+        coll = await self._lookup(request.collection_name)
         # Inserted through the WAL, plus imported rows, minus rows compaction removed (as Milvus counts).
         rows = await self._stats.collection_rows(coll) + await self._job_rows(coll)
         return milvus_pb2.GetCollectionStatisticsResponse(
@@ -247,76 +293,10 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
             raise SegmentLoadFailed(f"load of collection {coll.name} failed (retried in the background): {view.load_error}")
         return milvus_pb2.GetLoadingProgressResponse(status=success(), progress=view.progress, refresh_progress=view.progress)
 
-    # ---- indexes -------------------------------------------------------------------------------
-    @milvus_rpc(common_pb2.Status)
-    async def CreateIndex(self, request: milvus_pb2.CreateIndexRequest, context: grpc.aio.ServicerContext) -> common_pb2.Status:
-        coll = await self._coll(request.collection_name)
-        params = _kv(request.extra_params)
-        if not coll.schema.has_field(request.field_name):
-            raise InvalidArgument(f"cannot create index on non-exist field: {request.field_name}")
-        field = coll.schema.field(request.field_name)
-        if field.dtype.is_vector:
-            # Defaults filled in; InvalidArgument naming a bad metric, index type or build parameter.
-            params = vector_index_params(field, params)
-        else:
-            # Refused before anything is written: a worker builds vector indexes only, and an index
-            # it cannot build must not be accepted (and then fail every load).
-            raise IndexNotSupported(
-                f"index type {params.get('index_type') or 'AUTOINDEX'} on field {field.name} "
-                f"({field.dtype.name}) is not supported: Strata builds indexes on vector fields only "
-                "(FLAT, HNSW, AUTOINDEX, the IVF families, SCANN, HNSW_SQ/PQ/PRQ, DISKANN); filters on scalar "
-                "and JSON fields scan the column"
-            )
-        resp = await (await self._stub()).CreateIndex(
-            coordinator_pb2.CreateIndexRequest(
-                collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
-                index=coordinator_pb2.IndexInfo(field_name=request.field_name, index_name=request.index_name, params=params),
-            ),
-            timeout=30,
-        )
-        raise_for_status(resp.status)
-        self._cache.invalidate(coll.name)
-        return success()
-
-    async def _indexes(self, coll: CollectionEntry) -> list[coordinator_pb2.IndexInfo]:
-        resp = await (await self._stub()).DescribeIndex(coordinator_pb2.CollectionRef(collection_id=coll.collection_id), timeout=30)
-        raise_for_status(resp.status)
-        return list(resp.indexes)
-
-    @milvus_rpc(milvus_pb2.DescribeIndexResponse)
-    async def DescribeIndex(self, request: milvus_pb2.DescribeIndexRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.DescribeIndexResponse:
-        coll = await self._coll(request.collection_name)
-        indexes = await self._indexes(coll)
-        if request.index_name:
-            indexes = [i for i in indexes if i.index_name == request.index_name]
-        elif request.field_name:
-            indexes = [i for i in indexes if i.field_name == request.field_name]
-        if not indexes:
-            raise StrataError(f"index not found[collection={coll.name}]", ErrorCode.INDEX_NOT_FOUND)
-        rows = await self._stats.collection_rows(coll)
-        return milvus_pb2.DescribeIndexResponse(
-            status=success(), index_descriptions=[_index_description(i, rows) for i in indexes]
-        )
-
-    @milvus_rpc(common_pb2.Status)
-    async def DropIndex(self, request: milvus_pb2.DropIndexRequest, context: grpc.aio.ServicerContext) -> common_pb2.Status:
-        coll = await self._coll(request.collection_name)
-        resp = await (await self._stub()).DropIndex(
-            coordinator_pb2.DropIndexRequest(
-                collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
-                field_name=request.field_name,
-                index_name=request.index_name,
-            ),
-            timeout=30,
-        )
-        raise_for_status(resp.status)
-        self._cache.invalidate(coll.name)
-        return success()
-
     # ---- writes --------------------------------------------------------------------------------
     @milvus_rpc(milvus_pb2.MutationResult)
     async def Insert(self, request: milvus_pb2.InsertRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.MutationResult:
-        coll = await self._coll(request.collection_name)
+        coll = await check_schema_timestamp(self._cache, await self._coll(request.collection_name), request.schema_timestamp)
         n = request.num_rows
         if n <= 0:
             raise InvalidArgument("num_rows should be greater than 0")
@@ -335,7 +315,7 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
 
     @milvus_rpc(milvus_pb2.MutationResult)
     async def Upsert(self, request: milvus_pb2.UpsertRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.MutationResult:
-        coll = await self._coll(request.collection_name)
+        coll = await check_schema_timestamp(self._cache, await self._coll(request.collection_name), request.schema_timestamp)
         n = request.num_rows
         if n <= 0:
             raise InvalidArgument("num_rows should be greater than 0")
@@ -414,10 +394,13 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
 
     @milvus_rpc(milvus_pb2.GetFlushStateResponse)
     async def GetFlushState(self, request: milvus_pb2.GetFlushStateRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.GetFlushStateResponse:
-        coll = await self._coll(request.collection_name)
+        # Without a collection name (the Node.js SDK's flushSync) the segments alone decide, as in Milvus.
+        ref = coordinator_pb2.CollectionRef()
+        if request.collection_name:
+            ref.collection_id = (await self._coll(request.collection_name)).collection_id
         resp = await (await self._stub()).GetFlushState(
             coordinator_pb2.GetFlushStateRequest(
-                collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
+                collection=ref,
                 segment_ids=list(request.segmentIDs),
                 flush_ts=request.flush_ts,
             ),
@@ -428,20 +411,20 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
 
     # ---- reads ---------------------------------------------------------------------------------
     async def _guarantee(self, coll: CollectionEntry, req: Any) -> int:
-        return await guarantee_timestamp(
+        return schema_guarantee(coll, await guarantee_timestamp(
             requested_level=req.consistency_level,
             use_default=req.use_default_consistency,
             collection_level=coll.consistency_level,
             request_ts=req.guarantee_timestamp,
             fresh_ts=self._fresh_ts,
-        )
+        ))
 
     async def _metric_for(self, coll: CollectionEntry, field: str, requested: str | None) -> str:
         return search_metric(coll.schema.field(field), coll.index_metrics.get(field, ""), requested)
 
     @milvus_rpc(milvus_pb2.SearchResults)
     async def Search(self, request: milvus_pb2.SearchRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.SearchResults:
-        coll = await self._coll(request.collection_name)
+        coll = await self._lookup(request.collection_name)
         spec = convert.parse_search_request(request, coll.schema, self._limits)
         if spec.filter.strip():
             check_expr_length(spec.filter, self._limits)
@@ -519,7 +502,7 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
     @milvus_rpc(milvus_pb2.SearchResults)
     async def HybridSearch(self, request: milvus_pb2.HybridSearchRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.SearchResults:
         # Each sub request runs as a Search would, all at one guarantee timestamp, then fused (hybrid.py).
-        coll = await self._coll(request.collection_name)
+        coll = await self._lookup(request.collection_name)
 
         async def shared_read() -> ReadOptions:
             partitions, names = await read_partitions(self._cache, coll, list(request.partition_names))
@@ -586,22 +569,6 @@ class MilvusProxy(PartitionRPCs, AliasRPCs, JobRPCs, milvus_pb2_grpc.MilvusServi
 
         rows = sum(t.num_rows for t in tables)
         return reduce() if rows <= INLINE_REDUCE_ROWS else await asyncio.to_thread(reduce)
-
-
-def _index_description(i: coordinator_pb2.IndexInfo, rows: int) -> milvus_pb2.IndexDescription:
-    """An index as describe_index shows it: InProgress while sealed segments wait for their index
-    (query nodes build them in the background), with Milvus's row counts."""
-    total, indexed = (i.total_rows, i.indexed_rows) if i.progress_known else (rows, rows)
-    return milvus_pb2.IndexDescription(
-        index_name=i.index_name,
-        indexID=i.index_id,
-        field_name=i.field_name,
-        params=[common_pb2.KeyValuePair(key=k, value=v) for k, v in i.params.items()],
-        state=common_pb2.Finished if indexed >= total else common_pb2.InProgress,
-        total_rows=total,
-        indexed_rows=indexed,
-        pending_index_rows=total - indexed,
-    )
 
 
 def _int_param(params: dict[str, str], key: str, default: int) -> int:

@@ -182,6 +182,16 @@ class ObjectStore:
         with f:
             return pq.read_table(f, columns=columns)
 
+    def read_parquet_schema(self, rel: str) -> pa.Schema:
+        """The Arrow schema of a Parquet object (its footer only). Raises ``ObjectNotFound``."""
+        path = self.full_path(rel)
+        try:
+            f = self._fs.open_input_file(path)
+        except FileNotFoundError as err:
+            raise self._not_found(rel) from err
+        with f:
+            return pq.read_schema(f)
+
     def exists(self, rel: str) -> bool:
         """Whether an object (not a directory) is stored under ``rel``."""
         return bool(self._fs.get_file_info(self.full_path(rel)).type == pafs.FileType.File)

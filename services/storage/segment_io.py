@@ -19,7 +19,9 @@ import pyarrow as pa
 
 from services.errors import InvalidArgument
 from services.schema import TIMESTAMP_COLUMN, CollectionSchema
+from services.schema_evolution import conform_table, fill_column, fillable_in_files
 from services.storage.columns import (
+    FIELD_ID_KEY,
     SCALAR_GROUP_ID,
     TIMESTAMP_FIELD_ID,
     column_groups,
@@ -160,16 +162,21 @@ class SegmentWriter:
         return path
 
     def _conform(self, table: pa.Table) -> pa.Table:
+        """``table`` in the schema's column order and types. Rows buffered before a field was added
+        may lack its column: it is filled (``schema_evolution``); any other missing column is refused."""
         expected = self._arrow.names
-        missing = [n for n in expected if n not in table.column_names]
+        missing = [
+            n for n in expected
+            if n not in table.column_names and not (self._schema.has_field(n) and fillable_in_files(self._schema.field(n)))
+        ]
         extra = [n for n in table.column_names if n not in expected]
         if missing or extra or len(set(table.column_names)) != len(table.column_names):
             raise InvalidArgument(
                 f"insert log table must have exactly the columns {expected}; missing {missing}, unexpected {extra}"
             )
         try:
-            return table.select(expected).cast(self._arrow)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError, ValueError) as err:
+            return conform_table(table.select([n for n in expected if n in table.column_names]), self._arrow, self._schema)
+        except ValueError as err:
             raise InvalidArgument(f"insert log table does not fit the collection schema: {err}") from None
 
 
@@ -219,10 +226,14 @@ class SegmentReader:
             for group in self._groups
             if any(c in wanted for c in group.fields)
         ]
-        chunks: dict[str, list[pa.ChunkedArray]] = {name: [] for name in wanted}
+        chunks: dict[str, list[pa.ChunkedArray | pa.Array]] = {name: [] for name in wanted}
         for log in manifest.insert_logs:
             for group_id, names in reads:
                 path = log.files.get(group_id)
+                if path is None and self._added_after(group_id, log):
+                    for name in names:  # a vector field added after this log was written
+                        chunks[name].append(fill_column(self._schema.field(name), log.rows))
+                    continue
                 if path is None:
                     raise CorruptObject(
                         f"segment {manifest.segment_id} insert log {log.log_id} names no file for column group {group_id}"
@@ -265,21 +276,61 @@ class SegmentReader:
         requested = set(columns)
         return [name for name in self._arrow.names if name in requested]
 
+    def _added_after(self, group_id: int, log: InsertLog) -> bool:
+        """The log names no file for ``group_id`` because its field was added after the log was written:
+        a fillable vector field added later (its id above every group the log has)."""
+        field = next((f for f in self._schema.vector_fields if f.field_id == group_id), None)
+        return field is not None and fillable_in_files(field) and field.field_id > max(log.files)
+
     def _read_parquet(self, path: str, names: list[str], *, expected_rows: int) -> pa.Table:
         try:
             table = self._store.read_parquet(path, columns=names)
         except pa.ArrowInvalid as err:  # not Parquet, or lacks a column; I/O errors pass through
-            raise CorruptObject(f"cannot read Parquet file {path}: {err}") from err
+            table = self._read_older(path, names, expected_rows, err)
         if table.num_rows != expected_rows:
             raise CorruptObject(f"{path} has {table.num_rows} rows, its manifest says {expected_rows}")
         return table
 
+    def _read_older(self, path: str, names: list[str], rows: int, err: pa.ArrowInvalid) -> pa.Table:
+        """A file written before some of ``names`` were added to the collection: the columns it has,
+        the added ones filled (``schema_evolution``). Any other file that fails to read is corrupt."""
+        corrupt = CorruptObject(f"cannot read Parquet file {path}: {err}")
+        try:
+            stored = self._store.read_parquet_schema(path)
+        except pa.ArrowInvalid:
+            raise corrupt from err
+        newest = max((_field_id(f) for f in stored), default=-1)
+        missing = [n for n in names if stored.get_field_index(n) < 0]
+        for name in missing:
+            field = self._schema.field(name) if self._schema.has_field(name) else None
+            if field is None or not fillable_in_files(field) or field.field_id <= newest:
+                raise corrupt from err
+        present = [n for n in names if n not in missing]
+        try:
+            table = self._store.read_parquet(path, columns=present)
+        except pa.ArrowInvalid as again:
+            raise CorruptObject(f"cannot read Parquet file {path}: {again}") from again
+        if table.num_rows != rows:
+            raise CorruptObject(f"{path} has {table.num_rows} rows, its manifest says {rows}")
+        for name in missing:
+            table = table.append_column(name, fill_column(self._schema.field(name), rows))
+        return table.select(names)
 
-def _concat(chunks: list[pa.ChunkedArray], arrow_type: pa.DataType, *, path_hint: str) -> pa.ChunkedArray:
+
+def _field_id(field: pa.Field) -> int:
+    """The Parquet field id a column was written with (-1: none)."""
+    raw = (field.metadata or {}).get(FIELD_ID_KEY)
+    return int(raw) if raw is not None else -1
+
+
+def _concat(chunks: list[pa.ChunkedArray | pa.Array], arrow_type: pa.DataType, *, path_hint: str) -> pa.ChunkedArray:
     try:
         # The Arrow chunks themselves: handed ChunkedArrays, pa.chunked_array would iterate
         # their values as Python objects (28 s for 250k vectors of dim 128).
-        return pa.chunked_array([a for c in chunks for a in c.cast(arrow_type).chunks], type=arrow_type)
+        arrays = [c.cast(arrow_type) for c in chunks]
+        return pa.chunked_array(
+            [a for c in arrays for a in (c.chunks if isinstance(c, pa.ChunkedArray) else [c])], type=arrow_type
+        )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
         raise CorruptObject(f"column {path_hint!r} is stored with an unexpected type: {err}") from err
 

@@ -53,6 +53,7 @@ def _copy(msg: common_pb2.Message) -> common_pb2.Message:
 class AppendResult:
     message_id: bytes
     timetick: int
+    sealed_segment_ids: tuple[int, ...] = ()  # a ManualFlush's: the growing segments it sealed
 
 
 @dataclass(slots=True)
@@ -233,7 +234,7 @@ class Producer:
                 except TimeoutError:
                     raise StrataError(f"append to {pchannel} timed out", ErrorCode.TIMEOUT) from None
                 if resp.status.code == ErrorCode.OK:
-                    return [AppendResult(r.message_id, r.timetick) for r in resp.results]
+                    return [AppendResult(r.message_id, r.timetick, tuple(r.sealed_segment_ids)) for r in resp.results]
                 code, reason = resp.status.code, resp.status.reason
             if code in _RETRYABLE and loop.time() < deadline:
                 self._log.info("append rejected, re-resolving", pchannel=pchannel, term=term, reason=reason)
@@ -262,7 +263,7 @@ class Producer:
         except Exception as err:  # what the Produce handler answers for a WAL's own failure
             self._log.exception("append failed", pchannel=pchannel)
             raise StrataError(f"append failed: {err}") from err
-        return [AppendResult(a.message_id.to_bytes(), a.timetick) for a in done]
+        return [AppendResult(a.message_id.to_bytes(), a.timetick, a.sealed_segment_ids) for a in done]
 
     async def _send_unless_moved(
         self, stream: _Stream, messages: Sequence[common_pb2.Message], timeout: float, txn: bool

@@ -9,6 +9,9 @@ the coordinator and object storage, in order:
 * Delete -> keys appended to the vchannel's delete buffer (an L0 segment later);
 * Flush -> ``MarkState(SEALED)`` then ``SyncSegment(final=True)``;
 * ManualFlush -> ``SyncDeletes`` (the Flushes of its segments came before it);
+* SchemaChange -> the pipeline takes the schema if it is newer (a field added): rows
+  buffered and rows of later inserts converted with an older schema get the added
+  column filled (``services/schema_evolution.py``);
 * DropCollection -> the pipeline is finished: buffers are discarded.
 
 Sync work is carried out by the flusher, which takes a batch
@@ -41,6 +44,7 @@ import structlog
 from protos.common_pb2 import Message, MessageType
 from services.position import Position
 from services.schema import TIMESTAMP_COLUMN, CollectionSchema
+from services.schema_evolution import conform_table, is_newer
 from services.segment import SegmentLevel, SegmentMeta, SegmentState
 from streamingnode.message import body_table, delete_partition, header
 
@@ -221,6 +225,8 @@ class ChannelPipeline:
             case MessageType.MANUAL_FLUSH:
                 if self.deletes.pks:
                     work.append(SyncDeletes(self.vchannel, "manual flush"))
+            case MessageType.SCHEMA_CHANGE:
+                self._schema_changed(CollectionSchema.from_json(header(msg)["schema"]))
             case MessageType.DROP_COLLECTION:
                 self.dropped = True
                 self.segments.clear()
@@ -273,12 +279,24 @@ class ChannelPipeline:
             return  # already in the segment's files
         table = body_table(msg)
         ts = pa.array(np.full(table.num_rows, msg.timetick, dtype=np.uint64))
-        table = table.append_column(TIMESTAMP_COLUMN, ts).cast(self._arrow_schema)
+        table = conform_table(table.append_column(TIMESTAMP_COLUMN, ts), self._arrow_schema, self.schema)
         buf.tables.append(table)
         buf.nbytes += table.nbytes
         buf.last_position = Position(message_id, msg.timetick)
         if buf.buffered_since is None:
             buf.buffered_since = self._clock()
+
+    def _schema_changed(self, schema: CollectionSchema) -> None:
+        """Take ``schema`` if it is newer; what is buffered gets its added columns, so that every
+        buffered table of a segment has the same columns (a segment sealed by the change still
+        holds old rows until its sync)."""
+        if not is_newer(self.schema, schema):
+            return
+        self.schema = schema
+        self._arrow_schema = schema.arrow_schema()
+        for buf in self.segments.values():
+            buf.tables = [conform_table(t, self._arrow_schema, schema) for t in buf.tables]
+        self._log.info("schema changed", version=schema.version, fields=len(schema.fields))
 
     def _delete(self, message_id: bytes, msg: Message) -> None:
         pks = body_table(msg).column("pk").combine_chunks()

@@ -26,6 +26,7 @@ __all__ = [
     "new_drop_collection",
     "new_drop_partition",
     "new_manual_flush",
+    "new_schema_change",
     "new_time_tick",
     "header",
     "body_table",
@@ -74,6 +75,12 @@ def new_drop_collection(vchannel: str, collection_id: int) -> Message:
 def new_drop_partition(vchannel: str, collection_id: int, partition_id: int) -> Message:
     """Seal the partition's growing segments on ``vchannel``; later inserts into it are refused."""
     return _msg(MessageType.DROP_PARTITION, vchannel, {"collection_id": collection_id, "partition_id": partition_id})
+
+
+def new_schema_change(vchannel: str, collection_id: int, schema_json: str) -> Message:
+    """The collection's schema is now ``schema_json`` (a field was added): the WAL seals its growing
+    segments on ``vchannel`` first; readers of the vchannel take the schema if its version is newer."""
+    return _msg(MessageType.SCHEMA_CHANGE, vchannel, {"collection_id": collection_id, "schema": schema_json})
 
 
 def new_manual_flush(vchannel: str, collection_id: int, flush_ts: int) -> Message:

@@ -54,7 +54,9 @@ class HandlerService(streaming_pb2_grpc.StreamingNodeHandlerServicer):
                 wal = self._manager.get(req.pchannel, req.term)
                 done = await wal.append(list(req.messages), txn=req.txn)
                 results = [
-                    streaming_pb2.AppendResult(message_id=a.message_id.to_bytes(), timetick=a.timetick)
+                    streaming_pb2.AppendResult(
+                        message_id=a.message_id.to_bytes(), timetick=a.timetick, sealed_segment_ids=a.sealed_segment_ids
+                    )
                     for a in done
                 ]
                 resp = streaming_pb2.ProduceResponse(request_id=req.request_id, status=ok_status(), results=results)

@@ -13,6 +13,7 @@ exactly what ``ShardManager.observe`` reads back after a restart.
 | Insert | ``segment_id``, ``rows``, ``bytes`` (no ``segment_id``: not counted) |
 | Flush | ``segment_id`` (``collection_id``, ``partition_id`` for readers) |
 | ManualFlush | ``collection_id``, ``flush_ts`` (``segment_ids``: what it sealed, for readers) |
+| SchemaChange | ``collection_id`` (``schema``: the new schema's JSON, for readers) |
 """
 
 from __future__ import annotations

@@ -173,6 +173,21 @@ class ShardManager:
             lambda s: s.collection_id == collection_id and (vchannel is None or s.vchannel == vchannel),
         )
 
+    def schema_changed(self, collection_id: int, vchannel: str | None = None) -> list[SealInstruction]:
+        """Seals every growing segment of the collection on ``vchannel`` (all if None), SCHEMA_CHANGE,
+        so that no segment holds rows of two schemas (Milvus seals and fences likewise).
+
+        Raises:
+            CollectionNotFound: the collection is not on ``vchannel`` (or nowhere here).
+        """
+        coll = self._s.collections.get(collection_id)
+        if coll is None or (vchannel is not None and vchannel not in coll.vchannels):
+            raise _not_found(collection_id, vchannel)
+        return self._seal_where(
+            SealReason.SCHEMA_CHANGE,
+            lambda s: s.collection_id == collection_id and (vchannel is None or s.vchannel == vchannel),
+        )
+
     def check_collection(self, collection_id: int, vchannel: str) -> None:
         """For a Delete: the collection must exist on ``vchannel``.
 
@@ -307,6 +322,10 @@ class ShardManager:
                 cid = h.int_field(header, h.COLLECTION_ID)
                 if self._knows(cid, vch):
                     self.manual_flush(cid, h.int_field(header, h.FLUSH_TS, 0), vch)
+            case MessageType.SCHEMA_CHANGE:
+                cid = h.int_field(header, h.COLLECTION_ID)
+                if self._knows(cid, vch):
+                    self.schema_changed(cid, vch)
             case MessageType.CREATE_SEGMENT:
                 cid, pid = h.int_field(header, h.COLLECTION_ID), h.int_field(header, h.PARTITION_ID)
                 sid = h.int_field(header, h.SEGMENT_ID)

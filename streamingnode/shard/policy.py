@@ -35,6 +35,7 @@ class SealReason(enum.Enum):
     MANUAL_FLUSH = "manual_flush"  # a ManualFlush of its collection
     COLLECTION_DROPPED = "collection_dropped"
     PARTITION_DROPPED = "partition_dropped"
+    SCHEMA_CHANGE = "schema_change"  # its collection's schema changed: later rows go to segments of the new one
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

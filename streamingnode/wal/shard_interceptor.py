@@ -82,6 +82,8 @@ class ShardInterceptor:
                 self._seal(ex, m.partition_dropped(h["collection_id"], h["partition_id"], msg.vchannel))
             case MessageType.DELETE:
                 m.check_collection(header(msg)["collection_id"], msg.vchannel)
+            case MessageType.SCHEMA_CHANGE:
+                self._seal(ex, m.schema_changed(header(msg)["collection_id"], msg.vchannel))
             case MessageType.MANUAL_FLUSH:
                 h = header(msg)
                 seals = m.manual_flush(h["collection_id"], h.get("flush_ts", 0), msg.vchannel)

@@ -53,6 +53,7 @@ from services.position import Position
 from services.tsoutil import physical_ms
 from streamingnode.message import header, new_time_tick
 from streamingnode.shard import ShardManager
+from streamingnode.shard.headers import SEGMENT_IDS
 from streamingnode.wal.holds import DEFAULT_MAX_AGE_SECONDS, ReadHolds
 from streamingnode.wal.recovery import RecoveryHandle, RecoverySnapshot
 from streamingnode.wal.scanner import Backoff, SwitchableScanner
@@ -71,6 +72,15 @@ _SETTLE_MAX_DELAY = 1.0
 class Appended:
     message_id: MessageID
     timetick: int
+    #: A ManualFlush's answer: the growing segments it sealed (Milvus' ManualFlushExtraResponse).
+    sealed_segment_ids: tuple[int, ...] = ()
+
+
+def _sealed_by(msg: Message) -> tuple[int, ...]:
+    """The segments a stamped ManualFlush sealed (its header lists them); () for any other message."""
+    if msg.type != MessageType.MANUAL_FLUSH:
+        return ()
+    return tuple(int(s) for s in header(msg).get(SEGMENT_IDS, ()))
 
 
 @dataclass(slots=True)
@@ -436,7 +446,7 @@ class WAL:
                 for m in msgs:
                     m_id = next(position)
                     if owner is not None:
-                        results[id(owner)].append(Appended(m_id, m.timetick))
+                        results[id(owner)].append(Appended(m_id, m.timetick, _sealed_by(m)))
             for p, _ in accepted:
                 if not p.future.done():
                     p.future.set_result(results[id(p)])

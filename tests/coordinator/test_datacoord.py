@@ -176,3 +176,16 @@ async def test_flush_seals_through_the_wal_and_reports_done_once_checkpoints_pas
     assert not data.flush_state(meta, segment_ids, flush_ts)  # the other vchannel lags
     await data.update_checkpoints([(meta.vchannels[1], Position(b"\x09" * 8, flush_ts + 1))])
     assert data.flush_state(meta, segment_ids, flush_ts)
+
+
+async def test_flush_state_by_segment_ids_alone_waits_for_those_segments_only(store: MetaStore) -> None:
+    # The Node.js SDK's flushSync names no collection: its segments decide, checkpoints are not asked.
+    data, catalog, _ = await _coord(store)
+    meta = await _collection(catalog)
+    await data.alloc_segment(_seg(19))
+    segment_ids, flush_ts = await data.flush(meta)
+    assert not data.flush_state(None, segment_ids, flush_ts)
+    await data.save_binlog_paths(_seg(19, rows=4, manifest="m"), flushed=True)
+    assert data.flush_state(None, segment_ids, flush_ts)
+    assert not data.flush_state(meta, segment_ids, flush_ts)  # with the collection: its checkpoints lag
+    assert data.flush_state(None, [123456], 0)  # unknown (compacted away, dropped when empty): flushed

@@ -19,7 +19,7 @@ from coordinator.data.build_policy import Backoff, Build, IndexDef, assign, want
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.data.index_builds import IndexBuildScheduler
 from coordinator.data.jobs import JobKind, JobRecord, JobState
-from services.errors import StrataError
+from services.errors import InvalidArgument, StrataError
 from services.segment import SegmentLevel, SegmentMeta, SegmentState
 from services.storage.layout import index_prefix
 from services.storage.objectstore import ObjectStore
@@ -121,20 +121,22 @@ class FakeNodes:
 
 
 class FakeBuilder:
-    """Saves the index file as a node would, once ``release`` lets a build finish; fails while ``failing``."""
+    """Saves the index file as a node would, once ``release`` lets a build finish; fails while ``failing``
+    (with ``error``: by default one that may pass, as a node short of memory)."""
 
     def __init__(self, storage: ObjectStore) -> None:
         self.storage = storage
         self.calls: list[tuple[str, int]] = []
         self.release = asyncio.Event()
         self.failing = False
+        self.error: StrataError = StrataError("no memory for the build")
 
     async def build(self, address: str, *, collection: CollectionMeta, build: Build, params: dict[str, str]) -> bool:
         self.calls.append((address, build.segment.segment_id))
         assert params["index_type"] == "IVF_FLAT"
         await self.release.wait()
         if self.failing:
-            raise StrataError("no memory for the build")
+            raise self.error
         self.storage.write_bytes(f"{index_prefix(1, build.segment.segment_id)}/{build.index.index_id}/meta.json", b"{}")
         return True
 
@@ -213,6 +215,34 @@ async def test_a_failed_build_is_retried_after_a_growing_backoff(tmp_path: Path)
     await _settle(scheduler)
     assert await scheduler.round() == []  # saved
     assert len(builder.calls) == 3
+    await scheduler.stop()
+
+
+async def test_a_build_the_node_refuses_for_good_is_not_retried_and_is_reported_until_the_index_goes(
+    tmp_path: Path,
+) -> None:
+    clock = Clock()
+    data = FakeData([_seg(1), _seg(2)])
+    catalog = FakeCatalog()
+    scheduler, builder = _scheduler(tmp_path, data, FakeNodes(addresses={10: "node-a"}), catalog, clock=clock)
+    builder.failing, builder.error = True, InvalidArgument("invalid index params: M must be in [2, 2048], got 0")
+    builder.release.set()
+    for _ in range(2):
+        assert len(await scheduler.round()) == 1
+        await _settle(scheduler)
+    assert scheduler.failures(1) == {(1, 7): "invalid index params: M must be in [2, 2048], got 0",
+                                     (2, 7): "invalid index params: M must be in [2, 2048], got 0"}
+    assert scheduler.failures(2) == {}
+    clock.now += 600.0
+    builder.failing = False
+    assert await scheduler.round() == []  # not tried again, however long it waits
+    data.segments = [_seg(2)]  # segment 1 dropped (compacted away): its failure goes with it
+    await scheduler.round()
+    assert list(scheduler.failures(1)) == [(2, 7)]
+    catalog.indexes = []  # the index dropped: nothing of it is remembered
+    await scheduler.round()
+    assert scheduler.failures(1) == {}
+    assert builder.calls == [("node-a", 1), ("node-a", 2)]
     await scheduler.stop()
 
 

@@ -37,3 +37,13 @@ def test_segments_that_need_no_build_count_as_indexed() -> None:
     for no_train in ("FLAT", "BIN_FLAT", "flat"):
         progress = index_progress(set(), [small, big], 77, index_type=no_train)
         assert progress.indexed_rows == progress.total_rows == 2 * MIN_ROWS_TO_INDEX - 1
+
+
+def test_failed_builds_of_unindexed_segments_make_milvus_fail_reason() -> None:
+    segments = [_segment(3, 1100), _segment(1, 1200), _segment(2, 1300)]
+    failures = {(3, 77): "M must be in [2, 2048]", (1, 77): "bad", (2, 78): "another index", (9, 77): "gone"}
+    progress = index_progress({(1, 77)}, segments, 77, index_type="HNSW", failures=failures)
+    # Segment 1 is saved after all (a build elsewhere); 2 failed under another index only.
+    assert progress.fail_reason == "3: M must be in [2, 2048];"
+    assert (progress.indexed_rows, progress.total_rows) == (1200, 3600)
+    assert index_progress(set(), segments, 77, index_type="HNSW").fail_reason == ""

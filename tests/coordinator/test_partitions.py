@@ -1,4 +1,5 @@
-"""Partition metadata rules: names, the partitions a collection starts with, catalog round trips."""
+"""Partition metadata rules: the partitions a collection starts with, catalog round trips (names:
+``tests/services/test_names.py``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 import pytest
 
 from coordinator.catalog import CollectionMeta, PartitionInfo
-from coordinator.partitions import DEFAULT_KEY_PARTITIONS, check_partition_name, initial_partitions
+from coordinator.partitions import DEFAULT_KEY_PARTITIONS, initial_partitions
 from services.errors import InvalidArgument
 from services.schema import CollectionSchema, DataType, FieldSchema
 
@@ -36,17 +37,6 @@ def test_a_collection_starts_with_default_or_key_partitions() -> None:
         initial_partitions(_schema(key=DataType.DOUBLE), 0)
     with pytest.raises(InvalidArgument, match="cannot be the primary key"):
         initial_partitions(_schema(pk_is_key=True), 0)
-
-
-@pytest.mark.parametrize("name", ["", "1a", "a-b", "a b", "é", "x" * 256])
-def test_bad_partition_names_are_refused(name: str) -> None:
-    with pytest.raises(InvalidArgument):
-        check_partition_name(name)
-
-
-def test_good_partition_names() -> None:
-    for name in ("_default", "p1", "A_b_9", "_" * 255):
-        check_partition_name(name)
 
 
 def test_partitions_survive_the_catalog_and_old_metadata_has_the_default_one() -> None:

@@ -92,7 +92,7 @@ def invalid_partition_op(w: Workload) -> list[Step]:
         ("upsert into a missing partition", "upsert",
          {"collection_name": name, "data": [w.rows.payload(r) for r in rows], "partition_name": missing}),
         ("drop the default partition", "drop_partition", {"collection_name": name, "partition_name": DEFAULT_PARTITION}),
-        ("create a partition named with a dash", "create_partition", {"collection_name": name, "partition_name": "p-x"}),
+        ("create a partition named with a space", "create_partition", {"collection_name": name, "partition_name": "p x"}),
         ("create a partition in a missing collection", "create_partition",
          {"collection_name": f"{w.prefix}never", "partition_name": "p1"}),
         ("delete in a missing partition", "delete",
@@ -106,7 +106,7 @@ def invalid_partition_op(w: Workload) -> list[Step]:
     # milvus-lite drops a loaded partition and accepts any partition name.
     features = {
         "drop a loaded partition": frozenset({Feature.LITE_ACCEPTS_INVALID}),
-        "create a partition named with a dash": frozenset({Feature.COLLECTION_NAME_CHARACTERS}),
+        "create a partition named with a space": frozenset({Feature.COLLECTION_NAME_CHARACTERS}),
     }.get(label, frozenset())
     return [w.step(f"invalid partition op ({label})", method, shape=shape, read=False, expect=Expect.RAISES,
                    features=features, **kwargs)]  # fmt: skip

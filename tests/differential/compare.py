@@ -21,6 +21,8 @@ ABS_TOL = 1e-4
 _SERVER_ASSIGNED = ("collection_id", "created_timestamp", "update_timestamp")
 # Keys milvus-lite leaves out: a describe_alias's db_name, a describe_collection's aliases (D22; list_aliases checks them).
 _LITE_OMITS = ("db_name", "aliases")
+# Milvus 2.6 gives a new collection the property timezone=UTC; milvus-lite does not (D27).
+_DEFAULT_PROPERTIES = {"timezone": "UTC"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +109,9 @@ def normalise(step: Step, value: Any) -> Any:
             return [[(hit["id"], hit["distance"], dict(hit["entity"])) for hit in hits] for hits in value]
         case Shape.DESCRIBE:
             described = {k: v for k, v in dict(value).items() if k not in _SERVER_ASSIGNED + _LITE_OMITS}
+            described["properties"] = {
+                k: v for k, v in described.get("properties", {}).items() if _DEFAULT_PROPERTIES.get(k) != v
+            }
             described["fields"] = [{k: v for k, v in f.items() if k != "field_id"} for f in described["fields"]]
             return described
         case Shape.NAMES:

@@ -67,7 +67,7 @@ class Feature(Enum):
     DUPLICATE_KEY_ROWS = "`count(*)` after one insert named a key twice (Milvus counts every row)"
     PARTITION_ROWS = "a key with a row in two partitions; a delete or upsert naming one of them"
     # Calls both servers accept where Milvus refuses.
-    COLLECTION_NAME_CHARACTERS = "a collection or partition name starting with a digit or holding a `-`"
+    COLLECTION_NAME_CHARACTERS = "a collection name starting with a digit or holding a `-`, a partition name with a space"
 
 
 class Handling(Enum):

@@ -51,7 +51,7 @@ def test_an_alias_reads_and_writes_its_collection_and_moves_in_one_step(milvus: 
         milvus.create_collection(alias, dimension=4)
     with pytest.raises(MilvusException, match="alias not found"):
         milvus.describe_alias(unique_name("nope"))
-    with pytest.raises(MilvusException, match="Invalid alias name"):
+    with pytest.raises(MilvusException, match="Invalid collection alias"):
         milvus.create_alias(blue, "1bad")
     milvus.drop_alias(alias)
     milvus.drop_alias(alias)  # again: a no-op

@@ -49,7 +49,7 @@ CASES: list[tuple[str, Callable[[MilvusClient, str], object], int, str]] = [
         "collection not found",
         lambda m, c: m.query(unique_name("missing"), filter="id > 0"),
         100,
-        r"collection not found\[collection=",
+        r"collection not found\[database=default\]\[collection=",
     ),
     (
         "dimension mismatch",

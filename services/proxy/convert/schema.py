@@ -15,13 +15,13 @@ a ``$meta`` FieldData of its own.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pymilvus.grpc_gen import common_pb2, schema_pb2
 
-from services.errors import InvalidArgument
+from services.errors import FieldNameInvalid, InvalidArgument
 from services.jsonvalue import JsonTooDeep, load_json
+from services.names import check_field_name
 from services.proxy.convert.nullvectors import NULLABLE_VECTOR_TYPES
 from services.schema import (
     ARRAY_ELEMENT_TYPES,
@@ -37,7 +37,6 @@ FIRST_FIELD_ID = 100
 MAX_FIELDS = 64
 #: Milvus' proxy.maxVectorFieldNum default (its range is [1, 10]): vector fields per collection.
 MAX_VECTOR_FIELDS = 4
-MAX_FIELD_NAME_LENGTH = 255
 _VECTOR_TYPE_VALUES = frozenset(int(t) for t in DataType if t.is_vector)
 MAX_VARCHAR_LENGTH = 65535
 MAX_DIM = 32768
@@ -49,7 +48,6 @@ MAX_LENGTH_KEY = "max_length"
 MAX_CAPACITY_KEY = "max_capacity"
 DYNAMIC_FIELD_DESCRIPTION = "dynamic schema"
 
-_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RESERVED_NAMES = frozenset({TIMESTAMP_COLUMN})
 _KEY_TYPES = (DataType.INT64, DataType.VARCHAR)
 _INT_RANGES = {
@@ -69,20 +67,10 @@ def type_name(dtype: int) -> str:
 
 
 def validate_field_name(name: str) -> None:
-    """Milvus' field name rule: a letter or ``_``, then letters, digits, ``_``."""
-    if not name:
-        raise InvalidArgument("field name should not be empty")
-    invalid = f"Invalid field name: {name}. "
-    if len(name) > MAX_FIELD_NAME_LENGTH:
-        raise InvalidArgument(
-            f"{invalid}The length of a field name must be less than {MAX_FIELD_NAME_LENGTH} characters."
-        )
-    if not (name[0] == "_" or name[0].isascii() and name[0].isalpha()):
-        raise InvalidArgument(f"{invalid}The first character of a field name must be an underscore or letter.")
-    if not _NAME_RE.fullmatch(name):
-        raise InvalidArgument(f"{invalid}Field name can only contain numbers, letters, and underscores.")
+    """Milvus' field name rule (``services/names.py``), and the system's own column names refused."""
+    check_field_name(name)
     if name in _RESERVED_NAMES:
-        raise InvalidArgument(f"{invalid}The name is reserved by the system.")
+        raise FieldNameInvalid(f"Invalid field name: {name}. The name is reserved by the system.: field name invalid[field={name}]")
 
 
 def schema_from_proto(pb: schema_pb2.CollectionSchema, *, collection_name: str) -> CollectionSchema:
@@ -124,7 +112,7 @@ def schema_from_proto(pb: schema_pb2.CollectionSchema, *, collection_name: str) 
             raise InvalidArgument(f"data type {type_name(fpb.data_type)} is not supported yet (field `{fpb.name}`)")
     _check_keys(pb)
 
-    fields = [_field_from_proto(fpb, FIRST_FIELD_ID + i, pb.autoID, collection_name) for i, fpb in enumerate(pb.fields)]
+    fields = [field_from_proto(fpb, FIRST_FIELD_ID + i, pb.autoID, collection_name) for i, fpb in enumerate(pb.fields)]
     if pb.enable_dynamic_field:
         fields.append(
             FieldSchema(
@@ -178,7 +166,7 @@ def _check_keys(pb: schema_pb2.CollectionSchema) -> None:
             raise InvalidArgument(f"partition key field `{f.name}` does not support nullable")
 
 
-def _field_from_proto(
+def field_from_proto(
     fpb: schema_pb2.FieldSchema, field_id: int, collection_auto_id: bool, collection: str
 ) -> FieldSchema:
     dtype = DataType(fpb.data_type)

@@ -605,6 +605,9 @@ def _empty_results(
     return pa.table(columns)
 
 
+_SUCCESS = common_pb2.Status(error_code=common_pb2.Success, code=0, reason="")
+
+
 def build_query_results(
     table: pa.Table,
     schema: CollectionSchema,
@@ -612,7 +615,10 @@ def build_query_results(
     *,
     collection_name: str | None = None,
 ) -> milvus_pb2.QueryResults:
-    """The ``QueryResults`` Milvus returns (status and session_ts left to the caller).
+    """The ``QueryResults`` Milvus returns, with its success status (session_ts left to the caller).
+
+    The status is set even though it is all defaults: an unset one reaches the Node.js SDK as
+    ``status: null`` (pymilvus reads a missing status as success, the Node SDK does not).
 
     ``table`` holds the matching rows with a column per resolved output field
     (the primary key always among them). ``collection_name`` defaults to the
@@ -620,6 +626,7 @@ def build_query_results(
     """
     resolved = resolve_output_fields(schema, output_fields, include_pk=True)
     out = milvus_pb2.QueryResults(
+        status=_SUCCESS,
         collection_name=schema.name if collection_name is None else collection_name,
         primary_field_name=schema.primary_field.name,
     )
@@ -646,7 +653,7 @@ def build_count_results(count: int, *, collection_name: str = "") -> milvus_pb2.
     )
     column.scalars.long_data.data.append(count)
     return milvus_pb2.QueryResults(
-        collection_name=collection_name, fields_data=[column], output_fields=[COUNT_FIELD]
+        status=_SUCCESS, collection_name=collection_name, fields_data=[column], output_fields=[COUNT_FIELD]
     )
 
 

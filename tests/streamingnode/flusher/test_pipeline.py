@@ -11,7 +11,7 @@ from services.position import Position
 from services.schema import CollectionSchema, DataType, FieldSchema
 from services.segment import SegmentMeta, SegmentState
 from streamingnode.flusher.pipeline import AllocSegment, ChannelPipeline, MarkState, SyncDeletes, SyncSegment
-from streamingnode.message import new_delete, new_drop_collection, new_insert, new_manual_flush
+from streamingnode.message import new_delete, new_drop_collection, new_insert, new_manual_flush, new_schema_change
 
 V = "p0_1v0"
 SCHEMA = CollectionSchema(
@@ -134,3 +134,25 @@ def test_drop_collection_discards_everything() -> None:
     p.handle(mid(3), stamp(new_drop_collection(V, 1), 30))
     assert p.dropped and not p.segments and p.take_segment_batch(7) is None
     assert p.handle(mid(4), insert(7, [2], 40)) == []
+
+
+def test_a_schema_change_fills_the_added_field_in_buffered_and_stale_rows() -> None:
+    """Rows buffered before a field was added, and inserts a proxy converted with the old schema
+    after it, get the field's default; a replayed (older or equal) schema changes nothing."""
+    added = FieldSchema(field_id=102, name="tag", dtype=DataType.VARCHAR, max_length=8, nullable=True,
+                        default_value="none", added=True)
+    newer = CollectionSchema(name="c", fields=(*SCHEMA.fields, added), version=1)
+    p = pipeline()
+    p.handle(mid(1), create_segment(7, 10))
+    p.handle(mid(2), insert(7, [1], 20))
+    p.handle(mid(3), flush(7, 30))  # the WAL seals before a SchemaChange
+    change = stamp(new_schema_change(V, 1, newer.to_json()), 40)
+    assert p.handle(mid(4), change) == [] and p.schema == newer
+    p.handle(mid(5), create_segment(8, 50))
+    p.handle(mid(6), insert(8, [2], 60))  # a stale proxy's insert: no "tag" column
+    for sid in (7, 8):
+        batch = p.take_segment_batch(sid)
+        assert batch is not None and batch.table.schema == newer.arrow_schema()
+        assert batch.table.column("tag").to_pylist() == ["none"]
+    p.handle(mid(7), stamp(new_schema_change(V, 1, SCHEMA.to_json()), 70))
+    assert p.schema == newer

@@ -14,7 +14,14 @@ import pytest
 from protos.common_pb2 import Message, MessageType
 from services.errors import CollectionNotFound
 from services.tsoutil import compose
-from streamingnode.message import new_create_collection, new_delete, new_drop_collection, new_insert, new_manual_flush
+from streamingnode.message import (
+    new_create_collection,
+    new_delete,
+    new_drop_collection,
+    new_insert,
+    new_manual_flush,
+    new_schema_change,
+)
 from streamingnode.shard import SealPolicy, ShardManager
 from streamingnode.wal.shard_interceptor import ShardInterceptor
 from streamingnode.wal.wal import WAL
@@ -101,14 +108,42 @@ async def test_manual_flush_seals_and_records_segments(harness: Harness) -> None
     try:
         await wal.append([new_create_collection("v0", 7, "{}")])
         await wal.append([_insert(2)])
-        await wal.append([new_manual_flush("v0", 7, 123)])
+        [flushed] = await wal.append([new_manual_flush("v0", 7, 123)])
         await wal.append([_insert(2)])
         log = await _log(wal)
         manual = next(h for k, h in log if k == MessageType.MANUAL_FLUSH)
         first_seg = next(h["segment_id"] for k, h in log if k == MessageType.INSERT)
         assert manual["segment_ids"] == [first_seg]
+        assert flushed.sealed_segment_ids == (first_seg,)  # the appender hears what it sealed
         inserts = [h["segment_id"] for k, h in log if k == MessageType.INSERT]
         assert inserts[1] != first_seg  # a new segment after the flush
+    finally:
+        await wal.close()
+        await opener.close()  # type: ignore[attr-defined]
+
+
+async def test_schema_change_seals_the_collections_segments_and_replays(harness: Harness) -> None:
+    """A field added: the WAL writes a Flush of the growing segment before the SchemaChange, and
+    later inserts go to a new segment, also after a reopen (the seal is replayed, not redone)."""
+    wal, opener = await harness.open(1)
+    await wal.append([new_create_collection("v0", 7, "{}")])
+    await wal.append([_insert(2)])
+    await wal.append([new_schema_change("v0", 7, '{"version": 1}')])
+    with pytest.raises(CollectionNotFound):
+        await wal.append([new_schema_change("v0", 8, "{}")])
+    await wal.close()
+    await opener.close()  # type: ignore[attr-defined]
+    wal, opener = await harness.open(2)
+    try:
+        await wal.append([_insert(2)])
+        log = await _log(wal)
+        kinds = [k for k, _ in log]
+        assert kinds == [
+            MessageType.CREATE_COLLECTION, MessageType.CREATE_SEGMENT, MessageType.INSERT,
+            MessageType.FLUSH, MessageType.SCHEMA_CHANGE, MessageType.CREATE_SEGMENT, MessageType.INSERT,
+        ]  # fmt: skip
+        first, second = (h["segment_id"] for k, h in log if k == MessageType.INSERT)
+        assert first != second and next(h for k, h in log if k == MessageType.FLUSH)["segment_id"] == first
     finally:
         await wal.close()
         await opener.close()  # type: ignore[attr-defined]

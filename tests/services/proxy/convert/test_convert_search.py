@@ -341,3 +341,13 @@ def test_query_results_pieces() -> None:
     assert list(out.fields_data[1].scalars.json_data.data) == [b'{"a":1}']
     aliased = build_query_results(table, schema, ["a"], collection_name="alias")
     assert aliased.collection_name == "alias"
+
+
+def test_query_results_carry_a_success_status_on_the_wire() -> None:
+    # An unset status reaches the Node.js SDK as `status: null`, which it reads as a failure.
+    schema = domain(make_schema())
+    table = pa.table({"pk": pa.array([1], pa.int64())})
+    for out in (build_query_results(table, schema, ["pk"]), build_count_results(1, collection_name="c")):
+        assert out.HasField("status")
+        assert (out.status.error_code, out.status.code) == (common_pb2.Success, 0)
+        assert milvus_pb2.QueryResults.FromString(out.SerializeToString()).HasField("status")
