@@ -63,6 +63,7 @@ from services.jobs.plans import CompactionSpec, IndexRef, JobResult, L0Plan, Mix
 from services.position import Position
 from services.schema import CollectionSchema, DataType
 from services.segment import SegmentLevel, SegmentMeta, SegmentState
+from services.storage.layout import ALL_PARTITIONS
 from services.ttl import expire_before
 
 _REQUEST = "datacoord/compaction/"
@@ -344,7 +345,12 @@ class CompactionManager:
                 rows = sum(s.rows for s in choice.inputs)
                 count = max(1, math.ceil(rows / options.target_rows))
                 base = await self._ids.allocate(count)
-                l0s = [s for s in self._data.flushed_segments(vchannel=choice.vchannel) if s.level == SegmentLevel.L0]
+                # The deletes of its partition and of every partition (as in Milvus, a delete naming a
+                # partition removes rows there only).
+                l0s = [
+                    s for s in self._data.flushed_segments(vchannel=choice.vchannel)
+                    if s.level == SegmentLevel.L0 and s.partition_id in (choice.partition_id, ALL_PARTITIONS)
+                ]
                 mix_plans_.append(
                     MixPlan(
                         plan_id=job_id, vchannel=choice.vchannel, partition_id=choice.partition_id,

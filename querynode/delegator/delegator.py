@@ -11,11 +11,14 @@ Lifetime (``start`` to ``stop``), one task and its consumer:
    loads reaches it as in any handoff (below).
 
 What ends a version of a key — a delete, or an insert of the key in another
-segment — is applied to growing data here and **forwarded** to the sealed
-segments whose PK statistics (the *PK oracle*: bloom filter + min/max of each
-sealed segment) may hold the key, on their workers, before the next message is
+segment of its partition — is applied to growing data here and **forwarded** to
+the sealed segments of that partition (a delete naming none: of every one)
+whose PK statistics (the *PK oracle*: bloom filter + min/max of each sealed
+segment) may hold the key, on their workers, before the next message is
 applied; so by the time tsafe passes it, every segment has it. Everything is
-also kept in the ``CutLog`` for segments loaded later.
+also kept in the ``CutLog`` for segments loaded later. Rows of one key in two
+partitions (or twice in one insert) are all live, as in Milvus: ``count(*)``
+counts each, and a query keeps the newest per key (``dedupe.py``).
 
 **Loading a sealed segment** (no gap, no duplicate): read its PK stats and its
 rows' ``(pk, ts)`` from object storage; note the cut log's position; ask the
@@ -65,13 +68,12 @@ import contextlib
 import functools
 import json
 from collections.abc import AsyncIterator, Awaitable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 import grpc
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import structlog
 
 from protos import querynode_pb2 as qpb
@@ -79,10 +81,11 @@ from protos.common_pb2 import Message, MessageType
 from querynode.delegator.cutlog import CutLog
 from querynode.delegator.distribution import Distribution, Placement, Snapshot
 from querynode.delegator.load_failures import LoadFailures
-from querynode.delegator.shard_data import ShardData
+from querynode.delegator.shard_data import ShardData, reaches
 from querynode.delegator.tsafe import TSafe
 from querynode.index.base import search_params
 from querynode.offload import concat_slices, run_sliced, search_cost
+from querynode.segments.dedupe import newest_per_key
 from querynode.segments.growing import GrowingStore
 from querynode.segments.readmask import read_mask
 from querynode.segments.reduce import merge_topk
@@ -97,12 +100,13 @@ from services.position import Position
 from services.schema import TIMESTAMP_COLUMN, CollectionSchema
 from services.schema_evolution import conform_table, is_newer
 from services.segment import SegmentMeta
+from services.storage.layout import ALL_PARTITIONS
 from services.storage.objectstore import ObjectStore
 from services.storage.segment_io import SegmentReader
 from services.storage.stats import SegmentStats
 from streamingnode.client.assignment import AssignmentSource
 from streamingnode.client.consumer import consume
-from streamingnode.message import body_table, header
+from streamingnode.message import body_table, delete_partition, header
 
 # Worker answers that mean the segments there may be gone or stale: reload before reading them.
 WORKER_LOST = {ErrorCode.SEGMENT_NOT_FOUND, ErrorCode.NOT_READY, ErrorCode.UNAVAILABLE, ErrorCode.NODE_NOT_FOUND}
@@ -122,6 +126,7 @@ class ReadSpec:
     timeout: float
     partitions: frozenset[int] | None = None  # None: every partition
     expire_before: int = 0  # rows written before it have expired (the collection's TTL; 0: none)
+    ignore_growing: bool = False  # sealed segments only: growing data is left out (Milvus's ignore_growing)
 
     def to_proto(self) -> qpb.ReadOptions:
         return qpb.ReadOptions(
@@ -132,6 +137,7 @@ class ReadSpec:
             timeout_ms=int(self.timeout * 1000),
             partition_ids=sorted(self.partitions or ()),
             expire_before=self.expire_before,
+            ignore_growing=self.ignore_growing,
         )
 
 
@@ -290,23 +296,24 @@ class Delegator:
                 segment_id = int(h.get("segment_id", 0))
                 if segment_id in self.dist.current.sealed or segment_id in self.excluded:
                     return  # its rows come from object storage
-                self._partition_of[segment_id] = int(h.get("partition_id", 0))
+                partition = self._partition_of[segment_id] = int(h.get("partition_id", 0))
                 table = body_table(msg)
                 ts = pa.array(np.full(table.num_rows, msg.timetick, dtype=np.uint64))
                 table = conform_table(table.append_column(TIMESTAMP_COLUMN, ts), self._arrow_schema, self.schema)
                 pks = table.column(self._pk).combine_chunks()
                 stamps = np.full(len(pks), msg.timetick, dtype=np.uint64)
                 async with self._lock:
-                    self.data.insert(segment_id, table)
-                    self.cutlog.add_versions(segment_id, pks, stamps)
-                    await self._forward(pks, stamps, exclude=segment_id)
+                    self.data.insert(segment_id, table, partition)
+                    self.cutlog.add_versions(segment_id, partition, pks, stamps)
+                    await self._forward(pks, stamps, partition, exclude=segment_id)
             case MessageType.DELETE:
                 pks = body_table(msg).column("pk").combine_chunks()
                 stamps = np.full(len(pks), msg.timetick, dtype=np.uint64)
+                partition = delete_partition(msg)
                 async with self._lock:
-                    self.data.delete(pks, msg.timetick)
-                    self.cutlog.add_deletes(pks, stamps)
-                    await self._forward(pks, stamps)
+                    self.data.delete(pks, msg.timetick, partition)
+                    self.cutlog.add_deletes(pks, stamps, partition)
+                    await self._forward(pks, stamps, partition)
             case MessageType.DROP_PARTITION:
                 dropped = int(header(msg)["partition_id"])
                 async with self._lock:
@@ -337,12 +344,16 @@ class Delegator:
             self._take_offline(sids, f"schema change on node {placement.node_id} failed: {err}")
 
     async def _forward(
-        self, pks: pa.Array, ts: np.ndarray, *, exclude: int | None = None, skip: set[int] | None = None
+        self, pks: pa.Array, ts: np.ndarray, partition: int, *, exclude: int | None = None,
+        skip: set[int] | None = None,
     ) -> None:
-        """Send cuts to the sealed segments whose PK stats may hold the keys (call under the data lock)."""
+        """Send cuts to the sealed segments of ``partition`` (``ALL_PARTITIONS``: of every one) whose PK
+        stats may hold the keys (call under the data lock)."""
         per_worker: dict[Placement, dict[int, tuple[pa.Array, np.ndarray]]] = {}
         for sid, placement in self.dist.current.sealed.items():
             if sid == exclude or (skip is not None and sid in skip):
+                continue
+            if not reaches(partition, self._partition_of.get(sid, ALL_PARTITIONS)):
                 continue
             hit = self.oracle.may_contain(sid, pks)
             if hit.any():
@@ -424,8 +435,8 @@ class Delegator:
         failpoint("delegator.load_l0")
         pks, ts = await asyncio.to_thread(load_deletes, self._storage, self.schema, meta)
         async with self._lock:
-            self.data.add_deletes(pks, ts)
-            self.cutlog.add_deletes(pks, ts)
+            self.data.add_deletes(pks, ts, meta.partition_id)
+            self.cutlog.add_deletes(pks, ts, meta.partition_id)
         self.l0_segments.add(meta.segment_id)
 
     def _read_keys(self, meta: SegmentMeta) -> tuple[list[SegmentStats], pa.Array, np.ndarray, tuple[pa.Array, np.ndarray]]:
@@ -458,7 +469,7 @@ class Delegator:
         def may_hold(k: pa.Array) -> np.ndarray:
             return oracle.may_contain(sid, k)
 
-        pks, ts = self.cutlog.cuts_for(sid, may_hold)
+        pks, ts = self.cutlog.cuts_for(sid, meta.partition_id, may_hold)
         if len(own_pks):
             pks, ts = pa.concat_arrays([pks, own_pks.cast(pks.type)]), np.concatenate([ts, own_ts])
         schema = self.schema
@@ -503,10 +514,14 @@ class Delegator:
             try:
                 for p in prepared:
                     sid = p.placed.meta.segment_id
-                    pks, ts = self.cutlog.cuts_for(sid, functools.partial(p.oracle.may_contain, sid), since=p.mark)
-                    # The other segments of this sync are versions for it too (the cut log has them later).
+                    partition = p.placed.meta.partition_id
+                    pks, ts = self.cutlog.cuts_for(
+                        sid, partition, functools.partial(p.oracle.may_contain, sid), since=p.mark
+                    )
+                    # The other segments of this sync in its partition are versions for it too (the cut
+                    # log has them later).
                     for q in prepared:
-                        if q is not p and len(q.keys):
+                        if q is not p and len(q.keys) and q.placed.meta.partition_id == partition:
                             hit = p.oracle.may_contain(sid, q.keys)
                             if hit.any():
                                 mask = pa.array(hit)
@@ -522,15 +537,15 @@ class Delegator:
                 return
             for p in prepared:
                 sid = p.placed.meta.segment_id
+                partition = p.placed.meta.partition_id
                 self.oracle.stats[sid] = p.stats
-                # Its rows end older versions of their keys everywhere else.
-                for seg_id, store in self.data.growing.items():
-                    if seg_id != sid:
-                        store.cut(p.keys, p.stamps)
-                await self._forward(p.keys, p.stamps, exclude=sid, skip=new)
-                self.cutlog.set_versions(sid, p.keys, p.stamps)
+                # Its rows end older versions of their keys everywhere else in its partition.
+                for _, store in self.data.growing_in(partition, but=sid):
+                    store.cut(p.keys, p.stamps)
+                await self._forward(p.keys, p.stamps, partition, exclude=sid, skip=new)
+                self.cutlog.set_versions(sid, partition, p.keys, p.stamps)
                 self.data.growing.pop(sid, None)
-                self._partition_of[sid] = p.placed.meta.partition_id
+                self._partition_of[sid] = partition
                 self.offline.discard(sid)
                 self.load_failures.forget(sid)
                 self._rows[sid] = len(p.keys)
@@ -606,7 +621,9 @@ class Delegator:
             raise self._read_failed(placement, sids, err) from err
 
     def _growing_in(self, spec: ReadSpec) -> list[GrowingStore]:
-        """The growing segments a read covers (call under the data lock)."""
+        """The growing segments a read covers (call under the data lock): none with ``ignore_growing``."""
+        if spec.ignore_growing:
+            return []
         if spec.partitions is None:
             return list(self.data.growing.values())
         return [s for sid, s in self.data.growing.items() if self._partition_of.get(sid) in spec.partitions]
@@ -714,6 +731,9 @@ class Delegator:
     async def query(self, spec: ReadSpec, *, limit: int | None, count_only: bool) -> tuple[pa.Table | None, int]:
         read_ts = await self.tsafe.wait(spec.guarantee_ts, timeout=spec.timeout, what=f"query {self.vchannel}")
         self._check_readable()
+        asked = spec
+        if not count_only:  # rows carry their _ts: a key in two partitions keeps its newest row
+            spec = replace(spec, output_fields=(*spec.output_fields, TIMESTAMP_COLUMN))
 
         def remote(placement: Placement, sids: list[int]) -> Awaitable[tuple[pa.Table | None, int]]:
             return self._remote(placement, sids, self._workers.query(
@@ -754,13 +774,12 @@ class Delegator:
             return None, sum(n for _, n in results)
         tables = [t for t, _ in results if t is not None and t.num_rows]
         if not tables:
-            empty = GrowingStore(self.schema).query(read_ts=read_ts, output_fields=spec.output_fields)
+            empty = GrowingStore(self.schema).query(read_ts=read_ts, output_fields=asked.output_fields)
             return empty, 0
 
         def merge() -> pa.Table:
-            table = pa.concat_tables(tables)
-            table = table.take(pc.sort_indices(table, sort_keys=[(self._pk, "ascending")]))
-            return table if limit is None else table.slice(0, limit)
+            table = newest_per_key(pa.concat_tables(tables), self._pk, limit=limit)
+            return table.drop_columns([TIMESTAMP_COLUMN]) if TIMESTAMP_COLUMN not in asked.output_fields else table
 
         rows = sum(t.num_rows for t in tables)
         table = merge() if rows <= INLINE_MERGE_ROWS else await asyncio.to_thread(merge)

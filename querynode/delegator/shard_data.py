@@ -9,13 +9,16 @@ Plain data, no I/O, not thread-safe: the delegator serialises writes and reads.
 * **deletes**: every delete of the vchannel (from L0 segments and from the
   WAL), kept so that a segment loaded later gets them too.
 
-Versions across segments: a primary key's newest version is the only one
-visible, wherever it lives, exactly as within one store. An insert in one
-segment *cuts* older versions of its keys in every other segment (sealed ones
-only where their PK statistics may hold the key); a loaded sealed segment and
-every other segment cut each other's older versions; deletes reach every
-segment (sealed ones through the PK statistics). Cuts are order-independent
-(``GrowingStore.cut``), so it does not matter which arrives first.
+Versions across segments: within a partition, a primary key's newest version
+is the only one visible, wherever it lives, exactly as within one store. An
+insert in one segment *cuts* older versions of its keys in every other segment
+of its partition (sealed ones only where their PK statistics may hold the
+key); a loaded sealed segment and every other segment of its partition cut
+each other's older versions; a delete reaches every segment of the partition it
+names, or of every partition (sealed ones through the PK statistics). Rows of
+one key in two partitions are two rows, as in Milvus (reads merge them by key).
+Cuts are order-independent (``GrowingStore.cut``), so it does not matter which
+arrives first.
 """
 
 from __future__ import annotations
@@ -29,34 +32,34 @@ import pyarrow.compute as pc
 from querynode.segments.growing import GrowingStore
 from querynode.segments.sealed import SealedSegment
 from services.schema import TIMESTAMP_COLUMN, CollectionSchema
+from services.storage.layout import ALL_PARTITIONS
 
 
 class DeleteLog:
-    """Every ``(pk, ts)`` delete seen, concatenated on demand."""
+    """Every ``(pk, ts)`` delete seen, with the partition it named (``ALL_PARTITIONS``: every one)."""
 
     def __init__(self, pk_type: pa.DataType) -> None:
         self._type = pk_type
-        self._pks: list[pa.Array] = []
-        self._ts: list[np.ndarray] = []
-        self._cache: tuple[pa.Array, np.ndarray] | None = None
+        self._entries: list[tuple[int, pa.Array, np.ndarray]] = []
 
-    def append(self, pks: pa.Array, ts: np.ndarray) -> None:
+    def append(self, pks: pa.Array, ts: np.ndarray, partition_id: int = ALL_PARTITIONS) -> None:
         if len(pks):
-            self._pks.append(pks)
-            self._ts.append(np.asarray(ts, dtype=np.uint64))
-            self._cache = None
+            self._entries.append((partition_id, pks, np.asarray(ts, dtype=np.uint64)))
 
-    def pairs(self) -> tuple[pa.Array, np.ndarray]:
-        if self._cache is None:
-            if self._pks:
-                self._cache = (pa.concat_arrays(self._pks), np.concatenate(self._ts))
-                self._pks, self._ts = [self._cache[0]], [self._cache[1]]
-            else:
-                self._cache = (pa.array([], self._type), np.zeros(0, dtype=np.uint64))
-        return self._cache
+    def pairs(self, partition_id: int) -> tuple[pa.Array, np.ndarray]:
+        """The deletes that reach rows of ``partition_id``."""
+        chosen = [(p, t) for part, p, t in self._entries if part in (partition_id, ALL_PARTITIONS)]
+        if not chosen:
+            return pa.array([], self._type), np.zeros(0, dtype=np.uint64)
+        return pa.concat_arrays([p for p, _ in chosen]), np.concatenate([t for _, t in chosen])
 
     def __len__(self) -> int:
-        return sum(len(p) for p in self._pks)
+        return sum(len(p) for _, p, _ in self._entries)
+
+
+def reaches(delete_partition: int, partition_id: int) -> bool:
+    """A delete naming ``delete_partition`` reaches rows of ``partition_id``."""
+    return delete_partition in (partition_id, ALL_PARTITIONS)
 
 
 def _cut_where(store: GrowingStore, pks: pa.Array, ts: np.ndarray, mask: np.ndarray | None = None) -> None:
@@ -74,6 +77,7 @@ class ShardData:
         self._pk = schema.primary_field.name
         self.growing: dict[int, GrowingStore] = {}
         self.sealed: dict[int, SealedSegment] = {}
+        self.partition_of: dict[int, int] = {}  # growing segment -> its partition
         self.deletes = DeleteLog(schema.primary_field.arrow_type())
 
     def add_fields(self, schema: CollectionSchema) -> None:
@@ -95,54 +99,62 @@ class ShardData:
     def sealed_rows(self) -> int:
         return sum(s.store.num_rows for s in self.sealed.values())
 
-    def insert(self, segment_id: int, table: pa.Table) -> bool:
-        """Apply an insert of ``segment_id`` (``table`` has ``_ts``); False if the segment is sealed here."""
+    def growing_in(self, partition_id: int, *, but: int | None = None) -> list[tuple[int, GrowingStore]]:
+        """The growing segments of ``partition_id`` (every one for ``ALL_PARTITIONS``), except ``but``."""
+        return [
+            (sid, store) for sid, store in self.growing.items()
+            if sid != but and reaches(partition_id, self.partition_of.get(sid, ALL_PARTITIONS))
+        ]
+
+    def insert(self, segment_id: int, table: pa.Table, partition_id: int = ALL_PARTITIONS) -> bool:
+        """Apply an insert of ``segment_id`` in ``partition_id`` (``table`` has ``_ts``); False if the
+        segment is sealed here."""
         if segment_id in self.sealed:
             return False  # its rows come from object storage
         store = self.growing.get(segment_id)
         if store is None:
             store = self.growing[segment_id] = GrowingStore(self.schema)
+            self.partition_of[segment_id] = partition_id
         store.apply_insert(table)
         pks = table.column(self._pk).combine_chunks()
         ts = np.asarray(table.column(TIMESTAMP_COLUMN).to_numpy(), dtype=np.uint64)
-        for sid, other in self.growing.items():
-            if sid != segment_id:
-                _cut_where(other, pks, ts)
+        for _, other in self.growing_in(partition_id, but=segment_id):
+            _cut_where(other, pks, ts)
         for seg in self.sealed.values():
-            _cut_where(seg.store, pks, ts, seg.may_contain(pks))
+            if reaches(partition_id, seg.meta.partition_id):
+                _cut_where(seg.store, pks, ts, seg.may_contain(pks))
         return True
 
-    def delete(self, pks: pa.Array, ts: int) -> None:
-        stamps = np.full(len(pks), ts, dtype=np.uint64)
-        self.deletes.append(pks, stamps)
-        for store in self.growing.values():
-            store.apply_delete(pks, ts)
-        for seg in self.sealed.values():
-            _cut_where(seg.store, pks, stamps, seg.may_contain(pks))
+    def delete(self, pks: pa.Array, ts: int, partition_id: int = ALL_PARTITIONS) -> None:
+        """A delete at ``ts`` of the rows of ``pks`` in ``partition_id`` (``ALL_PARTITIONS``: every one)."""
+        self.add_deletes(pks, np.full(len(pks), ts, dtype=np.uint64), partition_id)
 
-    def add_deletes(self, pks: pa.Array, ts: np.ndarray) -> None:
-        """Deletes with their own timestamps (an L0 segment): logged and applied everywhere."""
-        self.deletes.append(pks, ts)
-        for store in self.growing.values():
+    def add_deletes(self, pks: pa.Array, ts: np.ndarray, partition_id: int = ALL_PARTITIONS) -> None:
+        """Deletes with their own timestamps (an L0 segment): logged and applied to the partition's segments."""
+        self.deletes.append(pks, ts, partition_id)
+        for _, store in self.growing_in(partition_id):
             _cut_where(store, pks, ts)
         for seg in self.sealed.values():
-            _cut_where(seg.store, pks, ts, seg.may_contain(pks))
+            if reaches(partition_id, seg.meta.partition_id):
+                _cut_where(seg.store, pks, ts, seg.may_contain(pks))
 
     def add_sealed(self, seg: SealedSegment) -> None:
         """Serve ``seg`` from now on instead of its growing copy (if any), with every delete and cut applied."""
-        pks, ts = self.deletes.pairs()
+        partition = seg.meta.partition_id
+        pks, ts = self.deletes.pairs(partition)
         if len(pks):
             _cut_where(seg.store, pks, ts, seg.may_contain(pks))
-        # Every version here against every version elsewhere: each version ends at the first
-        # newer one of its key wherever that lives (cut is order-independent and idempotent).
+        # Every version here against every version elsewhere in its partition: each version ends at
+        # the first newer one of its key wherever that lives (cut is order-independent and idempotent).
         keys, stamps = seg.store.versions()
         if len(keys):
             others: list[tuple[GrowingStore, np.ndarray]] = [
-                (store, np.ones(len(keys), dtype=bool))
-                for sid, store in self.growing.items()
-                if sid != seg.segment_id
+                (store, np.ones(len(keys), dtype=bool)) for _, store in self.growing_in(partition, but=seg.segment_id)
             ]
-            others += [(s.store, s.may_contain(keys)) for s in self.sealed.values() if s.segment_id != seg.segment_id]
+            others += [
+                (s.store, s.may_contain(keys)) for s in self.sealed.values()
+                if s.segment_id != seg.segment_id and s.meta.partition_id == partition
+            ]
             for store, mask in others:
                 if not mask.any():
                     continue
@@ -152,6 +164,7 @@ class ShardData:
                     _cut_where(seg.store, there_keys, there_ts)  # newer versions there end ours
                     _cut_where(store, mine_keys, mine_ts)  # ours end older ones there
         self.growing.pop(seg.segment_id, None)
+        self.partition_of.pop(seg.segment_id, None)
         self.sealed[seg.segment_id] = seg
 
     def release(self, segment_id: int) -> None:

@@ -233,7 +233,8 @@ class GrowingStore:
         return pc.unique(keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys)
 
     def visible_mask(self, read_ts: int) -> np.ndarray:
-        """Bool per stored row: the live version of its key at ``read_ts``.
+        """Bool per stored row: the row a read of its key sees at ``read_ts`` (one per key: the live
+        version; of rows inserted together under one key, the last).
 
         Cached until the next write; the array is read-only.
         """
@@ -337,19 +338,27 @@ class GrowingStore:
         return self._take_columns(rows[order.to_numpy()], [self._pk.name, *outputs])
 
     def count(self, *, read_ts: int, mask: np.ndarray | None = None) -> int:
-        """Number of visible rows (and ``mask``) at ``read_ts``."""
-        return int(np.count_nonzero(self._selection(read_ts, mask)))
+        """Number of live rows (and ``mask``) at ``read_ts``: every row of a key inserted twice
+        with one timestamp counts, as Milvus's ``count(*)`` counts them (``mvcc``, siblings)."""
+        if not self._chains.has_siblings:
+            return int(np.count_nonzero(self._selection(read_ts, mask)))
+        _check_ts(read_ts, "read ts")
+        live = self._chains.live(read_ts)
+        return int(np.count_nonzero(live if mask is None else live & self._checked(mask)))
 
     def _selection(self, read_ts: int, mask: np.ndarray | None) -> np.ndarray:
         visible = self.visible_mask(read_ts)
         if mask is None:
             return visible
+        selected: np.ndarray = visible & self._checked(mask)
+        return selected
+
+    def _checked(self, mask: np.ndarray) -> np.ndarray:
         if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
             raise ValueError("mask must be a numpy bool array")
-        if mask.shape != visible.shape:
+        if mask.shape != (self.num_rows,):
             raise ValueError(f"mask has shape {mask.shape}, store has {self.num_rows} rows")
-        selected: np.ndarray = visible & mask
-        return selected
+        return mask
 
     def _output_columns(self, output_fields: Sequence[str]) -> list[str]:
         """Requested columns without the primary key or repeats, validated."""

@@ -2,24 +2,32 @@
 
 Every stored row gets a validity interval ``[begin, end)`` of timestamps:
 ``begin`` is the row's own ``_ts``; ``end`` is the earliest timestamp at which
-the row stops being the live version of its primary key, either because
+the row stops being live, either because
 
-* a newer version of the same key was inserted (upsert, or a plain duplicate
-  insert: newest wins) -> ``end = newer row's _ts``, or
+* a newer version of the same key was inserted (upsert, or a plain insert of a
+  key already stored: newest wins) -> ``end = newer row's _ts``, or
 * a delete of the key at ``T`` with ``row _ts < T`` -> ``end = T``.
 
-A row is visible at ``read_ts`` iff ``begin <= read_ts < end``: one vectorised
+Rows of one key with the *same* ``_ts`` (one insert naming a key twice) are
+*siblings*: none ends another. They are all live (``live``: what ``count(*)``
+counts, as Milvus counts every row of a duplicated key), and every one but the
+last inserted is *shadowed*, so reads of rows (``visible``: query, search) see
+one row per key, the last inserted. Siblings share their fate: whatever ends
+one ends them all.
+
+A row is live at ``read_ts`` iff ``begin <= read_ts < end``: one vectorised
 comparison over two arrays, whatever the history. Examples (one key):
 
 * insert@5, insert@8: row@5 is ``[5, 8)``, row@8 is ``[8, inf)``.
 * insert@5, delete@7, insert@7 (upsert, either order): ``[5, 7)``, ``[7, inf)``;
   the delete at 7 never hides the row inserted at 7.
-* two inserts of the key at 7 (same or different batches): the first is
-  ``[7, 7)`` (never visible), the last inserted wins.
+* two inserts of the key at 7 (same or different batches): both ``[7, inf)``,
+  the first shadowed; a delete at 9 ends both at 9.
 
 Versions of a key form a chain (``prev`` row per row, ``last`` row per key
-code). A delete only needs to cut the newest version older than itself: every
-older version already ends at its successor's ``_ts``, which is not later.
+code). A delete only needs to cut the newest version older than itself, and
+its siblings (the rows just before it in the chain with the same ``_ts``):
+every older version already ends at its successor's ``_ts``, which is not later.
 
 Ordering contract: inserts arrive in timestamp order and never below the
 timestamp of anything applied before (WAL order). Deletes may be late (older
@@ -45,13 +53,14 @@ class VersionChains:
     Not thread-safe: one writer, and reads must not overlap writes.
     """
 
-    __slots__ = ("_begin", "_end", "_high_water", "_index", "_last", "_prev")
+    __slots__ = ("_begin", "_end", "_high_water", "_index", "_last", "_prev", "_shadowed")
 
     def __init__(self, index: PkIndex) -> None:
         self._index = index
         self._begin = GrowableArray(np.uint64)  # per row: its _ts
         self._end = GrowableArray(np.uint64)  # per row: first ts it is no longer live
         self._prev = GrowableArray(np.int64)  # per row: previous version's row, or -1
+        self._shadowed = GrowableArray(np.bool_)  # per row: a later sibling (same key and _ts) exists
         self._last = GrowableArray(np.int64)  # per key code: newest version's row
         self._high_water = 0
 
@@ -104,14 +113,27 @@ class VersionChains:
         self._begin.append(ts)
         self._end.extend_filled(count, FOREVER)
         self._prev.append(prev)
+        self._shadowed.extend_filled(count, False)
         last[sorted_codes[ends_group]] = rows[ends_group]
 
-        # Each predecessor has exactly one successor: it ends where that one begins.
+        # Each predecessor has exactly one successor: an older one ends where it begins (with its
+        # siblings), one of the same _ts is its sibling and only shadowed by it.
         has_prev = prev >= 0
-        predecessors = prev[has_prev]
-        end = self._end.view()
-        end[predecessors] = np.minimum(end[predecessors], ts[has_prev])
+        predecessors, successor_ts = prev[has_prev], ts[has_prev]
+        same = self._begin.view()[predecessors] == successor_ts
+        self._shadowed.view()[predecessors[same]] = True
+        self._end_with_siblings(predecessors[~same], successor_ts[~same])
         self._high_water = max(self._high_water, int(ts[-1]))
+
+    def _end_with_siblings(self, rows: np.ndarray, ts: np.ndarray) -> None:
+        """End each of ``rows`` at its ``ts`` (if not earlier), and the siblings before it in its chain."""
+        begin, prev, end = self._begin.view(), self._prev.view(), self._end.view()
+        while len(rows):
+            np.minimum.at(end, rows, ts)
+            before = prev[rows]
+            sibling = before >= 0
+            sibling[sibling] = begin[before[sibling]] == begin[rows[sibling]]
+            rows, ts = before[sibling], ts[sibling]
 
     def delete(self, pks: pa.Array, ts: int) -> None:
         """Hide, from ``ts`` on, the version of each key that was live just before ``ts``."""
@@ -148,7 +170,7 @@ class VersionChains:
                 break
             rows[walk] = prev[rows[walk]]
         hit = rows >= 0
-        np.minimum.at(self._end.view(), rows[hit], ts[hit])
+        self._end_with_siblings(rows[hit], ts[hit])
 
     def newest_begin(self, pks: pa.Array) -> np.ndarray:
         """Per key, the ``_ts`` of its newest stored version (deleted or not); 0 if it has none."""
@@ -167,7 +189,17 @@ class VersionChains:
         """Bool per row: its version was written at or after ``ts`` (``begin >= ts``)."""
         return self._begin.view() >= np.uint64(ts)
 
-    def visible(self, read_ts: int) -> np.ndarray:
-        """Bool per row: live at ``read_ts`` (``begin <= read_ts < end``)."""
+    def live(self, read_ts: int) -> np.ndarray:
+        """Bool per row: live at ``read_ts`` (``begin <= read_ts < end``), siblings all counted."""
         at = np.uint64(read_ts)
         return (self._begin.view() <= at) & (self._end.view() > at)
+
+    def visible(self, read_ts: int) -> np.ndarray:
+        """Bool per row: the row a read of its key sees at ``read_ts`` (live, and not shadowed by a
+        later sibling): at most one per key."""
+        return self.live(read_ts) & ~self._shadowed.view()
+
+    @property
+    def has_siblings(self) -> bool:
+        """Some key was stored twice with one timestamp (``live`` then counts more rows than ``visible``)."""
+        return bool(self._shadowed.view().any())

@@ -47,6 +47,7 @@ def _read_spec(read: pb.ReadOptions) -> ReadSpec:
         timeout=read.timeout_ms / 1000 if read.timeout_ms else DEFAULT_READ_TIMEOUT,
         partitions=frozenset(read.partition_ids) or None,
         expire_before=read.expire_before,
+        ignore_growing=read.ignore_growing,
     )
 
 

@@ -38,6 +38,7 @@ import structlog
 
 from querynode.index.base import SearchParams
 from querynode.offload import CoreShare, concat_slices, run_sliced, search_cost
+from querynode.segments.dedupe import newest_per_key
 from querynode.segments.growing import GrowingStore
 from querynode.segments.readmask import read_mask
 from querynode.segments.reduce import merge_topk
@@ -49,7 +50,7 @@ from querynode.worker.segment import WorkerSegment
 from services.errors import SegmentNotFound
 from services.expr import Expr
 from services.expr.asyncparse import filter_size, parse_filter_async
-from services.schema import CollectionSchema
+from services.schema import TIMESTAMP_COLUMN, CollectionSchema
 from services.schema_evolution import is_newer
 from services.segment import SegmentMeta
 from services.storage.objectstore import ObjectStore
@@ -338,9 +339,13 @@ class Worker:
                 ]
                 table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
                 if len(parts) > 1:
-                    table = table.take(pc.sort_indices(table, sort_keys=[(schema.primary_field.name, "ascending")]))
-                    if limit is not None:
-                        table = table.slice(0, limit)
+                    pk = schema.primary_field.name
+                    if TIMESTAMP_COLUMN in table.column_names:  # a key may live in two partitions' segments
+                        table = newest_per_key(table, pk, limit=limit)
+                    else:
+                        table = table.take(pc.sort_indices(table, sort_keys=[(pk, "ascending")]))
+                        if limit is not None:
+                            table = table.slice(0, limit)
                 return table, table.num_rows
 
             return await asyncio.to_thread(run)

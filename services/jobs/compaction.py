@@ -5,11 +5,17 @@ a local session:
 
 * ``survivors(rows, deletes, pk=..., expire_before=...)``: rows no delete removes
   (a delete of the key with a larger timestamp), not expired (``_ts`` at least
-  ``expire_before``), and only the newest version of each key;
+  ``expire_before``), and only the newest version of each key (every row of it when
+  one insert named the key twice);
 * ``range_outputs(rows, n, pk=...)``: ``n`` partitions of contiguous key ranges, one
   output segment each;
 * ``l0_hits(keys, deletes, pk=...)``: for each target segment, the newest delete of
   each of its keys that removes at least one of its rows, and how many rows it removes.
+
+Deletes are partition-scoped as in Milvus: an L0 segment's partition is the one its
+deletes named (``ALL_PARTITIONS``: every one), and a target gets only the deletes of
+its partition and of every partition; a mix plan (one partition) is given only those
+L0 segments by the coordinator.
 
 ``run_compaction`` wires them to ``segments`` (reading inputs, writing outputs)
 for every plan of a ``CompactionSpec``; ``services/jobs/main.py`` is the
@@ -28,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import structlog
 
-from services.jobs.plans import CompactionSpec, JobResult, L0Plan, MixPlan, OutputSegment, TargetUpdate
+from services.jobs.plans import CompactionSpec, JobResult, L0Plan, MixPlan, OutputSegment, SegmentRef, TargetUpdate
 from services.jobs.segments import (
     output_batch,
     output_ddl,
@@ -39,6 +45,7 @@ from services.jobs.segments import (
 )
 from services.jobs.sparktypes import from_spark, rows_schema
 from services.schema import TIMESTAMP_COLUMN, CollectionSchema
+from services.storage.layout import ALL_PARTITIONS
 from services.storage.objectstore import ObjectStore
 from services.storage.segment_io import DELTA_PK_COLUMN, DELTA_TS_COLUMN, SegmentReader, SegmentWriter
 
@@ -66,8 +73,10 @@ def survivors(rows: DataFrame, deletes: DataFrame, *, pk: str, expire_before: in
 
     A row goes when a delete of its key has a larger timestamp (a delete at ``T`` hides
     rows inserted before ``T``, never at ``T``), when its ``_ts`` is below
-    ``expire_before`` (0: no TTL), or when a newer version of its key is in ``rows``.
-    The columns are those of ``rows``.
+    ``expire_before`` (0: no TTL), or when a newer version of its key is in ``rows``
+    (``rows`` are of one partition). Rows of a key with the same ``_ts`` (one insert
+    naming the key twice) all stay: Milvus's compaction does not merge them either, and
+    ``count(*)`` keeps counting them. The columns are those of ``rows``.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -78,7 +87,7 @@ def survivors(rows: DataFrame, deletes: DataFrame, *, pk: str, expire_before: in
     if expire_before:
         kept = kept.where(F.col(TIMESTAMP_COLUMN) >= F.lit(expire_before))
     newest_first = Window.partitionBy(pk).orderBy(F.col(TIMESTAMP_COLUMN).desc())
-    ranked = kept.withColumn(_RANK, F.row_number().over(newest_first))
+    ranked = kept.withColumn(_RANK, F.rank().over(newest_first))
     return ranked.where(F.col(_RANK) == 1).select(*rows.columns)
 
 
@@ -171,28 +180,40 @@ def _mix_writer(spec: CompactionSpec, plan: MixPlan):  # type: ignore[no-untyped
 
 
 def run_l0(spark: SparkSession, spec: CompactionSpec, plan: L0Plan) -> list[TargetUpdate]:
+    """Fold the L0 deletes into the targets: each target gets the deletes of its partition and of
+    every partition (an L0 segment's partition is the one its deletes named)."""
+    updates: list[TargetUpdate] = []
+    partitions = sorted({ref.partition_id for ref in plan.targets})
+    for partition in partitions:
+        l0 = [ref for ref in plan.l0 if ref.partition_id in (partition, ALL_PARTITIONS)]
+        targets = [ref for ref in plan.targets if ref.partition_id == partition]
+        if l0:
+            updates.extend(_run_l0_partition(spark, spec, plan, l0, targets))
+    log.info("l0 plan written", plan=plan.plan_id, l0=len(plan.l0), targets=len(plan.targets),
+             touched=sorted(u.segment_id for u in updates))
+    return sorted(updates, key=lambda u: u.segment_id)
+
+
+def _run_l0_partition(
+    spark: SparkSession, spec: CompactionSpec, plan: L0Plan, l0: list[SegmentRef], targets: list[SegmentRef]
+) -> list[TargetUpdate]:
     from pyspark.sql import functions as F
 
     schema = spec.schema
     pk = schema.primary_field.name
-    if not plan.targets:
-        return []
-    keyed = []
-    for ref in plan.targets:
-        keyed.append(
-            read_rows(spark, spec.storage_uri, schema, [ref], columns=[pk, TIMESTAMP_COLUMN]).withColumn(
-                "segment_id", F.lit(ref.segment_id).cast("bigint")
-            )
+    keyed = [
+        read_rows(spark, spec.storage_uri, schema, [ref], columns=[pk, TIMESTAMP_COLUMN]).withColumn(
+            "segment_id", F.lit(ref.segment_id).cast("bigint")
         )
+        for ref in targets
+    ]
     keys = keyed[0]
     for more in keyed[1:]:
         keys = keys.unionByName(more)
-    deletes = read_deletes(spark, spec.storage_uri, schema, plan.l0)
-    hits = l0_hits(keys, deletes, pk=pk)
-    write = _l0_writer(spec, plan)
+    hits = l0_hits(keys, read_deletes(spark, spec.storage_uri, schema, l0), pk=pk)
     ddl = "plan_id bigint, segment_id bigint, manifest string, deleted_rows bigint"
-    rows = hits.groupBy("segment_id").applyInArrow(write, ddl).collect()
-    updates = [
+    rows = hits.groupBy("segment_id").applyInArrow(_l0_writer(spec, plan), ddl).collect()
+    return [
         TargetUpdate(
             plan_id=int(r["plan_id"]),
             segment_id=int(r["segment_id"]),
@@ -201,9 +222,6 @@ def run_l0(spark: SparkSession, spec: CompactionSpec, plan: L0Plan) -> list[Targ
         )
         for r in rows
     ]
-    log.info("l0 plan written", plan=plan.plan_id, l0=len(plan.l0), targets=len(plan.targets),
-             touched=sorted(u.segment_id for u in updates))
-    return sorted(updates, key=lambda u: u.segment_id)
 
 
 def _l0_writer(spec: CompactionSpec, plan: L0Plan):  # type: ignore[no-untyped-def]  # a closure Spark pickles

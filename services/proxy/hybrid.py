@@ -446,7 +446,8 @@ async def hybrid_search(
     pk = schema.primary_field.name
 
     async def one(spec: SearchSpec, metric: str) -> SubResult:
-        read = replace(shared, filter=spec.filter, filter_params=spec.filter_params, output_fields=fetch)
+        read = replace(shared, filter=spec.filter, filter_params=spec.filter_params, output_fields=fetch,
+                       ignore_growing=spec.ignore_growing)
         parts = await reads.search(
             coll,
             read=read,

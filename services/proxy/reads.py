@@ -55,6 +55,7 @@ class ReadOptions:
     partition_ids: list[int] | None = None  # None: every loaded partition
     partition_names: dict[int, str] = field(default_factory=dict)  # for errors
     expire_before: int = 0  # rows written before it have expired (the collection's TTL; 0: none)
+    ignore_growing: bool = False  # read sealed segments only (Milvus's ignore_growing)
 
     def to_proto(self) -> querynode_pb2.ReadOptions:
         return querynode_pb2.ReadOptions(
@@ -65,6 +66,7 @@ class ReadOptions:
             timeout_ms=int(self.timeout * 1000),
             partition_ids=self.partition_ids or [],
             expire_before=self.expire_before,
+            ignore_growing=self.ignore_growing,
         )
 
     def within(self, loaded: Sequence[int]) -> ReadOptions:

@@ -14,7 +14,6 @@ from typing import Any
 
 import grpc
 import pyarrow as pa
-import pyarrow.compute as pc
 import structlog
 from pymilvus.grpc_gen import common_pb2, milvus_pb2, milvus_pb2_grpc, schema_pb2
 
@@ -22,7 +21,7 @@ from protos import coordinator_pb2
 from querynode.segments.reduce import merge_topk
 from services.config import DEFAULT_LIMITS, ProxyLimits
 from services.coordclient import CoordinatorClient
-from services.errors import ErrorCode, InvalidArgument, NotSupported, SegmentLoadFailed, StrataError
+from services.errors import ErrorCode, InvalidArgument, SegmentLoadFailed, StrataError
 from services.expr.asyncparse import parse_filter_async
 from services.grpcutil import raise_for_status
 from services.names import DEFAULT_DATABASE, DEFAULT_DATABASE_ID, cannot_find_collection, check_collection_name
@@ -55,6 +54,7 @@ from services.proxy.segments import SegmentRPCs
 from services.proxy.stats import WALStats
 from services.proxy.status import success
 from services.proxy.unsupported import answer_unsupported
+from services.proxy.upserts import live_rows, plan_upsert
 from services.proxy.vectorindex import search_metric
 from services.proxy.writes import allocate_ids, delete_pks, insert_table, upsert_table
 from services.tsoutil import physical_ms
@@ -319,19 +319,23 @@ class MilvusProxy(
         n = request.num_rows
         if n <= 0:
             raise InvalidArgument("num_rows should be greater than 0")
-        if request.partial_update:
-            raise NotSupported("partial update is not supported yet: upsert whole rows")
-        # Upsert names the rows it replaces, so the primary key is given even with auto_id.
+        # Upsert names the rows it replaces, so the primary key is given even with auto_id (upserts.py).
         partition = await write_partition(self._cache, coll, request.partition_name)
-        table = convert.insert_to_table(list(request.fields_data), n, coll.schema, allow_insert_auto_id=True)
-        pks = table.column(coll.schema.primary_field.name).combine_chunks()
-        if len(pc.unique(pks)) != len(pks):
-            raise InvalidArgument("duplicate primary keys are not allowed in the same batch")
-        ts = await upsert_table(self._producer, coll, table, partition)
+        scope = None if coll.partition_key is not None else (coll.default_partition_id if partition is None else partition)
+
+        async def read_rows(keys: pa.Array) -> pa.Table:
+            return await live_rows(self._reads, coll, keys, partition_id=scope, guarantee_ts=await self._fresh_ts(),
+                                   timeout=DEFAULT_READ_TIMEOUT)
+
+        plan = await plan_upsert(list(request.fields_data), n, coll.schema, partial=request.partial_update,
+                                 allocate_ids=lambda count: allocate_ids(self._coord, count), read_rows=read_rows)
+        ts = await upsert_table(self._producer, coll, plan.rows, plan.deleted, partition, delete_partition=scope)
         return milvus_pb2.MutationResult(
             status=success(),
-            IDs=convert.ids_to_proto(table.column(coll.schema.primary_field.name).combine_chunks()),
+            IDs=convert.ids_to_proto(plan.rows.column(coll.schema.primary_field.name).combine_chunks()),
             succ_index=list(range(n)),
+            insert_cnt=n,
+            delete_cnt=len(plan.deleted),
             upsert_cnt=n,
             timestamp=ts,
         )
@@ -346,8 +350,8 @@ class MilvusProxy(
         scoped, names = await read_partitions(
             self._cache, coll, [request.partition_name] if request.partition_name else []
         )
-        if pks is None or scoped is not None:
-            # A general filter: find the matching keys with a Strong read first.
+        if pks is None:
+            # A general filter: find the matching keys with a Strong read first (in the partition named).
             read = ReadOptions(
                 guarantee_ts=await self._fresh_ts(), filter=request.expr, filter_params=params,
                 output_fields=[coll.schema.primary_field.name], timeout=DEFAULT_READ_TIMEOUT,
@@ -355,10 +359,11 @@ class MilvusProxy(
             )
             tables, _ = await self._reads.query(coll, read=read, limit=0, count_only=False)
             pks = [v for t in tables for v in t.column(coll.schema.primary_field.name).to_pylist()]
-        ts = await delete_pks(self._producer, coll, pks) if pks else 0
+        # The delete names the partition: rows of these keys elsewhere stay (writes.delete_pks).
+        ts = await delete_pks(self._producer, coll, pks, scoped[0] if scoped else None) if pks else 0
+        # Milvus answers the count only (its IDs are empty): pymilvus gives {"delete_count": n}.
         return milvus_pb2.MutationResult(
             status=success(),
-            IDs=convert.ids_to_proto(pa.array(pks, type=coll.schema.primary_field.arrow_type())),
             delete_cnt=len(pks),
             timestamp=ts or await self._fresh_ts(),
         )
@@ -446,6 +451,7 @@ class MilvusProxy(
             timeout=DEFAULT_READ_TIMEOUT,
             partition_ids=partitions,
             partition_names=names,
+            ignore_growing=spec.ignore_growing,
         )
         spec = await resolve_key_vectors(self._reads, coll, spec, read, self._limits)  # search by primary keys
         parts = await self._reads.search(
@@ -541,6 +547,7 @@ class MilvusProxy(
             timeout=DEFAULT_READ_TIMEOUT,
             partition_ids=partitions,
             partition_names=names,
+            ignore_growing=convert.parse_bool("ignore_growing", qp.get("ignore_growing", "false")),
         )
         want = 0 if limit < 0 else limit + offset
         tables, total = await self._reads.query(coll, read=read, limit=want, count_only=count_only)

@@ -15,6 +15,7 @@ from services.errors import InvalidArgument
 from services.grpcutil import raise_for_status
 from services.proxy.metacache import CollectionEntry
 from services.proxy.routing import shard_indices
+from services.storage.layout import ALL_PARTITIONS
 from streamingnode.client.producer import Producer
 from streamingnode.message import new_delete, new_insert
 
@@ -37,6 +38,10 @@ def _by_shard(pks: pa.Array, shards: int) -> list[np.ndarray]:
 def _rows(table: pa.Table, rows: np.ndarray) -> pa.Table:
     """The rows of ``table`` at ``rows`` (ascending, distinct): the table itself when that is all of them."""
     return table if len(rows) == table.num_rows else table.take(pa.array(rows))
+
+
+def _scope(partition_id: int | None) -> int:
+    return ALL_PARTITIONS if partition_id is None else partition_id
 
 
 def _partitions_of(coll: CollectionEntry, table: pa.Table, partition_id: int | None) -> np.ndarray:
@@ -81,8 +86,15 @@ async def insert_table(
     return max((r.timetick for rs in results for r in rs), default=0)
 
 
-async def delete_pks(producer: Producer, coll: CollectionEntry, pks: Sequence[int | str]) -> int:
-    """Append deletes of ``pks``; returns the largest append timetick (0 if nothing to delete)."""
+async def delete_pks(
+    producer: Producer, coll: CollectionEntry, pks: Sequence[int | str], partition_id: int | None = None
+) -> int:
+    """Append deletes of ``pks`` in ``partition_id`` (None: every partition); returns the largest
+    append timetick (0 if nothing to delete).
+
+    As in Milvus, a delete naming a partition removes the keys' rows there only; a key's rows
+    in other partitions stay.
+    """
     pk_field = coll.schema.primary_field
     try:
         arr = pa.array(list(pks), type=pk_field.arrow_type())
@@ -95,7 +107,8 @@ async def delete_pks(producer: Producer, coll: CollectionEntry, pks: Sequence[in
             continue
         appends.append(
             producer.append(
-                coll.pchannels[shard], [new_delete(coll.vchannels[shard], coll.collection_id, arr.take(pa.array(rows)))]
+                coll.pchannels[shard],
+                [new_delete(coll.vchannels[shard], coll.collection_id, arr.take(pa.array(rows)), _scope(partition_id))],
             )
         )
     results = await asyncio.gather(*appends)
@@ -103,25 +116,39 @@ async def delete_pks(producer: Producer, coll: CollectionEntry, pks: Sequence[in
 
 
 async def upsert_table(
-    producer: Producer, coll: CollectionEntry, table: pa.Table, partition_id: int | None = None
+    producer: Producer,
+    coll: CollectionEntry,
+    table: pa.Table,
+    deleted: pa.Array,
+    partition_id: int | None = None,
+    *,
+    delete_partition: int | None = None,
 ) -> int:
-    """Delete every PK of ``table`` and insert its rows, per vchannel in one transaction.
+    """Delete the keys ``deleted`` in ``delete_partition`` (None: every partition) and insert
+    ``table``'s rows into ``partition_id``, per vchannel in one transaction.
 
-    The delete and the insert share one timetick, and a delete at T never hides a row
-    inserted at T, so readers see the new version and never a gap.
+    The keys deleted are those the request named (an auto-id collection gives the new rows
+    new keys, so they may differ from ``table``'s, and go to other vchannels). Milvus deletes
+    them in the upsert's partition (every partition for a partition-key collection). The
+    delete and the insert of a vchannel share one timetick, and a delete at T never hides a
+    row inserted at T, so readers see the new version and never a gap.
     """
     pk = coll.schema.primary_field.name
-    pks = table.column(pk).combine_chunks()
     partitions = _partitions_of(coll, table, partition_id)
-    groups = _by_shard(pks, len(coll.vchannels))
+    inserts = _by_shard(table.column(pk).combine_chunks(), len(coll.vchannels))
+    deletes = _by_shard(deleted, len(coll.vchannels))
     appends = []
-    for shard, rows in enumerate(groups):
-        if len(rows) == 0:
+    for shard, (rows, keys) in enumerate(zip(inserts, deletes, strict=True)):
+        if len(rows) == 0 and len(keys) == 0:
             continue
-        part = _rows(table, rows)
         vchannel = coll.vchannels[shard]
-        messages = [new_delete(vchannel, coll.collection_id, part.column(pk).combine_chunks())]
-        messages += _inserts(coll, shard, part, partitions[rows])
+        messages = []
+        if len(keys):
+            messages.append(
+                new_delete(vchannel, coll.collection_id, deleted.take(pa.array(keys)), _scope(delete_partition))
+            )
+        if len(rows):
+            messages += _inserts(coll, shard, _rows(table, rows), partitions[rows])
         appends.append(producer.append(coll.pchannels[shard], messages, txn=True))
     results = await asyncio.gather(*appends)
     return max((r.timetick for rs in results for r in rs), default=0)

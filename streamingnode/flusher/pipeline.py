@@ -46,7 +46,7 @@ from services.position import Position
 from services.schema import TIMESTAMP_COLUMN, CollectionSchema
 from services.schema_evolution import conform_table, is_newer
 from services.segment import SegmentLevel, SegmentMeta, SegmentState
-from streamingnode.message import body_table, header
+from streamingnode.message import body_table, delete_partition, header
 
 # -- work owed to the coordinator / object storage ---------------------------------------------
 
@@ -111,6 +111,7 @@ class DeleteBuffer:
 
     pks: list[pa.Array] = field(default_factory=list)
     ts: list[np.ndarray] = field(default_factory=list)
+    partitions: list[int] = field(default_factory=list)  # per entry: the partition its delete named
     first: Position | None = None  # resume position of the oldest buffered delete
     last: Position | None = None
     nbytes: int = 0
@@ -138,11 +139,23 @@ class SegmentBatch:
 
 @dataclass(frozen=True, slots=True)
 class DeleteBatch:
+    """Buffered deletes handed to a sync (the first ``count`` entries), with each key's partition
+    (``ALL_PARTITIONS``: the delete named none): one L0 segment per partition."""
+
     pks: pa.Array
     ts: np.ndarray
+    partitions: np.ndarray
     count: int
     first: Position
     last: Position
+
+    def by_partition(self) -> list[tuple[int, pa.Array, np.ndarray]]:
+        """``(partition, pks, ts)`` for each partition the batch's deletes name, in partition order."""
+        out = []
+        for part in np.unique(self.partitions).tolist():
+            hit = self.partitions == part
+            out.append((int(part), self.pks.filter(pa.array(hit)), self.ts[hit]))
+        return out
 
 
 def _before(message_id: bytes, timetick: int) -> Position:
@@ -292,6 +305,7 @@ class ChannelPipeline:
         d = self.deletes
         d.pks.append(pks)
         d.ts.append(np.full(len(pks), msg.timetick, dtype=np.uint64))
+        d.partitions.append(delete_partition(msg))
         d.nbytes += pks.nbytes + 8 * len(pks)
         if d.first is None:
             d.first = _before(message_id, msg.timetick)
@@ -353,6 +367,7 @@ class ChannelPipeline:
         return DeleteBatch(
             pks=pa.concat_arrays(d.pks),
             ts=np.concatenate(d.ts),
+            partitions=np.repeat(np.asarray(d.partitions, dtype=np.int64), [len(p) for p in d.pks]),
             count=len(d.pks),
             first=d.first,
             last=d.last,
@@ -362,6 +377,7 @@ class ChannelPipeline:
         d = self.deletes
         del d.pks[: batch.count]
         del d.ts[: batch.count]
+        del d.partitions[: batch.count]
         d.nbytes = sum(p.nbytes + 8 * len(p) for p in d.pks)
         if not d.pks:
             self.deletes = DeleteBuffer()

@@ -4,8 +4,9 @@ A segment sync takes the rows its pipeline buffered, writes them as a new
 insert log (a Parquet file per column group plus a stats log), writes the
 segment's next manifest version, and reports it with ``SaveBinlogPaths``
 (``flushed`` for the final sync, which makes the segment FLUSHED). A delete
-sync writes the vchannel's buffered deletes as a new L0 segment (one delta
-log and a manifest) and reports it FLUSHED.
+sync writes the vchannel's buffered deletes as new L0 segments, one per
+partition the deletes name (``ALL_PARTITIONS`` for a delete of every
+partition; one delta log and a manifest each), and reports them FLUSHED.
 
 Only after the report returns does the pipeline forget the rows; the flusher
 moves the checkpoint after that. A crash in between leaves files no manifest
@@ -19,16 +20,17 @@ from __future__ import annotations
 
 import asyncio
 
+import numpy as np
+import pyarrow as pa
 import structlog
 
 from services.failpoints import failpoint
 from services.segment import SegmentLevel, SegmentMeta, SegmentState
-from services.storage.layout import ALL_PARTITIONS
 from services.storage.manifest import SegmentManifest
 from services.storage.objectstore import ObjectStore
 from services.storage.segment_io import SegmentReader, SegmentWriter
 from streamingnode.flusher.dataclient import DataClient
-from streamingnode.flusher.pipeline import ChannelPipeline, SyncDeletes, SyncSegment
+from streamingnode.flusher.pipeline import ChannelPipeline, DeleteBatch, SyncDeletes, SyncSegment
 
 
 class Syncer:
@@ -96,9 +98,23 @@ class Syncer:
         )
 
     async def sync_deletes(self, pipeline: ChannelPipeline, work: SyncDeletes) -> None:
+        """Write the buffered deletes as L0 segments, one per partition they name (``ALL_PARTITIONS``
+        for deletes of every partition), then let the checkpoint pass them. A crash between two of
+        them replays the batch: deletes applied twice change nothing."""
         batch = pipeline.take_deletes()
         if batch is None:
             return
+        segments = [await self._write_l0(pipeline, batch, part, pks, ts) for part, pks, ts in batch.by_partition()]
+        pipeline.deletes_synced(batch)
+        self.synced += 1
+        self._log.info(
+            "deletes synced", vchannel=pipeline.vchannel, segments=segments, deletes=len(batch.pks), reason=work.reason
+        )
+
+    async def _write_l0(
+        self, pipeline: ChannelPipeline, batch: DeleteBatch, partition_id: int, pks: pa.Array, ts: np.ndarray
+    ) -> int:
+        """Write and report one L0 segment of ``partition_id``'s deletes; its id."""
         first_id = await self._client.allocate_ids(2)
         segment_id, log_id = first_id, first_id + 1
         writer = SegmentWriter(self._store, pipeline.schema)
@@ -106,16 +122,16 @@ class Syncer:
         def write() -> str:
             delta = writer.write_delta_log(
                 collection_id=pipeline.collection_id,
-                partition_id=ALL_PARTITIONS,
+                partition_id=partition_id,
                 segment_id=segment_id,
                 log_id=log_id,
-                pks=batch.pks,
-                ts=batch.ts,
+                pks=pks,
+                ts=ts,
             )
             manifest = SegmentManifest(
                 segment_id=segment_id,
                 collection_id=pipeline.collection_id,
-                partition_id=ALL_PARTITIONS,
+                partition_id=partition_id,
                 vchannel=pipeline.vchannel,
                 level=SegmentLevel.L0,
             ).with_delta_log(delta)
@@ -126,7 +142,7 @@ class Syncer:
         meta = SegmentMeta(
             segment_id=segment_id,
             collection_id=pipeline.collection_id,
-            partition_id=ALL_PARTITIONS,
+            partition_id=partition_id,
             vchannel=pipeline.vchannel,
             state=SegmentState.GROWING,
             level=SegmentLevel.L0,
@@ -137,11 +153,7 @@ class Syncer:
         )
         await self._client.save_binlog_paths(meta, flushed=True)
         failpoint("flusher.after_metadata")
-        pipeline.deletes_synced(batch)
-        self.synced += 1
-        self._log.info(
-            "deletes synced", vchannel=pipeline.vchannel, segment=segment_id, deletes=len(batch.pks), reason=work.reason
-        )
+        return segment_id
 
     async def _manifest(
         self, pipeline: ChannelPipeline, segment_id: int, partition_id: int, path: str

@@ -14,12 +14,14 @@ import pyarrow as pa
 
 from protos.common_pb2 import Message, MessageType
 from services.arrowio import ipc_to_table, table_to_ipc
+from services.storage.layout import ALL_PARTITIONS
 
 __all__ = [
     "Message",
     "MessageType",
     "new_insert",
     "new_delete",
+    "delete_partition",
     "new_create_collection",
     "new_drop_collection",
     "new_drop_partition",
@@ -48,10 +50,18 @@ def new_insert(vchannel: str, collection_id: int, partition_id: int, table: pa.T
     return _msg(MessageType.INSERT, vchannel, head, table_to_ipc(table))
 
 
-def new_delete(vchannel: str, collection_id: int, pks: pa.Array) -> Message:
-    """A Delete of the primary keys ``pks``; it hides rows inserted before its timetick."""
+def new_delete(vchannel: str, collection_id: int, pks: pa.Array, partition_id: int = ALL_PARTITIONS) -> Message:
+    """A Delete of the primary keys ``pks`` in ``partition_id`` (``ALL_PARTITIONS``: every partition);
+    it hides rows inserted before its timetick."""
     table = pa.table({"pk": pks})
-    return _msg(MessageType.DELETE, vchannel, {"collection_id": collection_id, "rows": len(pks)}, table_to_ipc(table))
+    head = {"collection_id": collection_id, "partition_id": partition_id, "rows": len(pks)}
+    return _msg(MessageType.DELETE, vchannel, head, table_to_ipc(table))
+
+
+def delete_partition(msg: Message) -> int:
+    """The partition a Delete names: ``ALL_PARTITIONS`` for every one (also a Delete written before
+    deletes named partitions)."""
+    return int(header(msg).get("partition_id", ALL_PARTITIONS))
 
 
 def new_create_collection(vchannel: str, collection_id: int, schema_json: str) -> Message:

@@ -96,9 +96,9 @@ def normalise(step: Step, value: Any) -> Any:
         case Shape.VALUE:
             return {k: v for k, v in value.items() if k not in _LITE_OMITS} if isinstance(value, Mapping) else value
         case Shape.PKS:
-            if isinstance(value, Mapping):  # pymilvus answers a dict when no keys came back
-                return [] if value.get("delete_count") == 0 else f"delete_count={value.get('delete_count')}"
-            return sorted(value)
+            # Milvus 2.6 (and Strata) answer a delete with its count, pymilvus gives {"delete_count": n};
+            # milvus-lite answers the keys, pymilvus gives their list: both come down to how many.
+            return int(value.get("delete_count", 0)) if isinstance(value, Mapping) else len(value)
         case Shape.ROWS:
             return sorted((dict(r) for r in value), key=lambda r: r["id"])
         case Shape.PAGE:

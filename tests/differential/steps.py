@@ -17,7 +17,7 @@ class Shape(Enum):
 
     ACK = auto()  # only whether it raised
     VALUE = auto()  # the answer as is (insert/upsert results, has_collection)
-    PKS = auto()  # primary keys in any order (delete)
+    PKS = auto()  # how many keys a delete names or matches (its count, or the keys milvus-lite answers)
     ROWS = auto()  # rows in any order (query, get)
     PAGE = auto()  # a query with limit: rows of the matching set, as many as the page holds
     COUNT = auto()  # count(*)

@@ -54,6 +54,7 @@ from tests.differential.data import (
 from tests.differential.differences import Feature, model_only, skipped
 from tests.differential.filters import INVALID_FILTERS, LITE_ACCEPTED_INVALID_FILTERS, Filter, FilterMaker
 from tests.differential.model import DEFAULT_PARTITION, Model, drop_smallest, query_projection, search_projection
+from tests.differential.scenarios import auto_id_upsert, duplicate_keys, partial_update, partition_rows
 from tests.differential.steps import (
     STRONG,
     Expect,
@@ -160,8 +161,12 @@ class Workload:
         return self.rng.sample(FIELDS, self.rng.randint(1, 3))
 
     def new_rows(self, pks: Sequence[int]) -> list[dict[str, Any]]:
+        """New rows for ``pks``; never all with a null ``v`` (milvus-lite refuses such a batch, see README)."""
         live = list(self.model.rows.values())
-        return [self.rows.row(pk, self.rng.choice(live) if live and self.rng.random() < 0.1 else None) for pk in pks]
+        rows = [self.rows.row(pk, self.rng.choice(live) if live and self.rng.random() < 0.1 else None) for pk in pks]
+        if rows and all(row["v"] is None for row in rows):
+            rows[0]["v"] = self.rows.vector()
+        return rows
 
     def vector_field(self) -> str:
         """The vector field a search reads: the dense ``v`` most of the time, else the sparse ``sp``."""
@@ -317,7 +322,7 @@ def upsert(w: Workload) -> list[Step]:
 def delete_ids(w: Workload) -> list[Step]:
     ids = w.live_pks(w.rng.randint(1, 8)) + w.absent_pks(w.rng.randint(0, 2))
     w.model.delete_ids(ids)
-    return [w.step("delete ids", "delete", shape=Shape.PKS, read=False, expect=sorted(ids),
+    return [w.step("delete ids", "delete", shape=Shape.PKS, read=False, expect=len(ids),
                    collection_name=w.target(), ids=ids)]  # fmt: skip
 
 
@@ -331,11 +336,11 @@ def delete_filter(w: Workload) -> list[Step]:
     if len(w.partitions) > 1 and w.rng.random() < 0.4 and not f.pk_lookup:
         scope = {"partition_name": w.rng.choice(w.partitions)}
     pks = w.model.delete_where(f, [scope["partition_name"]] if scope else None)
-    if f.pk_lookup:  # a delete by exactly `id in [...]` answers the keys it names, live or not, as a delete by ids does
-        pks = sorted(f.keys)
     # milvus-lite deletes a filter's matches in every partition (D19): it deletes the keys the model deletes.
     peer = {"collection_name": w.spec.name, "filter": f"id in {pks}"} if scope else None
-    return [w.step("delete filter", "delete", shape=Shape.PKS, read=False, expect=pks, features=f.features,
+    if f.pk_lookup:  # a delete by exactly `id in [...]` counts the keys it names, live or not, as a delete by ids does
+        pks = sorted(f.keys)
+    return [w.step("delete filter", "delete", shape=Shape.PKS, read=False, expect=len(pks), features=f.features,
                    peer_kwargs=peer, collection_name=w.spec.name, filter=f.text, **scope)]  # fmt: skip
 
 
@@ -481,9 +486,10 @@ def invalid_create(w: Workload) -> list[Step]:
     label, kwargs, features = w.rng.choice([c for c in cases if not skipped(c[2])])
     steps = [w.step(f"invalid create ({label})", "create_collection", shape=Shape.ACK, read=False,
                     expect=Expect.RAISES, features=features, **kwargs)]  # fmt: skip
-    if kwargs["collection_name"]:
+    if kwargs["collection_name"] and not features & {Feature.COLLECTION_NAME_CHARACTERS, Feature.LONG_COLLECTION_NAME}:
         # The quick form creates the collection before its index is refused (pymilvus makes two calls), so the
-        # collection may exist: drop it (dropping a missing collection succeeds).
+        # collection may exist: drop it (dropping a missing collection succeeds). A name Milvus refuses was
+        # never created (milvus-lite is not sent the ones it accepts), and dropping it is refused too.
         w.created.add(kwargs["collection_name"])
         steps.append(w.step("drop refused", "drop_collection", shape=Shape.ACK, read=False, expect=Expect.ANSWERS,
                             collection_name=kwargs["collection_name"]))  # fmt: skip
@@ -831,6 +837,10 @@ WRITES: Final[Sequence[Operation]] = (
     Operation("temporary collection", 0.7, temporary_collection),
     Operation("invalid write", 2, invalid_write),
     Operation("invalid create", 1, invalid_create),
+    Operation("partial update", 2, partial_update),
+    Operation("auto-id upsert", 0.3, auto_id_upsert),
+    Operation("duplicate keys", 0.3, duplicate_keys),
+    Operation("rows in two partitions", 0.3, partition_rows),
 )
 
 READS: Final[Sequence[Operation]] = (

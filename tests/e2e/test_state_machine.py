@@ -1,19 +1,21 @@
 """A Hypothesis state machine: what Strata returns equals a model of the collection.
 
 Each run makes a collection on the session's standalone and applies a random
-sequence of insert and upsert (into ``_default`` or ``p1``), delete (by ids and
-by filter), flush, and release + load, keeping a model: primary key -> version
-and partition. A row's vector and
-its ``ver`` field are derived from its version, so an old version that comes
-back is caught, not only a deleted key. After every step the machine checks,
-with Strong consistency:
+sequence of insert and upsert (into ``_default`` or ``p1``), delete (by ids,
+in every partition or in one, and by filter), flush, and release + load,
+keeping a model: per partition, primary key -> version of its row there. As in
+Milvus, a key may have a row in each partition (an insert or upsert into one
+partition leaves the key's row in the other), and a delete naming a partition
+removes the row there only. A row's vector and its ``ver`` field are derived
+from its version, so an old version that comes back is caught, not only a
+deleted key. After every step the machine checks, with Strong consistency:
 
-* ``query`` returns exactly the model's keys, each with its newest version;
-* ``count(*)`` equals the model's size, and a query of partition ``p1`` returns
-  exactly the model's keys whose newest row went there;
+* ``query`` returns each key of the model once, with its newest version;
+* ``count(*)`` counts every row of the model (a key with a row in each
+  partition twice), and a query of partition ``p1`` returns exactly its rows;
 * a FLAT search (exact) for a random live row's vector returns the model's
-  exact top k (distances computed from the model), so neither a deleted row
-  nor an overwritten version is ever a hit.
+  exact top k keys (a key at the distance of its nearer row), so neither a
+  deleted row nor an overwritten version is ever a hit.
 
 Keys are drawn from a small pool, so deletes and upserts hit rows in every
 state: growing, sealed in a flushed segment, reloaded from storage.
@@ -55,8 +57,7 @@ class CollectionMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.model: dict[int, int] = {}  # pk -> version of its newest row
-        self.where: dict[int, str] = {}  # pk -> the partition of its newest row
+        self.rows: dict[str, dict[int, int]] = {"_default": {}, "p1": {}}  # partition -> pk -> version
         self.versions = 0
         self.name = unique_name("machine")
         self.loaded = True
@@ -79,35 +80,50 @@ class CollectionMachine(RuleBasedStateMachine):
             rows.append({"id": pk, "ver": self.versions, "v": _vector(self.versions)})
         return rows
 
+    @property
+    def model(self) -> dict[int, int]:
+        """pk -> version of its newest row (in either partition)."""
+        out: dict[int, int] = {}
+        for rows in self.rows.values():
+            for pk, ver in rows.items():
+                out[pk] = max(ver, out.get(pk, 0))
+        return out
+
     @rule(pks=keys, partition=partitions)
     def insert(self, pks: list[int], partition: str) -> None:
-        fresh = [pk for pk in pks if pk not in self.model]  # insert of a live key would duplicate it
+        fresh = [pk for pk in pks if pk not in self.rows[partition]]  # a key live there would have two rows
         if not fresh:
             return
         rows = self._rows(fresh)
         self.client.insert(self.name, rows, partition_name=partition)
-        self.model.update({r["id"]: r["ver"] for r in rows})  # type: ignore[misc]
-        self.where.update({pk: partition for pk in fresh})
+        self.rows[partition].update({r["id"]: r["ver"] for r in rows})  # type: ignore[misc]
 
     @rule(pks=keys, partition=partitions)
     def upsert(self, pks: list[int], partition: str) -> None:
         rows = self._rows(pks)
         self.client.upsert(self.name, rows, partition_name=partition)
-        self.model.update({r["id"]: r["ver"] for r in rows})  # type: ignore[misc]
-        self.where.update({pk: partition for pk in pks})
+        self.rows[partition].update({r["id"]: r["ver"] for r in rows})  # type: ignore[misc]
 
     @rule(pks=keys)
     def delete_ids(self, pks: list[int]) -> None:
         self.client.delete(self.name, ids=pks)
+        for rows in self.rows.values():
+            for pk in pks:
+                rows.pop(pk, None)
+
+    @rule(pks=keys, partition=partitions)
+    def delete_ids_in_partition(self, pks: list[int], partition: str) -> None:
+        self.client.delete(self.name, ids=pks, partition_name=partition)
         for pk in pks:
-            self.model.pop(pk, None)
+            self.rows[partition].pop(pk, None)
 
     @precondition(lambda self: self.loaded)  # as in Milvus, a delete by a non-PK filter reads: it needs a load
     @rule(low=st.integers(0, POOL - 1), width=st.integers(1, 15))
     def delete_filter(self, low: int, width: int) -> None:
         self.client.delete(self.name, filter=f"id >= {low} and id < {low + width}")
-        for pk in range(low, low + width):
-            self.model.pop(pk, None)
+        for rows in self.rows.values():
+            for pk in range(low, low + width):
+                rows.pop(pk, None)
 
     @rule()
     def flush(self) -> None:
@@ -135,7 +151,7 @@ class CollectionMachine(RuleBasedStateMachine):
         assert len(rows) == len(got), "a key returned twice"
         assert got == self.model
         count = self.client.query(self.name, filter="", output_fields=["count(*)"], consistency_level=STRONG)
-        assert count[0]["count(*)"] == len(self.model)
+        assert count[0]["count(*)"] == sum(len(rows) for rows in self.rows.values())
         in_p1 = self.client.query(
             self.name,
             filter="id >= 0",
@@ -144,7 +160,7 @@ class CollectionMachine(RuleBasedStateMachine):
             partition_names=["p1"],
             consistency_level=STRONG,
         )
-        assert {r["id"]: r["ver"] for r in in_p1} == {k: v for k, v in self.model.items() if self.where[k] == "p1"}
+        assert {r["id"]: r["ver"] for r in in_p1} == self.rows["p1"]
 
     @precondition(lambda self: self.loaded and bool(self.model))
     @invariant()
@@ -152,15 +168,18 @@ class CollectionMachine(RuleBasedStateMachine):
         pks = sorted(self.model)
         probe = np.asarray(_vector(self.model[pks[len(pks) // 2]]), dtype=np.float32)
         k = min(10, len(pks))
-        vecs = np.asarray([_vector(self.model[pk]) for pk in pks], dtype=np.float32)
-        dist = ((vecs - probe) ** 2).sum(axis=1)
-        want = sorted(zip(dist.tolist(), pks, strict=True))[:k]
+        nearest: dict[int, tuple[float, int]] = {}  # pk -> (distance, version) of its nearer row
+        for rows in self.rows.values():
+            for pk, ver in rows.items():
+                d = float(((np.asarray(_vector(ver), dtype=np.float32) - probe) ** 2).sum())
+                nearest[pk] = min((d, ver), nearest.get(pk, (np.inf, 0)))
+        want = sorted((d, pk, ver) for pk, (d, ver) in nearest.items())[:k]
         hits = self.client.search(
             self.name, data=[probe.tolist()], limit=k, output_fields=["ver"], consistency_level=STRONG
         )[0]
-        assert [h["id"] for h in hits] == [pk for _, pk in want]
-        assert [h["entity"]["ver"] for h in hits] == [self.model[pk] for _, pk in want]
-        assert np.allclose([h["distance"] for h in hits], [d for d, _ in want], atol=1e-4)
+        assert [h["id"] for h in hits] == [pk for _, pk, _ in want]
+        assert [h["entity"]["ver"] for h in hits] == [ver for _, _, ver in want]
+        assert np.allclose([h["distance"] for h in hits], [d for d, _, _ in want], atol=1e-4)
 
     def teardown(self) -> None:
         self.client.drop_collection(self.name)

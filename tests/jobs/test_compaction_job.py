@@ -53,6 +53,15 @@ def test_only_the_newest_version_of_a_key_survives_and_ttl_drops_old_rows(spark:
     assert got == [(2, 15), (3, 50)]
 
 
+def test_rows_of_a_key_inserted_together_all_survive(spark: Any) -> None:
+    # One insert naming key 1 twice: Milvus's compaction keeps both rows (count(*) keeps counting them).
+    rows_ = _rows_df(spark, [(1, 10), (1, 40), (1, 40), (2, 15), (2, 15)])
+    got = sorted(tuple(r) for r in survivors(rows_, _deletes_df(spark, []), pk="id").collect())
+    assert got == [(1, 40), (1, 40), (2, 15), (2, 15)]
+    got = sorted(tuple(r) for r in survivors(rows_, _deletes_df(spark, [(2, 20)]), pk="id").collect())
+    assert got == [(1, 40), (1, 40)]
+
+
 def test_range_outputs_are_disjoint_key_ranges(spark: Any) -> None:
     data = [(int(k), 1) for k in np.random.default_rng(3).permutation(1000)]
     parts = range_outputs(_rows_df(spark, data), 4, pk="id").rdd.glom().collect()
@@ -184,6 +193,25 @@ def test_an_l0_plan_writes_each_target_the_deletes_that_remove_its_rows(spark: A
     assert d2.column("pk").to_pylist() == [150] and m2.delta_logs[0].log_id == 701
     assert by_segment[2].deleted_rows == 1
     assert m2.rows == 101  # the rows are unchanged: deletes are applied by readers and by mix compaction
+
+
+def test_an_l0_plan_gives_each_target_only_the_deletes_of_its_partition(spark: Any, tmp_path: Path) -> None:
+    # As in Milvus: a delete naming a partition removes the key's rows there only.
+    store = ObjectStore.from_uri((tmp_path / "store").as_uri())
+    a = write_l1(store, 1, [rows(range(0, 10), 100)], partition=PARTITION)
+    b = write_l1(store, 2, [rows(range(0, 10), 100)], partition=PARTITION + 1)
+    here = write_l0(store, 10, [1, 2], 300, partition=PARTITION)
+    there = write_l0(store, 11, [3], 300, partition=PARTITION + 1)
+    everywhere = write_l0(store, 12, [4], 300)
+    plan = L0Plan(plan_id=4, vchannel=VCHANNEL, l0=(here, there, everywhere), targets=(a, b), log_id_base=700)
+    result = run_compaction(spark, _spec(tmp_path, l0=(plan,)))
+    assert not result.error
+    reader = SegmentReader(store, schema())
+    deleted = {
+        t.segment_id: sorted(reader.read_deltas(reader.read_manifest(t.manifest)).column("pk").to_pylist())
+        for t in result.targets
+    }
+    assert deleted == {1: [1, 2, 4], 2: [3, 4]}
 
 
 def test_rows_of_a_table_round_trip_through_spark_types(spark: Any) -> None:

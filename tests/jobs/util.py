@@ -81,19 +81,22 @@ def write_l1(
     return SegmentRef(segment_id=segment_id, partition_id=partition, manifest=path, rows=manifest.rows)
 
 
-def write_l0(store: ObjectStore, segment_id: int, pks: Sequence[int], ts: Sequence[int] | int) -> SegmentRef:
+def write_l0(
+    store: ObjectStore, segment_id: int, pks: Sequence[int], ts: Sequence[int] | int, *, partition: int = ALL_PARTITIONS
+) -> SegmentRef:
+    """An L0 segment of deletes that name ``partition`` (``ALL_PARTITIONS``: every one)."""
     s = schema()
     writer = SegmentWriter(store, s)
     stamps = np.full(len(pks), ts, dtype=np.uint64) if isinstance(ts, int) else np.asarray(ts, dtype=np.uint64)
     delta = writer.write_delta_log(
-        collection_id=COLLECTION, partition_id=ALL_PARTITIONS, segment_id=segment_id, log_id=segment_id,
+        collection_id=COLLECTION, partition_id=partition, segment_id=segment_id, log_id=segment_id,
         pks=pa.array(pks, pa.int64()), ts=stamps,
     )
     manifest = SegmentManifest(
-        segment_id=segment_id, collection_id=COLLECTION, partition_id=ALL_PARTITIONS, vchannel=VCHANNEL,
+        segment_id=segment_id, collection_id=COLLECTION, partition_id=partition, vchannel=VCHANNEL,
         level=SegmentLevel.L0,
     ).with_delta_log(delta)
-    return SegmentRef(segment_id=segment_id, partition_id=ALL_PARTITIONS, manifest=writer.write_manifest(manifest))
+    return SegmentRef(segment_id=segment_id, partition_id=partition, manifest=writer.write_manifest(manifest))
 
 
 def read_segment(store: ObjectStore, manifest: str, s: CollectionSchema | None = None) -> pa.Table:

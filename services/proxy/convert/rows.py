@@ -48,6 +48,8 @@ __all__ = [
     "column_to_field_data",
     "ids_from_proto",
     "ids_to_proto",
+    "filler_column",
+    "given_columns",
     "insert_to_table",
     "resolve_output_fields",
     "table_to_fields_data",
@@ -91,6 +93,55 @@ def insert_to_table(
     """
     if num_rows <= 0:
         raise InvalidArgument(f"invalid num_rows {num_rows}: num_rows should be greater than 0")
+    by_name = _fields_by_name(fields_data, schema)
+    columns: list[pa.Array] = []
+    for field in schema.fields:
+        fd = by_name.get(field.name)
+        if field.is_primary and field.auto_id and (fd is None or not allow_insert_auto_id):
+            if fd is not None:
+                raise InvalidArgument(
+                    f"can not assign primary field data when auto id enabled and "
+                    f"allow_insert_auto_id is false {field.name}"
+                )
+            columns.append(_auto_id_column(field, auto_ids, num_rows))
+        elif field.is_dynamic:
+            columns.append(_dynamic_column(field, fd, num_rows, schema))
+        else:
+            columns.append(_column(field, fd, num_rows))
+    return pa.Table.from_arrays(columns, schema=schema.arrow_schema(with_timestamp=False))
+
+
+def given_columns(
+    fields_data: Sequence[schema_pb2.FieldData], num_rows: int, schema: CollectionSchema
+) -> dict[str, pa.Array]:
+    """The columns a request gives (a partial update's), each validated as an insert's, by field name.
+
+    Fields the request leaves out are absent (``filler_column`` makes one); the primary key is
+    read like any field, auto id or not.
+    """
+    if num_rows <= 0:
+        raise InvalidArgument(f"invalid num_rows {num_rows}: num_rows should be greater than 0")
+    by_name = _fields_by_name(fields_data, schema)
+    out: dict[str, pa.Array] = {}
+    for field in schema.fields:
+        fd = by_name.get(field.name)
+        if fd is not None:
+            out[field.name] = _dynamic_column(field, fd, num_rows, schema) if field.is_dynamic else _column(
+                field, fd, num_rows
+            )
+    return out
+
+
+def filler_column(field: FieldSchema, num_rows: int) -> pa.Array:
+    """The column an insert gives a field it leaves out: nulls, the default value, or ``{}`` per row
+    of the dynamic field; ``InvalidArgument`` for a field that needs a value."""
+    if field.is_dynamic:
+        return pa.array(["{}"] * num_rows, type=pa.string())
+    return _column(field, None, num_rows)
+
+
+def _fields_by_name(fields_data: Sequence[schema_pb2.FieldData], schema: CollectionSchema) -> dict[str, schema_pb2.FieldData]:
+    """The request's columns by field name; a repeated or unknown field is refused."""
     dynamic = schema.dynamic_field
     by_name: dict[str, schema_pb2.FieldData] = {}
     for fd in fields_data:
@@ -111,22 +162,7 @@ def insert_to_table(
                 f"dynamic keys travel in the {DYNAMIC_FIELD_NAME} field"
             )
         by_name[name] = fd
-
-    columns: list[pa.Array] = []
-    for field in schema.fields:
-        fd = by_name.get(field.name)
-        if field.is_primary and field.auto_id and (fd is None or not allow_insert_auto_id):
-            if fd is not None:
-                raise InvalidArgument(
-                    f"can not assign primary field data when auto id enabled and "
-                    f"allow_insert_auto_id is false {field.name}"
-                )
-            columns.append(_auto_id_column(field, auto_ids, num_rows))
-        elif field.is_dynamic:
-            columns.append(_dynamic_column(field, fd, num_rows, schema))
-        else:
-            columns.append(_column(field, fd, num_rows))
-    return pa.Table.from_arrays(columns, schema=schema.arrow_schema(with_timestamp=False))
+    return by_name
 
 
 def _auto_id_column(field: FieldSchema, auto_ids: np.ndarray | None, num_rows: int) -> pa.Array:

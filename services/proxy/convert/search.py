@@ -232,7 +232,7 @@ def parse_search_request(
         group_size=group_size,
         strict_group_size=strict,
         round_decimal=round_decimal,
-        ignore_growing=_parse_bool("ignore_growing", kv.get("ignore_growing", "false")),
+        ignore_growing=parse_bool("ignore_growing", kv.get("ignore_growing", "false")),
         filter=req.dsl,
         filter_params=template_values_to_python(req.expr_template_values),
         output_fields=tuple(req.output_fields),
@@ -273,7 +273,8 @@ def _parse_int(key: str, raw: Any) -> int:
         raise InvalidArgument(f"{key} [{raw}] is invalid, it should be an integer") from None
 
 
-def _parse_bool(key: str, raw: Any) -> bool:
+def parse_bool(key: str, raw: Any) -> bool:
+    """A boolean request parameter (``true``/``false``, any case, or ``1``/``0``)."""
     text = str(raw).strip().lower()
     if text in ("true", "1"):
         return True
@@ -401,7 +402,7 @@ def _grouping(
             f"group_size [{group_size}] is invalid, it should be in range [1, {GROUP_SIZE_LIMIT}]"
         )
     raw_strict = _setting(kv, params, "strict_group_size")
-    strict = raw_strict is not None and _parse_bool("strict_group_size", raw_strict)
+    strict = raw_strict is not None and parse_bool("strict_group_size", raw_strict)
     name = str(_setting(kv, params, "group_by_field") or "").strip()
     if not name:
         return None, 1, False

@@ -30,6 +30,7 @@ SCHEMA = CollectionSchema(
         FieldSchema(field_id=102, name="v", dtype=DataType.FLOAT_VECTOR, dim=2),
     ),
 )
+PART = 2
 
 
 def _rows(keys: list[int], ts: int) -> pa.Table:
@@ -44,12 +45,13 @@ def _rows(keys: list[int], ts: int) -> pa.Table:
     )
 
 
-def _seal(segment_id: int, tables: list[pa.Table]) -> SealedSegment:
+def _seal(segment_id: int, tables: list[pa.Table], partition_id: int = PART) -> SealedSegment:
     """What loading the segment's files gives: its rows in order, and stats over its keys."""
     store = GrowingStore(SCHEMA)
     table = pa.concat_tables(tables)
     store.apply_insert(table)
-    meta = SegmentMeta(segment_id=segment_id, collection_id=1, partition_id=2, vchannel="v", state=SegmentState.FLUSHED)
+    meta = SegmentMeta(segment_id=segment_id, collection_id=1, partition_id=partition_id, vchannel="v",
+                       state=SegmentState.FLUSHED)
     return SealedSegment(meta=meta, store=store, stats=[SegmentStats.build(table.column("id").combine_chunks())])
 
 
@@ -84,7 +86,7 @@ def test_segments_and_sealed_loads_read_like_one_store(ops: list[tuple[str, int,
                 if segment in data.sealed:
                     continue  # a sealed segment takes no more inserts (the WAL seals for good)
                 table = _rows(keys, ts)
-                data.insert(segment, table)
+                data.insert(segment, table, PART)
                 reference.apply_insert(table)
                 written.setdefault(segment, []).append(table)
             case "delete":
@@ -100,9 +102,9 @@ def test_segments_and_sealed_loads_read_like_one_store(ops: list[tuple[str, int,
 
 def test_an_insert_into_another_segment_supersedes_a_sealed_version() -> None:
     data = ShardData(SCHEMA)
-    data.insert(1, _rows([7, 8], 10))
+    data.insert(1, _rows([7, 8], 10), PART)
     data.add_sealed(_seal(1, [_rows([7, 8], 10)]))
-    data.insert(2, _rows([7], 20))  # the same key again, newer, elsewhere
+    data.insert(2, _rows([7], 20), PART)  # the same key again, newer, elsewhere
     assert _visible(list(data.stores()), 30) == [(7, 20), (8, 10)]
     assert _visible(list(data.stores()), 15) == [(7, 10), (8, 10)]
     assert not data.growing.get(1)  # the growing copy went when the sealed one came
@@ -137,3 +139,51 @@ def test_a_fresh_delegator_loading_the_sealed_segments_in_any_order_reads_the_sa
         fresh.add_sealed(_seal(segment, written[segment]))
     for read_ts in (ts // 2, ts):
         assert _visible(list(fresh.stores()), read_ts) == _visible([reference], read_ts), (ops, order, read_ts)
+
+
+PARTITION_OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("insert"), st.integers(1, 4), st.lists(st.integers(0, 5), min_size=1, max_size=4)),
+        st.tuples(st.just("delete"), st.integers(-1, 1), st.lists(st.integers(0, 5), min_size=1, max_size=3)),
+        st.tuples(st.just("seal"), st.integers(1, 4), st.just([])),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ops=PARTITION_OPS)
+def test_partitions_keep_their_rows_apart(ops: list[tuple[str, int, list[int]]]) -> None:
+    """Segments 1-2 are in partition 0, 3-4 in partition 1; a delete names one (or -1: every one).
+    The reference is one store per partition: rows of a key in two partitions are two rows, and a
+    delete reaches only the partition it names (as Milvus's delete with ``partition_name``).
+    Keys repeat within an insert: every row is counted, one is read."""
+    data = ShardData(SCHEMA)
+    reference = {0: GrowingStore(SCHEMA), 1: GrowingStore(SCHEMA)}
+    written: dict[int, list[pa.Table]] = {}
+    ts = 0
+    for kind, arg, keys in ops:
+        ts += 10
+        match kind:
+            case "insert":
+                part = (arg - 1) // 2
+                if arg in data.sealed:
+                    continue
+                table = _rows(keys, ts)
+                data.insert(arg, table, part)
+                reference[part].apply_insert(table)
+                written.setdefault(arg, []).append(table)
+            case "delete":
+                pks = pa.array(keys, pa.int64())
+                data.delete(pks, ts, arg)
+                for part, store in reference.items():
+                    if arg in (-1, part):
+                        store.apply_delete(pks, ts)
+            case "seal":
+                if arg in written and arg not in data.sealed:
+                    data.add_sealed(_seal(arg, written[arg], (arg - 1) // 2))
+        for read_ts in (ts - 5, ts):
+            stores = list(data.stores())
+            assert _visible(stores, read_ts) == _visible(list(reference.values()), read_ts), (ops, read_ts)
+            counted = sum(s.count(read_ts=read_ts) for s in stores)
+            assert counted == sum(s.count(read_ts=read_ts) for s in reference.values()), (ops, read_ts)

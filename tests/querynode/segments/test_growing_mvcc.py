@@ -87,14 +87,36 @@ def test_newest_duplicate_wins(any_schema, make_batch, keys) -> None:
     assert visible_seq(store, 25) == {k1: 2}
 
 
-def test_equal_timestamp_duplicates_keep_the_last_inserted(any_schema, make_batch, keys) -> None:
+def test_equal_timestamp_duplicates_are_all_counted_and_read_as_the_last_inserted(
+    any_schema, make_batch, keys
+) -> None:
+    # Milvus counts every row of a key inserted twice in one insert; a read of the key sees one.
     store = GrowingStore(any_schema)
     store.apply_insert(make_batch(any_schema, [1, 2, 1], 10, seq=[1, 2, 3]))
     store.apply_insert(make_batch(any_schema, [2], 10, seq=[4]))
     k1, k2 = keys(any_schema, [1, 2]).to_pylist()
     assert visible_seq(store, 10) == {k1: 3, k2: 4}
-    assert store.count(read_ts=10) == 2
+    assert store.count(read_ts=10) == 4
     assert store.visible_mask(10).tolist() == [False, False, True, True]
+
+
+def test_equal_timestamp_duplicates_end_together(any_schema, make_batch, keys) -> None:
+    store = GrowingStore(any_schema)
+    store.apply_insert(make_batch(any_schema, [1, 1, 2], 10, seq=[1, 2, 3]))
+    store.apply_delete(keys(any_schema, [1]), 20)
+    k1, k2 = keys(any_schema, [1, 2]).to_pylist()
+    assert store.count(read_ts=19) == 3
+    assert visible_seq(store, 20) == {k2: 3}
+    assert store.count(read_ts=20) == 1
+    # A newer version supersedes both rows of the older pair.
+    store.apply_insert(make_batch(any_schema, [2, 2], 30, seq=[4, 5]))
+    store.apply_insert(make_batch(any_schema, [2], 40, seq=[6]))
+    assert store.count(read_ts=35) == 2 and visible_seq(store, 35) == {k2: 5}
+    assert store.count(read_ts=40) == 1 and visible_seq(store, 40) == {k2: 6}
+    # A late delete between them ends the pair at 30..35 only.
+    store.apply_delete(keys(any_schema, [2]), 33)
+    assert store.count(read_ts=32) == 2 and store.count(read_ts=34) == 0
+    assert visible_seq(store, 40) == {k2: 6}
 
 
 def test_delete_after_reinsert_hides_all_versions(any_schema, make_batch, keys) -> None:
