@@ -139,7 +139,10 @@ async def test_scanner_close_ends_iteration(backend: Backend) -> None:
             seen.append(entry)
 
     task = asyncio.create_task(consume())
-    await asyncio.sleep(0.05)
+    # Close once the record was delivered (a fixed 50 ms was too short for a loaded machine's NATS).
+    async with asyncio.timeout(30):
+        while not seen:
+            await asyncio.sleep(0.01)
     await scanner.close()
     await asyncio.wait_for(task, 5)
     assert [e.payload for e in seen] == [b"only"]
