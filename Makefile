@@ -14,6 +14,8 @@ DATA_DIR ?= ./strata-data
 PORT ?= 19530
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
+# The packages mypy checks (make typecheck, make test).
+TYPED := protos common segcore coordinator streamingnode querynode proxy jobs launch
 
 .PHONY: install go-deps java node-sdk run test test-chaos test-deploy helm-render bench lint typecheck protos clean
 
@@ -44,7 +46,7 @@ go-deps:
 	  $$SUDO apt-get update -q && $$SUDO env DEBIAN_FRONTEND=noninteractive \
 	    apt-get install -y -q golang-go golang-github-masterminds-sprig-dev; }
 
-# Spark (compaction and bulk import jobs, services/jobs) runs on Java 17 or newer.
+# Spark (compaction and bulk import jobs, jobs) runs on Java 17 or newer.
 java:
 	@v=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n 1); \
 	if [ -z "$$v" ] || [ "$$v" -lt 17 ]; then \
@@ -84,7 +86,10 @@ run: install
 
 # Two workers (the machine's two cores; most tests wait on processes they started), one test file
 # per worker at a time so that a file's module fixtures are built once.
+# Lint and type checks first (seconds): a failure there stops the run before the suite's minutes.
 test: install
+	$(BIN)/ruff check .
+	$(BIN)/mypy $(TYPED)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile $(PYTEST_ARGS)
 
 # The chaos rounds alone (tests/chaos: faults of roles, etcd and the disk under a writer; part of make test too).
@@ -110,7 +115,7 @@ lint: install
 	$(BIN)/ruff check .
 
 typecheck: install
-	$(BIN)/mypy protos services coordinator streamingnode querynode
+	$(BIN)/mypy $(TYPED)
 
 protos: install
 	$(BIN)/python -m protos.generate

@@ -7,13 +7,13 @@ On seeded clustered codes (rows around 1,000 random centres, each bit flipped
 with probability 0.1), times:
 
 * the Hamming counts of the exact search: faiss' ``hammings`` (what
-  ``querynode/segments/binary_metric.py`` uses) and numpy's ``bitwise_count``
+  ``segcore/segments/binary_metric.py`` uses) and numpy's ``bitwise_count``
   over the XOR of 64-bit words, in ms per query over every row;
-* BIN_IVF_FLAT (``querynode/index/bin_ivf.py``) and faiss' ``IndexBinaryIVF``
+* BIN_IVF_FLAT (``segcore/index/bin_ivf.py``) and faiss' ``IndexBinaryIVF``
   with the same ``nlist`` and ``nprobe``: build seconds, QPS at nq=1 and
   nq=100, and recall@10 (share of returned distances within the true 10th).
 
-Prints a table; the README figures of ``querynode/index`` come from it.
+Prints a table; the README figures of ``segcore/index`` come from it.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from querynode.index.base import SearchParams  # noqa: E402
-from querynode.index.factory import build_index  # noqa: E402
-from querynode.index.options import IndexOptions  # noqa: E402
-from querynode.index.spec import IndexSpec  # noqa: E402
-from querynode.segments.binary_metric import hamming  # noqa: E402
+from segcore.index.base import SearchParams  # noqa: E402
+from segcore.index.factory import build_index  # noqa: E402
+from segcore.index.options import IndexOptions  # noqa: E402
+from segcore.index.spec import IndexSpec  # noqa: E402
+from segcore.segments.binary_metric import hamming  # noqa: E402
 
 IVF_ONLY = IndexOptions(exact_min_rows=0, exact_sqrt_factor=0.0)
 K = 10

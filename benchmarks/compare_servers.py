@@ -108,10 +108,10 @@ class RssSampler(threading.Thread):
 
 def _strata_role(proc: psutil.Process) -> str:
     cmd = " ".join(proc.cmdline())
-    if "services.cli" not in cmd:
+    if "launch.cli" not in cmd:
         if "etcd" in cmd:
             return "etcd"
-        if "java" in proc.name() or "pyspark" in cmd or "services/jobs/main.py" in cmd:
+        if "java" in proc.name() or "pyspark" in cmd or "jobs/main.py" in cmd:
             return "spark"  # a Spark job the coordinator runs (compaction): the JVM, its Python driver and workers
         return "other"
     return role_of(proc) or "launcher"

@@ -39,9 +39,9 @@ from search_data import ground_truth, make_dataset, recall, time_requests
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from querynode.index.base import SearchParams  # noqa: E402
-from querynode.index.factory import IndexSpec, build_index, restore_index  # noqa: E402
-from querynode.index.options import IndexOptions  # noqa: E402
+from segcore.index.base import SearchParams  # noqa: E402
+from segcore.index.factory import IndexSpec, build_index, restore_index  # noqa: E402
+from segcore.index.options import IndexOptions  # noqa: E402
 
 K = 10
 SPECS = {

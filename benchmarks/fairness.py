@@ -57,7 +57,7 @@ def standalone(repo: Path) -> Iterator[str]:
         log_path = Path(tmp) / "standalone.log"
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "services.cli", "standalone", "--data-dir", f"{tmp}/data", "--port", str(port)],
+                [sys.executable, "-m", "launch.cli", "standalone", "--data-dir", f"{tmp}/data", "--port", str(port)],
                 cwd=repo,
                 env={**os.environ, "PYTHONPATH": str(repo)},
                 stdout=log,

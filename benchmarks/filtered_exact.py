@@ -1,4 +1,4 @@
-"""Exact search vs the filtered HNSW walk, by share of allowed rows and batch size (querynode/index/options.py).
+"""Exact search vs the filtered HNSW walk, by share of allowed rows and batch size (segcore/index/options.py).
 
     .venv/bin/python benchmarks/filtered_exact.py [--rows 200000] [--dim 128] [--ef 64]
         [--shares 0.02,0.05,0.1,0.2] [--nq 1,10,100]
@@ -26,10 +26,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from querynode.index.base import SearchParams  # noqa: E402
-from querynode.index.factory import build_index, restore_index  # noqa: E402
-from querynode.index.options import IndexOptions  # noqa: E402
-from querynode.index.spec import IndexSpec  # noqa: E402
+from segcore.index.base import SearchParams  # noqa: E402
+from segcore.index.factory import build_index, restore_index  # noqa: E402
+from segcore.index.options import IndexOptions  # noqa: E402
+from segcore.index.spec import IndexSpec  # noqa: E402
 
 WALK_ONLY = IndexOptions(exact_min_rows=0, exact_sqrt_factor=0.0)
 

@@ -12,7 +12,7 @@ and the time until every row is queryable (the query node loads the segments,
 their indexes included). Then checks ``count(*)`` and recall@10 of
 ``--queries`` searches (ef 64 and 256) against numpy brute force. The job
 builds each segment's index with the query nodes' own code and parameters
-(``querynode/index``); ``--rebuild-check`` then deletes the job's index files,
+(``segcore/index``); ``--rebuild-check`` then deletes the job's index files,
 reloads the collection so the query node builds every index itself, and
 measures the recall again: the same, because it is the same index. Prints a
 markdown table and one JSON line (``"import"``).

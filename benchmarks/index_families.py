@@ -13,7 +13,7 @@ rows; embedded into ``--cache`` on first use, which needs the model's wheel).
 
 1. Build it twice in this process, with the same build parameters and
    ``--threads`` OpenMP threads: through Strata's factory
-   (``querynode.index.factory.build_index``, the code a query node runs) and
+   (``segcore.index.factory.build_index``, the code a query node runs) and
    with faiss directly (``families_faiss.Direct``). Memory per build, from
    ``/proc/self/status`` (``footprint.py``): *peak* is the highest resident
    size during the build above the size before it; *saved* the size of the
@@ -66,9 +66,9 @@ from search_data import Dataset, batches, ground_truth, make_dataset, recall, ti
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from querynode.index.base import SearchParams  # noqa: E402
-from querynode.index.factory import IndexSpec, build_index  # noqa: E402
-from querynode.index.options import IndexOptions  # noqa: E402
+from segcore.index.base import SearchParams  # noqa: E402
+from segcore.index.factory import IndexSpec, build_index  # noqa: E402
+from segcore.index.options import IndexOptions  # noqa: E402
 
 K = 10
 #: Timed passes over the queries per side and batch size; the fastest counts.

@@ -36,14 +36,14 @@ sys.path.insert(0, str(REPO))
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
-from querynode.index.spec import IndexSpec  # noqa: E402
-from querynode.worker.indexes import FieldIndexSpec  # noqa: E402
+from common.schema import TIMESTAMP_COLUMN, CollectionSchema, DataType, FieldSchema  # noqa: E402
+from common.segment import SegmentMeta, SegmentState  # noqa: E402
+from common.storage.manifest import SegmentLevel, SegmentManifest  # noqa: E402
+from common.storage.objectstore import ObjectStore  # noqa: E402
+from common.storage.segment_io import SegmentWriter  # noqa: E402
 from querynode.worker.loader import build_segment_index, load_segment  # noqa: E402
-from services.schema import TIMESTAMP_COLUMN, CollectionSchema, DataType, FieldSchema  # noqa: E402
-from services.segment import SegmentMeta, SegmentState  # noqa: E402
-from services.storage.manifest import SegmentLevel, SegmentManifest  # noqa: E402
-from services.storage.objectstore import ObjectStore  # noqa: E402
-from services.storage.segment_io import SegmentWriter  # noqa: E402
+from segcore.index.field_specs import FieldIndexSpec  # noqa: E402
+from segcore.index.spec import IndexSpec  # noqa: E402
 
 MIB = 1 << 20
 

@@ -3,10 +3,10 @@
     .venv/bin/python benchmarks/narrow_flat.py [--rows 200000] [--dim 128] [--nq 10] [--repeat 5]
 
 Seeded Gaussian rows stored each way (bfloat16 as its bits, int8 scaled by 40
-and clipped); a FLAT index (``querynode/index/flat.py``) over each, L2, top 10;
+and clipped); a FLAT index (``segcore/index/flat.py``) over each, L2, top 10;
 prints the resident matrix size and the mean search time. The narrow searches
-convert the rows to float32 a chunk at a time (``services/narrow_vectors.py``);
-the figure in ``querynode/index/README.md`` comes from this script.
+convert the rows to float32 a chunk at a time (``common/narrow_vectors.py``);
+the figure in ``segcore/index/README.md`` comes from this script.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from querynode.index.factory import IndexSpec, build_index  # noqa: E402
+from segcore.index.factory import IndexSpec, build_index  # noqa: E402
 
 
 def main() -> None:

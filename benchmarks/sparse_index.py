@@ -7,7 +7,7 @@ On seeded SPLADE-like rows (terms drawn with Zipf-like frequencies from
 index build and the search of ``--nq`` queries one at a time (ms per query,
 topk 10) for the exact search and for TAAT_NAIVE, DAAT_WAND and DAAT_MAXSCORE,
 and recall@10 against the exact hits with drop ratios. Prints a table; the
-README figures of ``querynode/index`` come from it.
+README figures of ``segcore/index`` come from it.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from querynode.index.base import SearchParams  # noqa: E402
-from querynode.index.factory import build_index  # noqa: E402
-from querynode.index.sparse_exact import SparseExactIndex  # noqa: E402
-from querynode.index.spec import IndexSpec  # noqa: E402
-from querynode.segments.metric import Metric  # noqa: E402
-from querynode.segments.sparse_rows import SparseRows, canonical_row, pad_queries, rows_from_pairs  # noqa: E402
+from segcore.index.base import SearchParams  # noqa: E402
+from segcore.index.factory import build_index  # noqa: E402
+from segcore.index.sparse_exact import SparseExactIndex  # noqa: E402
+from segcore.index.spec import IndexSpec  # noqa: E402
+from segcore.segments.metric import Metric  # noqa: E402
+from segcore.segments.sparse_rows import SparseRows, canonical_row, pad_queries, rows_from_pairs  # noqa: E402
 
 K = 10
 

@@ -39,10 +39,10 @@ from typing import Any
 import grpc
 from wal_common import VCHANNEL, insert_message, per_s, percentile_ms
 
+from common.errors import NotReady
+from common.grpcutil import insecure_channel, raise_for_status
 from protos import common_pb2, streaming_pb2, streaming_pb2_grpc
 from protos.common_pb2 import MessageType
-from services.errors import NotReady
-from services.grpcutil import insecure_channel, raise_for_status
 from streamingnode.client.consumer import consume
 from streamingnode.client.producer import Producer
 

@@ -36,8 +36,8 @@ from typing import Any
 import grpc
 from wal_common import MonotonicTSO, configure_logging
 
+from common.grpcutil import start_server
 from protos import streaming_pb2_grpc
-from services.grpcutil import start_server
 from streamingnode.service.handler import HandlerService
 from streamingnode.service.manager import ManagerService
 from streamingnode.wal.wal import WAL

@@ -18,11 +18,11 @@ from dataclasses import replace
 
 import structlog
 
+from common.errors import ErrorCode, InvalidArgument, StrataError
+from common.names import alias_not_found, check_alias, check_collection_name, collection_not_found
+from common.timezone import check_timezone
+from common.ttl import check_ttl
 from coordinator.catalog import Catalog, CollectionMeta
-from services.errors import ErrorCode, InvalidArgument, StrataError
-from services.names import alias_not_found, check_alias, check_collection_name, collection_not_found
-from services.timezone import check_timezone
-from services.ttl import check_ttl
 
 
 def check_properties(props: dict[str, str]) -> None:

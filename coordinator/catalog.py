@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 
-from services.etcd.metastore import MetaStore, Op
-from services.schema import CollectionSchema
+from common.etcd.metastore import MetaStore, Op
+from common.schema import CollectionSchema
 
 _COLL = "rootcoord/collection/"
 _NAME = "rootcoord/collection-name/"

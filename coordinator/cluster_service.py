@@ -4,7 +4,7 @@
 (``query/segments.py``), each with its index name from the catalog; none when
 the collection is not loaded (Milvus answers an empty list then too).
 ``DescribeResourceGroup``: the default resource group, the only one
-(``services/resource_groups.py``): every live query node, and each loaded
+(``common/resource_groups.py``): every live query node, and each loaded
 collection's replica count; any other name is Milvus's not-found error.
 """
 
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import grpc
 
+from common.grpcutil import ok_status, rpc_method
+from common.resource_groups import DEFAULT_RESOURCE_GROUP, resource_group_not_found
 from coordinator.catalog import Catalog, CollectionMeta
 from coordinator.query.coord import QueryCoordinator
 from protos import coordinator_pb2 as pb
-from services.grpcutil import ok_status, rpc_method
-from services.resource_groups import DEFAULT_RESOURCE_GROUP, resource_group_not_found
 
 
 class ClusterRPCs:

@@ -17,10 +17,10 @@ from dataclasses import asdict, dataclass, field
 import grpc
 import structlog
 
+from common.etcd.metastore import MetaStore
+from common.grpcutil import ok_status, rpc_method
+from common.names import DEFAULT_DATABASE, DEFAULT_DATABASE_ID, database_not_found
 from protos import databases_pb2 as dpb
-from services.etcd.metastore import MetaStore
-from services.grpcutil import ok_status, rpc_method
-from services.names import DEFAULT_DATABASE, DEFAULT_DATABASE_ID, database_not_found
 
 _DATABASE = "rootcoord/database/"
 

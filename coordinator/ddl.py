@@ -16,18 +16,18 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
+from common.errors import ErrorCode, InvalidArgument, StrataError
+from common.message import new_create_collection, new_drop_collection
+from common.names import check_collection_name, collection_not_found
+from common.position import Position
+from common.schema import CollectionSchema
+from common.timezone import with_default_timezone
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState, PartitionInfo, vchannel_name
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.idalloc import IDAllocator
 from coordinator.partitions import initial_partitions
 from coordinator.tso import TimestampOracle
-from services.errors import ErrorCode, InvalidArgument, StrataError
-from services.names import check_collection_name, collection_not_found
-from services.position import Position
-from services.schema import CollectionSchema
-from services.timezone import with_default_timezone
 from streamingnode.client.producer import Producer
-from streamingnode.message import new_create_collection, new_drop_collection
 
 MAX_SHARDS = 16
 

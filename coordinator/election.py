@@ -7,10 +7,10 @@ key's version. Whoever creates the key is the leader; the others watch the key
 and try again once it is deleted (``resign()``) or expires with its lease (the
 leader died or lost etcd).
 
-The value is a ``services.coordclient.LeaderInfo``, the contract clients read:
+The value is a ``common.coordclient.LeaderInfo``, the contract clients read:
 the server id and the gRPC address. The address is empty while the new leader starts its components;
 :meth:`Election.proclaim` fills it in once the leader serves, and clients
-(``services.coordclient``) wait for a non-empty address.
+(``common.coordclient``) wait for a non-empty address.
 
 Losing the lease is fatal to a leader: the keep-alive task calls ``on_lost``
 *before* the lease can have expired on the etcd side (it counts from the time
@@ -28,9 +28,9 @@ from typing import Any
 import aetcd
 import structlog
 
-from services.coordclient import LEADER_KEY, LeaderInfo
-from services.etcd.lease import keep_alive
-from services.etcd.metastore import MetaStore
+from common.coordclient import LEADER_KEY, LeaderInfo
+from common.etcd.lease import keep_alive
+from common.etcd.metastore import MetaStore
 
 __all__ = ["LEADER_KEY", "Election", "LeaderInfo", "LeadershipLost"]
 

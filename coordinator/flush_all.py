@@ -15,11 +15,11 @@ import asyncio
 
 import grpc
 
+from common.grpcutil import ok_status, rpc_method
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.tso import TimestampOracle
 from protos import coordinator_pb2 as pb
-from services.grpcutil import ok_status, rpc_method
 
 
 class FlushAllRPCs:

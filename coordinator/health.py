@@ -18,10 +18,10 @@ from dataclasses import dataclass
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from common.grpcutil import OVERALL, insecure_channel, ok_status, rpc_method
 from coordinator.query.coord import QueryCoordinator
 from coordinator.streaming.balancer import StreamingBalancer
 from protos import coordinator_pb2 as pb
-from services.grpcutil import OVERALL, insecure_channel, ok_status, rpc_method
 
 CHECK_TIMEOUT_SECONDS = 3.0
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
-from services.etcd.metastore import MetaStore
+from common.etcd.metastore import MetaStore
 
 _KEY = "id/high-water"
 _BATCH = 100_000

@@ -9,7 +9,7 @@ As in Milvus (datacoord's ``CreateIndex`` / ``AlterIndex`` / ``DropIndex``):
 
 * creating an index that exists with the same definition is a no-op, and
   one that differs is refused (one index per field); the definition leaves
-  the properties out (``services/index_properties.py``), and properties given
+  the properties out (``common/index_properties.py``), and properties given
   to a repeated create replace the stored ones;
 * altering (``alter_index_properties``, ``drop_index_properties``) changes only
   properties, of a released collection, of an index named exactly;
@@ -25,10 +25,10 @@ from dataclasses import replace
 
 import structlog
 
+from common.errors import CollectionLoaded, ErrorCode, IndexDuplicate, IndexNotFound, InvalidArgument, StrataError
+from common.index_properties import check_values, without_properties
 from coordinator.catalog import Catalog, CollectionMeta, IndexMeta
 from coordinator.idalloc import IDAllocator
-from services.errors import CollectionLoaded, ErrorCode, IndexDuplicate, IndexNotFound, InvalidArgument, StrataError
-from services.index_properties import check_values, without_properties
 
 
 class IndexDDL:

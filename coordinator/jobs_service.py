@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import grpc
 
+from common.errors import NotSupported
+from common.grpcutil import ok_status, rpc_method
+from common.segment_pb import segment_to_pb
 from coordinator.catalog import CollectionMeta
 from coordinator.data.compaction import CompactionManager
 from coordinator.data.datacoord import DataCoordinator
@@ -11,9 +14,6 @@ from coordinator.data.importer import ImportManager
 from coordinator.data.jobs import JobKind, JobRecord, JobState
 from protos import coordinator_pb2 as pb
 from protos import jobs_pb2
-from services.errors import NotSupported
-from services.grpcutil import ok_status, rpc_method
-from services.segment_pb import segment_to_pb
 
 NO_STORAGE = "offline jobs need object storage: start the coordinator with --storage"
 

@@ -21,15 +21,15 @@ from dataclasses import replace
 
 import structlog
 
+from common.errors import InvalidArgument
+from common.message import new_drop_partition
+from common.names import check_partition_name, collection_not_found
+from common.schema import CollectionSchema, DataType
 from coordinator.catalog import DEFAULT_PARTITION, Catalog, CollectionMeta, PartitionInfo
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.idalloc import IDAllocator
 from coordinator.tso import TimestampOracle
-from services.errors import InvalidArgument
-from services.names import check_partition_name, collection_not_found
-from services.schema import CollectionSchema, DataType
 from streamingnode.client.producer import Producer
-from streamingnode.message import new_drop_partition
 
 MAX_PARTITIONS = 1024
 DEFAULT_KEY_PARTITIONS = 16

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import grpc
 
+from common.grpcutil import ok_status, rpc_method
 from coordinator.catalog import CollectionMeta
 from coordinator.query.coord import QueryCoordinator
 from protos import coordinator_pb2 as pb
-from services.grpcutil import ok_status, rpc_method
 
 
 class ReplicaRPCs:

@@ -22,13 +22,13 @@ from dataclasses import replace
 
 import structlog
 
+from common.errors import CollectionNotFound, InvalidArgument
+from common.message import new_schema_change
+from common.schema import DataType, FieldSchema
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState
 from coordinator.ddl import DDL
 from coordinator.tso import TimestampOracle
-from services.errors import CollectionNotFound, InvalidArgument
-from services.schema import DataType, FieldSchema
 from streamingnode.client.producer import Producer
-from streamingnode.message import new_schema_change
 
 #: Milvus' proxy.maxFieldNum (its fields count ``$meta`` too).
 MAX_FIELDS = 64

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import grpc
 
+from common.errors import InvalidArgument
+from common.grpcutil import ok_status, rpc_method
+from common.schema import field_from_json
 from coordinator.catalog import CollectionMeta
 from coordinator.schema_ddl import SchemaDDL
 from protos import coordinator_pb2 as pb
-from services.errors import InvalidArgument
-from services.grpcutil import ok_status, rpc_method
-from services.schema import field_from_json
 
 
 class SchemaRPCs:

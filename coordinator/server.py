@@ -40,6 +40,12 @@ from collections.abc import Callable
 
 import structlog
 
+from common.config import CoordinatorConfig
+from common.coordclient import COORDINATOR_ROLE, LEADER_KEY, LeaderInfo, read_leader
+from common.etcd.metastore import MetaStore
+from common.etcd.session import Session, allocate_server_id
+from common.grpcutil import OVERALL, Health, LateServicers, start_server
+from common.storage.objectstore import ObjectStore
 from coordinator.aliases import AliasDDL
 from coordinator.catalog import Catalog
 from coordinator.data.build_client import GrpcIndexBuilder
@@ -61,12 +67,6 @@ from coordinator.streaming.local_source import BalancerAssignmentSource
 from coordinator.truncate import Truncator
 from coordinator.tso import TimestampOracle
 from protos import coordinator_pb2, coordinator_pb2_grpc
-from services.config import CoordinatorConfig
-from services.coordclient import COORDINATOR_ROLE, LEADER_KEY, LeaderInfo, read_leader
-from services.etcd.metastore import MetaStore
-from services.etcd.session import Session, allocate_server_id
-from services.grpcutil import OVERALL, Health, LateServicers, start_server
-from services.storage.objectstore import ObjectStore
 from streamingnode.client.producer import Producer
 
 

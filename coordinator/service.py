@@ -7,6 +7,12 @@ from collections.abc import AsyncIterator, Callable, Mapping
 
 import grpc
 
+from common.errors import InvalidArgument, PartitionNotFound
+from common.grpcutil import ok_status, rpc_method
+from common.schema import CollectionSchema
+from common.segment import SegmentState
+from common.segment_pb import position_from_pb, position_to_pb, segment_from_pb, segment_to_pb
+from common.storage.objectstore import ObjectStore
 from coordinator.aliases import AliasDDL
 from coordinator.catalog import Catalog, CollectionMeta
 from coordinator.cluster_service import ClusterRPCs
@@ -32,12 +38,6 @@ from coordinator.truncate import Truncator
 from coordinator.tso import TimestampOracle
 from protos import coordinator_pb2 as pb
 from protos import coordinator_pb2_grpc
-from services.errors import InvalidArgument, PartitionNotFound
-from services.grpcutil import ok_status, rpc_method
-from services.schema import CollectionSchema
-from services.segment import SegmentState
-from services.segment_pb import position_from_pb, position_to_pb, segment_from_pb, segment_to_pb
-from services.storage.objectstore import ObjectStore
 
 
 def _partition_id(meta: CollectionMeta, name: str) -> int:

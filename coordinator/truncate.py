@@ -18,6 +18,7 @@ from dataclasses import replace
 
 import structlog
 
+from common.names import collection_not_found
 from coordinator.catalog import (
     Catalog,
     CollectionMeta,
@@ -31,7 +32,6 @@ from coordinator.ddl import DDL
 from coordinator.idalloc import IDAllocator
 from coordinator.query.coord import QueryCoordinator
 from coordinator.tso import TimestampOracle
-from services.names import collection_not_found
 
 
 class Truncator:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from services.etcd.metastore import MetaStore
-from services.tsoutil import LOGICAL_BITS, LOGICAL_MASK, compose, physical_ms
+from common.etcd.metastore import MetaStore
+from common.tsoutil import LOGICAL_BITS, LOGICAL_MASK, compose, physical_ms
 
 __all__ = ["LOGICAL_BITS", "TimestampOracle", "compose", "physical_ms"]
 

@@ -34,11 +34,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from querynode.index.base import SearchParams, VectorIndex
-from querynode.index.diskann_index import DiskannIndex
-from querynode.index.faiss_index import FaissIndex
-from querynode.index.spec import IndexKind
-from querynode.segments.growing import QUERY_COLUMN
+from segcore.index.base import SearchParams, VectorIndex
+from segcore.index.diskann_index import DiskannIndex
+from segcore.index.faiss_index import FaissIndex
+from segcore.index.spec import IndexKind
+from segcore.segments.growing import QUERY_COLUMN
 
 T = TypeVar("T")
 
@@ -88,7 +88,7 @@ def search_cost(
     num_rows: int, index: VectorIndex | None, queries: np.ndarray, params: SearchParams, *, filter_size: int
 ) -> int:
     """Rough multiply-adds of searching ``num_rows`` rows (exact when ``index`` is None or FLAT) with
-    a filter of ``filter_size`` (``services.expr.asyncparse.filter_size``; 0: no filter)."""
+    a filter of ``filter_size`` (``common.expr.asyncparse.filter_size``; 0: no filter)."""
     nq, dim = queries.shape  # (nq, dim), as every search takes them
     if index is not None and index.kind is IndexKind.HNSW:
         walk = nq * (params.ef or _HNSW_DEFAULT_EF) * _HNSW_VISITS_PER_EF * dim

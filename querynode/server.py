@@ -1,24 +1,20 @@
-"""Composition root of the query node (and, with ``proxy_port``, of a proxy in the same process)."""
+"""Composition root of the query node. A proxy in the same process is wired by ``launch/colocated.py``."""
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 
 import grpc
 
+from common.config import QueryNodeConfig
+from common.coordclient import CoordinatorClient
+from common.etcd.metastore import MetaStore
+from common.etcd.session import Session, SessionInfo, allocate_server_id
+from common.grpcutil import Health, start_server
+from common.storage.objectstore import ObjectStore
 from protos import querynode_pb2, querynode_pb2_grpc
 from querynode.service.service import QueryNodeService
-from services.config import ProxyConfig, QueryNodeConfig
-from services.coordclient import CoordinatorClient
-from services.etcd.metastore import MetaStore
-from services.etcd.session import Session, SessionInfo, allocate_server_id
-from services.grpcutil import Health, start_server
-from services.proxy.localnode import LocalQueryNode
-from services.proxy.server import Proxy
-from services.storage.objectstore import ObjectStore
 from streamingnode.client.assignment import DiscoverWatcher
-from streamingnode.client.local import LocalStreamingNode
 
 ROLE = "querynode"
 # Health-check names (grpc.health.v1): SERVING once the session is registered.
@@ -26,14 +22,11 @@ HEALTH_SERVICES = [s.full_name for s in querynode_pb2.DESCRIPTOR.services_by_nam
 
 
 class QueryNode:
-    def __init__(self, config: QueryNodeConfig, local_wal: LocalStreamingNode | None = None) -> None:
-        """``local_wal``: the streaming node of this process (standalone), handed to the proxy."""
+    def __init__(self, config: QueryNodeConfig) -> None:
         config.validate()
         self.config = config
-        self._local_wal = local_wal
         self.address = ""
         self._health = Health(HEALTH_SERVICES)
-        self._proxy: Proxy | None = None  # with proxy_port: the proxy of this process, started last
 
     async def start(self) -> None:
         c = self.config
@@ -67,17 +60,13 @@ class QueryNode:
         )
         await self._session.start(server_id=node_id)
         await self._health.serving()
-        if c.proxy_port is not None:
-            self._proxy = Proxy(
-                ProxyConfig(common=replace(c.common, port=c.proxy_port), limits=c.proxy_limits),
-                LocalQueryNode(self.address, service),
-                self._local_wal,
-            )
-            await self._proxy.start()
+
+    @property
+    def service(self) -> QueryNodeService:
+        """The gRPC servicer of both roles, once started (a proxy in this process reads through it)."""
+        return self._service
 
     async def stop(self) -> None:
-        if self._proxy is not None:
-            await self._proxy.stop()
         await self._health.stopping()
         await self._session.stop()
         await self._server.stop(grace=1)

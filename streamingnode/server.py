@@ -12,14 +12,14 @@ from typing import Any
 
 import grpc
 
+from common.config import StreamingNodeConfig
+from common.coordclient import CoordinatorClient
+from common.errors import InvalidArgument
+from common.etcd.metastore import MetaStore
+from common.etcd.session import Session
+from common.grpcutil import Health, start_server
+from common.storage.objectstore import ObjectStore
 from protos import streaming_pb2, streaming_pb2_grpc
-from services.config import StreamingNodeConfig
-from services.coordclient import CoordinatorClient
-from services.errors import InvalidArgument
-from services.etcd.metastore import MetaStore
-from services.etcd.session import Session
-from services.grpcutil import Health, start_server
-from services.storage.objectstore import ObjectStore
 from streamingnode.flusher.dataclient import CoordinatorDataClient
 from streamingnode.flusher.flusher import FlusherManager
 from streamingnode.flusher.policy import SyncOptions

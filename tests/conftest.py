@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from services.etcd.process import EtcdProcess
+from common.etcd.process import EtcdProcess
 from tests.harness import Standalone
 from tests.s3server import S3Server, run_s3_server
 

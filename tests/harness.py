@@ -50,7 +50,7 @@ class Standalone:
         log = open(self.log_path, "ab")  # noqa: SIM115 - closed below, child keeps its copy
         env = {**os.environ, "STRATA_LOG_LEVEL": os.environ.get("STRATA_LOG_LEVEL", "INFO"), **self.env}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "services.cli", "standalone", "--data-dir", str(self.data_dir), "--port", str(self.port)],
+            [sys.executable, "-m", "launch.cli", "standalone", "--data-dir", str(self.data_dir), "--port", str(self.port)],
             cwd=REPO,
             stdout=log,
             stderr=log,
@@ -90,8 +90,8 @@ class Standalone:
                 continue
             if Path(argv[0].decode()).name == "etcd":
                 out["etcd"] = pid
-            elif b"services.cli" in argv and len(argv) > argv.index(b"services.cli") + 1:
-                out[argv[argv.index(b"services.cli") + 1].decode()] = pid
+            elif b"launch.cli" in argv and len(argv) > argv.index(b"launch.cli") + 1:
+                out[argv[argv.index(b"launch.cli") + 1].decode()] = pid
         return out
 
     def stop(self, timeout: float = 60.0) -> int:

@@ -19,8 +19,8 @@ from pathlib import Path
 import pyarrow.fs as pafs
 import pytest
 
-from services.etcd.process import free_port
-from services.procutil import die_with_parent
+from common.etcd.process import free_port
+from common.procutil import die_with_parent
 
 BUCKET = "strata-test"
 ACCESS_KEY = "strata-test-key"

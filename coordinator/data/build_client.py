@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from common.grpcutil import StubCache, raise_for_status
+from common.segment_pb import segment_to_pb
 from coordinator.catalog import CollectionMeta
 from coordinator.data.build_policy import Build
 from protos import querynode_pb2, querynode_pb2_grpc
-from services.grpcutil import StubCache, raise_for_status
-from services.segment_pb import segment_to_pb
 
 # A build of a large segment takes minutes; the node answers when it is saved.
 BUILD_TIMEOUT_SECONDS = 3600.0

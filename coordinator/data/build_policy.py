@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from common.segment import SegmentLevel, SegmentMeta, SegmentState
 from coordinator.data.index_progress import needs_build
-from services.segment import SegmentLevel, SegmentMeta, SegmentState
 
 BuildKey = tuple[int, int]  # (segment, index)
 

@@ -41,6 +41,15 @@ from typing import Any, Protocol
 
 import structlog
 
+from common.config import JobsConfig
+from common.errors import InvalidArgument, StrataError
+from common.etcd.metastore import MetaStore
+from common.failpoints import failpoint
+from common.position import Position
+from common.schema import CollectionSchema, DataType
+from common.segment import SegmentLevel, SegmentMeta, SegmentState
+from common.storage.layout import ALL_PARTITIONS
+from common.ttl import expire_before
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.data.jobs import CompactionRequest, JobKind, JobRecord, JobState
@@ -55,16 +64,7 @@ from coordinator.data.policy import (
 )
 from coordinator.idalloc import IDAllocator
 from coordinator.tso import TimestampOracle
-from services.config import JobsConfig
-from services.errors import InvalidArgument, StrataError
-from services.etcd.metastore import MetaStore
-from services.failpoints import failpoint
-from services.jobs.plans import CompactionSpec, IndexRef, JobResult, L0Plan, MixPlan, OutputSegment, SegmentRef
-from services.position import Position
-from services.schema import CollectionSchema, DataType
-from services.segment import SegmentLevel, SegmentMeta, SegmentState
-from services.storage.layout import ALL_PARTITIONS
-from services.ttl import expire_before
+from jobs.plans import CompactionSpec, IndexRef, JobResult, L0Plan, MixPlan, OutputSegment, SegmentRef
 
 _REQUEST = "datacoord/compaction/"
 FINISHED_RETENTION_SECONDS = 24 * 3600.0

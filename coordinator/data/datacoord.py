@@ -33,16 +33,16 @@ from types import MappingProxyType
 
 import structlog
 
+from common.errors import CollectionNotFound, InvalidArgument, SegmentNotFound
+from common.etcd.metastore import TXN_BATCH_OPS, MetaStore, Op
+from common.message import new_manual_flush
+from common.position import Position
+from common.schema import CollectionSchema
+from common.segment import SegmentLevel, SegmentMeta, SegmentState
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState
 from coordinator.data.jobs import JobRecord, JobState
 from coordinator.tso import TimestampOracle
-from services.errors import CollectionNotFound, InvalidArgument, SegmentNotFound
-from services.etcd.metastore import TXN_BATCH_OPS, MetaStore, Op
-from services.position import Position
-from services.schema import CollectionSchema
-from services.segment import SegmentLevel, SegmentMeta, SegmentState
 from streamingnode.client.producer import Producer
-from streamingnode.message import new_manual_flush
 
 _SEGMENT = "datacoord/segment/"
 _CHECKPOINT = "datacoord/channel-cp/"

@@ -32,12 +32,12 @@ from dataclasses import dataclass
 
 import structlog
 
+from common.segment import SegmentMeta, SegmentState
+from common.storage.errors import ObjectNotFound
+from common.storage.layout import index_prefix, segment_prefixes
+from common.storage.manifest import SegmentManifest
+from common.storage.objectstore import ObjectStore
 from coordinator.data.datacoord import DataCoordinator
-from services.segment import SegmentMeta, SegmentState
-from services.storage.errors import ObjectNotFound
-from services.storage.layout import index_prefix, segment_prefixes
-from services.storage.manifest import SegmentManifest
-from services.storage.objectstore import ObjectStore
 
 MIN_ORPHAN_AGE_SECONDS = 600.0
 ROOTS = ("insert_log/", "delta_log/", "stats_log/", "manifests/")

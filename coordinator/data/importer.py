@@ -6,10 +6,10 @@ the job PENDING; a loop runs jobs one at a time in the coordinator's job slot
 
 1. allocate the import timestamp (every row's ``_ts``: the import comes after
    every write acknowledged before it) and, from the files' footers and
-   headers (``services/jobs/sources.py``, in a thread), the auto ids and
+   headers (``jobs/sources.py``, in a thread), the auto ids and
    segment ids; all three are saved in the RUNNING record, so a job run again
    after a coordinator restart writes the same rows to the same files;
-2. run the Spark job (``services/jobs/bulk_import.py``): validate, route,
+2. run the Spark job (``jobs/bulk_import.py``): validate, route,
    write segments with stats and indexes;
 3. record the segments hidden (``add_job_segments``), then ``commit_job``: one
    etcd write makes every one of them visible (failpoints
@@ -30,18 +30,18 @@ from collections.abc import Callable, Sequence
 
 import structlog
 
+from common.config import JobsConfig
+from common.errors import InvalidArgument, PartitionNotFound, StrataError
+from common.failpoints import failpoint
+from common.tsoutil import TIMESTAMP_RANGE_MAX_AGE_S
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState
 from coordinator.data.compaction import JobRunner, index_refs, output_meta, row_bytes, target_rows
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.data.jobs import JobKind, JobRecord, JobState
 from coordinator.idalloc import IDAllocator
 from coordinator.tso import TimestampOracle
-from services.config import JobsConfig
-from services.errors import InvalidArgument, PartitionNotFound, StrataError
-from services.failpoints import failpoint
-from services.jobs.plans import ImportSpec
-from services.jobs.sources import describe_files, file_format
-from services.tsoutil import TIMESTAMP_RANGE_MAX_AGE_S
+from jobs.plans import ImportSpec
+from jobs.sources import describe_files, file_format
 
 MAX_FILES = 1024
 FINISHED_RETENTION_SECONDS = 7 * 24 * 3600.0

@@ -41,14 +41,14 @@ from typing import Any, Protocol
 
 import structlog
 
+from common.errors import ErrorCode, StrataError
+from common.segment import SegmentLevel, SegmentMeta
+from common.storage.objectstore import ObjectStore
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState
 from coordinator.data.build_policy import Backoff, Build, BuildKey, IndexDef, assign, wanted_builds
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.data.index_progress import MIN_ROWS_TO_INDEX, saved_indexes
 from coordinator.data.jobs import JobKind
-from services.errors import ErrorCode, StrataError
-from services.segment import SegmentLevel, SegmentMeta
-from services.storage.objectstore import ObjectStore
 
 #: A node's answers that say the index cannot be built from its parameters: trying again will not help.
 UNBUILDABLE = frozenset({ErrorCode.INVALID_ARGUMENT, ErrorCode.INDEX_NOT_SUPPORTED})

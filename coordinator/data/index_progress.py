@@ -1,7 +1,7 @@
 """How far an index of a collection is built: rows of its sealed segments whose index is saved.
 
 Query nodes build a sealed segment's vector index when the coordinator asks
-(``index_builds.py``, loaded or not) or when they load it, and save it in object storage (``querynode/index/store.py``:
+(``index_builds.py``, loaded or not) or when they load it, and save it in object storage (``segcore/index/store.py``:
 ``index_files/<collection>/<segment>/<index_id>/meta.json``, written last).
 ``describe_index`` reports from this: ``indexed_rows`` counts the rows of the
 FLUSHED L1 segments whose index is saved, ``total_rows`` those of every such
@@ -25,9 +25,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from services.segment import SegmentLevel, SegmentMeta
-from services.storage.layout import INDEX_META_FILE, collection_index_prefix
-from services.storage.objectstore import ObjectStore
+from common.segment import SegmentLevel, SegmentMeta
+from common.storage.layout import INDEX_META_FILE, collection_index_prefix
+from common.storage.objectstore import ObjectStore
 
 #: Milvus' ``indexCoord.segment.minSegmentNumRowsToEnableIndex``: smaller segments need no built index.
 MIN_ROWS_TO_INDEX = 1024
@@ -57,7 +57,7 @@ def needs_build(segment: SegmentMeta, index_type: str) -> bool:
     """Whether ``segment`` waits for a built index of ``index_type`` (case-insensitive) to count as indexed.
 
     >>> from dataclasses import replace
-    >>> from services.segment import SegmentState
+    >>> from common.segment import SegmentState
     >>> big = SegmentMeta(segment_id=1, collection_id=1, partition_id=1, vchannel="v",
     ...                   state=SegmentState.FLUSHED, rows=2000, manifest="m")
     >>> needs_build(big, "HNSW"), needs_build(big, "flat"), needs_build(replace(big, rows=12), "HNSW")

@@ -13,17 +13,17 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from common.config import JobsConfig
+from common.etcd.metastore import MetaStore
 from coordinator.catalog import Catalog
 from coordinator.data.compaction import CompactionManager, JobRunner
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.data.importer import ImportManager
 from coordinator.idalloc import IDAllocator
 from coordinator.tso import TimestampOracle
-from services.config import JobsConfig
-from services.etcd.metastore import MetaStore
 
 if TYPE_CHECKING:
-    from services.jobs.runner import SparkRunner
+    from jobs.runner import SparkRunner
 
 
 class OfflineJobs:
@@ -42,7 +42,7 @@ class OfflineJobs:
     ) -> None:
         self._spark: SparkRunner | None = None
         if runner is None:
-            from services.jobs.runner import SparkRunner
+            from jobs.runner import SparkRunner
 
             runner = self._spark = SparkRunner(config)
         slot = asyncio.Semaphore(1)

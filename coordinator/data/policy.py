@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from services.segment import SegmentLevel, SegmentMeta, SegmentState
+from common.segment import SegmentLevel, SegmentMeta, SegmentState
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -42,6 +42,13 @@ from dataclasses import dataclass, field, replace
 import grpc
 import structlog
 
+from common.errors import ErrorCode, InvalidArgument
+from common.etcd.metastore import MetaStore
+from common.etcd.session import SessionInfo, follow_sessions
+from common.grpcutil import StubCache
+from common.position import Position
+from common.segment import SegmentLevel, SegmentMeta, SegmentState
+from common.segment_pb import position_to_pb, segment_to_pb
 from coordinator.catalog import Catalog, CollectionMeta, IndexMeta, LoadMeta
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.query.placement import assign_replicas, place_channels, place_segments
@@ -49,13 +56,6 @@ from coordinator.query.replicas import ReplicaView, replica_views
 from coordinator.query.segments import DelegatorServing, ServedSegment, served_segments
 from coordinator.tso import TimestampOracle
 from protos import querynode_pb2, querynode_pb2_grpc
-from services.errors import ErrorCode, InvalidArgument
-from services.etcd.metastore import MetaStore
-from services.etcd.session import SessionInfo, follow_sessions
-from services.grpcutil import StubCache
-from services.position import Position
-from services.segment import SegmentLevel, SegmentMeta, SegmentState
-from services.segment_pb import position_to_pb, segment_to_pb
 
 QUERY_NODE_ROLE = "querynode"
 UNUSED_SEGMENT_GRACE_SECONDS = 30.0  # a worker segment no delegator routes to is released after this

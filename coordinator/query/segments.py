@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from services.segment import SegmentLevel, SegmentMeta
+from common.segment import SegmentLevel, SegmentMeta
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -22,13 +22,13 @@ from typing import TypeVar
 
 import structlog
 
+from common.errors import ErrorCode
+from common.etcd.metastore import MetaStore
+from common.etcd.session import SessionInfo, follow_sessions
+from common.grpcutil import StubCache, raise_for_status
 from coordinator.streaming.pchannel import PChannelMeta, PChannelState
 from coordinator.streaming.policy import BalancePolicy
 from protos import streaming_pb2, streaming_pb2_grpc
-from services.errors import ErrorCode
-from services.etcd.metastore import MetaStore
-from services.etcd.session import SessionInfo, follow_sessions
-from services.grpcutil import StubCache, raise_for_status
 
 _PREFIX = "streamingcoord/pchannel/"
 STREAMING_NODE_ROLE = "streamingnode"

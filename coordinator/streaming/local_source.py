@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+from common.errors import NotReady
 from coordinator.streaming.balancer import StreamingBalancer
-from services.errors import NotReady
 
 
 class BalancerAssignmentSource:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from services.storage.layout import ALL_PARTITIONS
+from common.storage.layout import ALL_PARTITIONS
 
 DELETES = -1
 

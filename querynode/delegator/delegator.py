@@ -76,6 +76,19 @@ import numpy as np
 import pyarrow as pa
 import structlog
 
+from common.errors import ErrorCode, NotReady, PositionTruncated, StrataError
+from common.expr import Expr
+from common.expr.asyncparse import filter_size, parse_filter_async
+from common.failpoints import failpoint
+from common.message import body_table, delete_partition, header
+from common.position import Position
+from common.schema import TIMESTAMP_COLUMN, CollectionSchema
+from common.schema_evolution import conform_table, is_newer
+from common.segment import SegmentMeta
+from common.storage.layout import ALL_PARTITIONS
+from common.storage.objectstore import ObjectStore
+from common.storage.segment_io import SegmentReader
+from common.storage.stats import SegmentStats
 from protos import querynode_pb2 as qpb
 from protos.common_pb2 import Message, MessageType
 from querynode.delegator.cutlog import CutLog
@@ -83,30 +96,17 @@ from querynode.delegator.distribution import Distribution, Placement, Snapshot
 from querynode.delegator.load_failures import LoadFailures
 from querynode.delegator.shard_data import ShardData, reaches
 from querynode.delegator.tsafe import TSafe
-from querynode.index.base import search_params
 from querynode.offload import concat_slices, run_sliced, search_cost
-from querynode.segments.dedupe import newest_per_key
-from querynode.segments.growing import GrowingStore
-from querynode.segments.readmask import read_mask
-from querynode.segments.reduce import merge_topk
-from querynode.segments.sealed import load_deletes
 from querynode.worker.client import WorkerClient
 from querynode.worker.segment import search_rows
-from services.errors import ErrorCode, NotReady, PositionTruncated, StrataError
-from services.expr import Expr
-from services.expr.asyncparse import filter_size, parse_filter_async
-from services.failpoints import failpoint
-from services.position import Position
-from services.schema import TIMESTAMP_COLUMN, CollectionSchema
-from services.schema_evolution import conform_table, is_newer
-from services.segment import SegmentMeta
-from services.storage.layout import ALL_PARTITIONS
-from services.storage.objectstore import ObjectStore
-from services.storage.segment_io import SegmentReader
-from services.storage.stats import SegmentStats
+from segcore.index.base import search_params
+from segcore.segments.dedupe import newest_per_key
+from segcore.segments.growing import GrowingStore
+from segcore.segments.readmask import read_mask
+from segcore.segments.reduce import merge_topk
+from segcore.segments.sealed import load_deletes
 from streamingnode.client.assignment import AssignmentSource
 from streamingnode.client.consumer import consume
-from streamingnode.message import body_table, delete_partition, header
 
 # Worker answers that mean the segments there may be gone or stale: reload before reading them.
 WORKER_LOST = {ErrorCode.SEGMENT_NOT_FOUND, ErrorCode.NOT_READY, ErrorCode.UNAVAILABLE, ErrorCode.NODE_NOT_FOUND}

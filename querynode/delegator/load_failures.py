@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import grpc
 
-from services.errors import ErrorCode, StrataError
+from common.errors import ErrorCode, StrataError
 
 FIRST_BACKOFF_SECONDS = 1.0
 MAX_BACKOFF_SECONDS = 30.0

@@ -29,10 +29,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from querynode.segments.growing import GrowingStore
-from querynode.segments.sealed import SealedSegment
-from services.schema import TIMESTAMP_COLUMN, CollectionSchema
-from services.storage.layout import ALL_PARTITIONS
+from common.schema import TIMESTAMP_COLUMN, CollectionSchema
+from common.storage.layout import ALL_PARTITIONS
+from segcore.segments.growing import GrowingStore
+from segcore.segments.sealed import SealedSegment
 
 
 class DeleteLog:

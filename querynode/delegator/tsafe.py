@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from services.errors import ReadTimeout
+from common.errors import ReadTimeout
 
 STALL_TIMEOUT_SECONDS = 3.0
 

@@ -11,24 +11,24 @@ import grpc
 import numpy as np
 import pyarrow as pa
 
+from common.aiogather import gather_all
+from common.arrowio import table_to_ipc
+from common.errors import ErrorCode, InvalidArgument, StrataError
+from common.grpcutil import ok_status, rpc_method
+from common.schema import CollectionSchema, FieldSchema
+from common.segment import SegmentLevel
+from common.segment_pb import position_from_pb, segment_from_pb
+from common.storage.objectstore import ObjectStore
 from protos import querynode_pb2 as pb
 from protos import querynode_pb2_grpc
 from querynode.delegator.delegator import Delegator, PlacedSegment, ReadSpec
 from querynode.delegator.distribution import Placement
-from querynode.index.base import parse_params, search_params
-from querynode.segments.sparse_rows import queries_from_bytes
 from querynode.worker.client import WorkerClient, segment_read
 from querynode.worker.cuts import decode_cuts
-from querynode.worker.indexes import vector_index_specs
 from querynode.worker.worker import Worker
-from services.aiogather import gather_all
-from services.arrowio import table_to_ipc
-from services.errors import ErrorCode, InvalidArgument, StrataError
-from services.grpcutil import ok_status, rpc_method
-from services.schema import CollectionSchema, FieldSchema
-from services.segment import SegmentLevel
-from services.segment_pb import position_from_pb, segment_from_pb
-from services.storage.objectstore import ObjectStore
+from segcore.index.base import parse_params, search_params
+from segcore.index.field_specs import vector_index_specs
+from segcore.segments.sparse_rows import queries_from_bytes
 from streamingnode.client.assignment import AssignmentSource
 
 DEFAULT_READ_TIMEOUT = 30.0

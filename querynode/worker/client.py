@@ -15,18 +15,18 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
+from common.arrowio import ipc_to_table, table_to_ipc
+from common.errors import InvalidArgument
+from common.grpcutil import StubCache, raise_for_status
+from common.schema import CollectionSchema
+from common.segment import SegmentMeta
+from common.segment_pb import segment_to_pb
 from protos import querynode_pb2 as pb
 from protos import querynode_pb2_grpc
-from querynode.index.base import parse_params, search_params
 from querynode.worker.cuts import encode_cuts
-from querynode.worker.indexes import vector_index_specs
 from querynode.worker.worker import SegmentRead, Worker
-from services.arrowio import ipc_to_table, table_to_ipc
-from services.errors import InvalidArgument
-from services.grpcutil import StubCache, raise_for_status
-from services.schema import CollectionSchema
-from services.segment import SegmentMeta
-from services.segment_pb import segment_to_pb
+from segcore.index.base import parse_params, search_params
+from segcore.index.field_specs import vector_index_specs
 
 LOAD_TIMEOUT = 600.0
 CALL_TIMEOUT = 60.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from services.arrowio import ipc_to_table, table_to_ipc
+from common.arrowio import ipc_to_table, table_to_ipc
 
 
 def encode_cuts(pks: pa.Array, ts: np.ndarray) -> bytes:

@@ -4,7 +4,7 @@ An index is built once per segment and field: usually when the coordinator
 asks a query node to (``Worker.build_index``, right after the flush, loaded or
 not), else by the first worker to load the segment, which finds none in object
 storage; either saves it, and every later load
-(another replica, a restart, a move) reads it back instead (``querynode/index/store.py``).
+(another replica, a restart, a move) reads it back instead (``segcore/index/store.py``).
 ``load_segment`` only restores saved indexes and names the missing ones; the
 worker builds those in the background (``ensure_segment_index``: restored
 instead if another build saved it meanwhile) while the segment is served,
@@ -32,19 +32,19 @@ from collections.abc import Sequence
 import pyarrow as pa
 import structlog
 
-from querynode.index.diskann_files import disk_root, new_index_dir
-from querynode.index.factory import build_index
-from querynode.index.options import DEFAULT_OPTIONS
-from querynode.index.spec import IndexKind
-from querynode.index.store import load_index, save_index
-from querynode.segments.growing import GrowingStore
-from querynode.worker.indexes import FieldIndexSpec
+from common.failpoints import failpoint
+from common.schema import CollectionSchema
+from common.segment import SegmentMeta
+from common.storage.objectstore import ObjectStore
+from common.storage.segment_io import SegmentReader
 from querynode.worker.segment import FieldIndex, WorkerSegment
-from services.failpoints import failpoint
-from services.schema import CollectionSchema
-from services.segment import SegmentMeta
-from services.storage.objectstore import ObjectStore
-from services.storage.segment_io import SegmentReader
+from segcore.index.diskann_files import disk_root, new_index_dir
+from segcore.index.factory import build_index
+from segcore.index.field_specs import FieldIndexSpec
+from segcore.index.options import DEFAULT_OPTIONS
+from segcore.index.spec import IndexKind
+from segcore.index.store import load_index, save_index
+from segcore.segments.growing import GrowingStore
 
 log = structlog.get_logger().bind(component="segment-loader")
 

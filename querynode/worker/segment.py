@@ -6,7 +6,7 @@ codes, validity intervals per row);
 cuts forwarded by the delegator end versions in it. A search computes the
 rows that may be returned, visible at the read timestamp and matching the
 filter, as one bitset, and hands it to the field's index, which applies it
-during the search (``querynode/index``). A field without an index is searched
+during the search (``segcore/index``). A field without an index is searched
 exactly. Not thread-safe: the worker serialises writes (cuts) and reads.
 """
 
@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from querynode.index.base import SearchParams, VectorIndex
-from querynode.index.factory import IndexSpec, build_index
-from querynode.index.sparse_exact import exact_sparse_index
-from querynode.segments.growing import GrowingStore
-from querynode.segments.metric import parse_metric
-from services.segment import SegmentMeta
-from services.storage.stats import SegmentStats
+from common.segment import SegmentMeta
+from common.storage.stats import SegmentStats
+from segcore.index.base import SearchParams, VectorIndex
+from segcore.index.factory import IndexSpec, build_index
+from segcore.index.sparse_exact import exact_sparse_index
+from segcore.segments.growing import GrowingStore
+from segcore.segments.metric import parse_metric
 
 
 @dataclass(slots=True)

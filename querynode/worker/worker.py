@@ -18,7 +18,7 @@ One readers-writer lock per collection: reads of its segments run side by side, 
 overlap a cut, load or release of them (the stores are not safe to change while read).
 
 The worker keeps the newest schema of each collection it holds segments of: a load or
-``update_schema`` that carries a newer one (a field was added: ``services/schema_evolution.py``)
+``update_schema`` that carries a newer one (a field was added: ``common/schema_evolution.py``)
 gives every held segment the added fields, and segments load with the newest schema known,
 whatever the load carries.
 """
@@ -36,24 +36,24 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import structlog
 
-from querynode.index.base import SearchParams
+from common.errors import SegmentNotFound
+from common.expr import Expr
+from common.expr.asyncparse import filter_size, parse_filter_async
+from common.schema import TIMESTAMP_COLUMN, CollectionSchema
+from common.schema_evolution import is_newer
+from common.segment import SegmentMeta
+from common.storage.objectstore import ObjectStore
 from querynode.offload import CoreShare, concat_slices, run_sliced, search_cost
-from querynode.segments.dedupe import newest_per_key
-from querynode.segments.growing import GrowingStore
-from querynode.segments.readmask import read_mask
-from querynode.segments.reduce import merge_topk
-from querynode.worker.indexes import FieldIndexSpec
 from querynode.worker.loader import ensure_segment_index, load_segment
 from querynode.worker.memory import give_back_memory
 from querynode.worker.rwlock import ReadWriteLock
 from querynode.worker.segment import WorkerSegment
-from services.errors import SegmentNotFound
-from services.expr import Expr
-from services.expr.asyncparse import filter_size, parse_filter_async
-from services.schema import TIMESTAMP_COLUMN, CollectionSchema
-from services.schema_evolution import is_newer
-from services.segment import SegmentMeta
-from services.storage.objectstore import ObjectStore
+from segcore.index.base import SearchParams
+from segcore.index.field_specs import FieldIndexSpec
+from segcore.segments.dedupe import newest_per_key
+from segcore.segments.growing import GrowingStore
+from segcore.segments.readmask import read_mask
+from segcore.segments.reduce import merge_topk
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,9 +9,9 @@ from typing import Protocol
 import grpc
 import structlog
 
+from common.coordclient import CoordinatorClient
+from common.errors import NotReady
 from protos import coordinator_pb2
-from services.coordclient import CoordinatorClient
-from services.errors import NotReady
 
 
 class AssignmentSource(Protocol):

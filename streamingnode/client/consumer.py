@@ -21,9 +21,9 @@ from collections.abc import AsyncIterator
 import grpc
 import structlog
 
+from common.errors import ErrorCode, NotReady, PositionTruncated
+from common.grpcutil import insecure_channel
 from protos import common_pb2, streaming_pb2, streaming_pb2_grpc
-from services.errors import ErrorCode, NotReady, PositionTruncated
-from services.grpcutil import insecure_channel
 from streamingnode.client.assignment import AssignmentSource
 
 

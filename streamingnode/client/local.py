@@ -1,7 +1,7 @@
 """The streaming node of this process, appended to without gRPC.
 
 ``strata standalone`` runs the streaming node, the query node and the proxy in
-one process (``services/standalone_node.py``), as Milvus standalone runs every
+one process (``launch/standalone_node.py``), as Milvus standalone runs every
 component in one. The proxy's ``Producer`` then appends to the pchannels this
 node owns by calling their WAL directly: the same term check and the same
 errors as the ``Produce`` handler gives (``WALManager.get``, ``WAL.append``),

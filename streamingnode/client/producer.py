@@ -21,12 +21,12 @@ from typing import Any
 import grpc
 import structlog
 
+from common.errors import ErrorCode, StrataError, error_from_code
+from common.grpcutil import insecure_channel
+from common.message import size_bound
 from protos import common_pb2, streaming_pb2, streaming_pb2_grpc
-from services.errors import ErrorCode, StrataError, error_from_code
-from services.grpcutil import insecure_channel
 from streamingnode.client.assignment import AssignmentSource
 from streamingnode.client.local import LocalStreamingNode
-from streamingnode.message import size_bound
 
 # A coalesced Produce request stops growing past this many messages or bytes.
 MAX_MERGED_MESSAGES = 1024

@@ -14,13 +14,13 @@ from typing import Protocol
 
 import grpc
 
+from common.coordclient import CoordinatorClient
+from common.grpcutil import raise_for_status
+from common.position import Position
+from common.schema import CollectionSchema
+from common.segment import SegmentMeta, SegmentState
+from common.segment_pb import position_from_pb, position_to_pb, segment_from_pb, segment_to_pb
 from protos import coordinator_pb2 as pb
-from services.coordclient import CoordinatorClient
-from services.grpcutil import raise_for_status
-from services.position import Position
-from services.schema import CollectionSchema
-from services.segment import SegmentMeta, SegmentState
-from services.segment_pb import position_from_pb, position_to_pb, segment_from_pb, segment_to_pb
 
 CALL_TIMEOUT = 30.0
 

@@ -31,17 +31,17 @@ from typing import Any
 
 import structlog
 
+from common.errors import CollectionNotFound, SegmentNotFound
+from common.failpoints import failpoint
+from common.message import header
+from common.position import Position
+from common.schema import CollectionSchema
+from common.storage.objectstore import ObjectStore
 from protos.common_pb2 import MessageType
-from services.errors import CollectionNotFound, SegmentNotFound
-from services.failpoints import failpoint
-from services.position import Position
-from services.schema import CollectionSchema
-from services.storage.objectstore import ObjectStore
 from streamingnode.flusher.dataclient import DataClient, RecoveredChannel
 from streamingnode.flusher.pipeline import AllocSegment, ChannelPipeline, MarkState, SyncDeletes, SyncSegment, Work
 from streamingnode.flusher.policy import SyncOptions, due_syncs
 from streamingnode.flusher.sync import Syncer
-from streamingnode.message import header
 from streamingnode.wal.wal import WAL
 from streamingnode.walimpls.wal import DeliverPolicy, MessageID
 

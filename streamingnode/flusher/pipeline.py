@@ -11,7 +11,7 @@ the coordinator and object storage, in order:
 * ManualFlush -> ``SyncDeletes`` (the Flushes of its segments came before it);
 * SchemaChange -> the pipeline takes the schema if it is newer (a field added): rows
   buffered and rows of later inserts converted with an older schema get the added
-  column filled (``services/schema_evolution.py``);
+  column filled (``common/schema_evolution.py``);
 * DropCollection -> the pipeline is finished: buffers are discarded.
 
 Sync work is carried out by the flusher, which takes a batch
@@ -41,12 +41,12 @@ import numpy as np
 import pyarrow as pa
 import structlog
 
+from common.message import body_table, delete_partition, header
+from common.position import Position
+from common.schema import TIMESTAMP_COLUMN, CollectionSchema
+from common.schema_evolution import conform_table, is_newer
+from common.segment import SegmentLevel, SegmentMeta, SegmentState
 from protos.common_pb2 import Message, MessageType
-from services.position import Position
-from services.schema import TIMESTAMP_COLUMN, CollectionSchema
-from services.schema_evolution import conform_table, is_newer
-from services.segment import SegmentLevel, SegmentMeta, SegmentState
-from streamingnode.message import body_table, delete_partition, header
 
 # -- work owed to the coordinator / object storage ---------------------------------------------
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from services.errors import InvalidArgument
+from common.errors import InvalidArgument
 from streamingnode.flusher.pipeline import ChannelPipeline, SyncDeletes, SyncSegment, Work
 
 MiB = 1 << 20

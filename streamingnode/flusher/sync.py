@@ -24,11 +24,11 @@ import numpy as np
 import pyarrow as pa
 import structlog
 
-from services.failpoints import failpoint
-from services.segment import SegmentLevel, SegmentMeta, SegmentState
-from services.storage.manifest import SegmentManifest
-from services.storage.objectstore import ObjectStore
-from services.storage.segment_io import SegmentReader, SegmentWriter
+from common.failpoints import failpoint
+from common.segment import SegmentLevel, SegmentMeta, SegmentState
+from common.storage.manifest import SegmentManifest
+from common.storage.objectstore import ObjectStore
+from common.storage.segment_io import SegmentReader, SegmentWriter
 from streamingnode.flusher.dataclient import DataClient
 from streamingnode.flusher.pipeline import ChannelPipeline, DeleteBatch, SyncDeletes, SyncSegment
 

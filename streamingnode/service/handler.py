@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator
 import grpc
 import structlog
 
+from common.errors import ErrorCode, StrataError
+from common.grpcutil import error_status, ok_status, rpc_method
+from common.message import size_bound
 from protos import common_pb2, streaming_pb2, streaming_pb2_grpc
-from services.errors import ErrorCode, StrataError
-from services.grpcutil import error_status, ok_status, rpc_method
-from streamingnode.message import size_bound
 from streamingnode.walimpls.wal import DeliverPolicy, MessageID
 from streamingnode.walmanager.manager import WALManager
 

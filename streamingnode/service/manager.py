@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import grpc
 
+from common.grpcutil import ok_status, rpc_method
 from protos import streaming_pb2, streaming_pb2_grpc
-from services.grpcutil import ok_status, rpc_method
 from streamingnode.walmanager.manager import WALManager
 
 

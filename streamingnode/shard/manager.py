@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from common.errors import CollectionNotFound, InvalidArgument
 from protos.common_pb2 import MessageType
-from services.errors import CollectionNotFound, InvalidArgument
 from streamingnode.shard import headers as h
 from streamingnode.shard.instructions import InsertPlan, SealInstruction
 from streamingnode.shard.policy import SealPolicy, SealReason

@@ -16,7 +16,7 @@ import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from services.errors import InvalidArgument
+from common.errors import InvalidArgument
 
 if TYPE_CHECKING:
     from streamingnode.shard.segments import GrowingSegment

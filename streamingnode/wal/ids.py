@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from common.coordclient import CoordinatorClient
+from common.grpcutil import raise_for_status
 from protos import coordinator_pb2
-from services.coordclient import CoordinatorClient
-from services.grpcutil import raise_for_status
 
 
 class IDSource(Protocol):

@@ -19,9 +19,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from services.errors import ChannelFenced
-from services.etcd.metastore import MetaStore
-from services.position import Position
+from common.errors import ChannelFenced
+from common.etcd.metastore import MetaStore
+from common.position import Position
 from streamingnode.shard.codec import snapshot_from_dict, snapshot_to_dict
 from streamingnode.shard.manager import ShardSnapshot
 

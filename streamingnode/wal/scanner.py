@@ -37,8 +37,8 @@ from enum import Enum
 
 import structlog
 
+from common.errors import InvalidArgument, PositionTruncated, WALClosed
 from protos.common_pb2 import Message, MessageType
-from services.errors import InvalidArgument, PositionTruncated, WALClosed
 from streamingnode.wal.holds import ReadHolds
 from streamingnode.wal.wab import Entry, Evicted, WriteAheadBuffer, WriteAheadBufferReader
 from streamingnode.walimpls.wal import DeliverPolicy, DeliverPolicyKind, LogEntry, MessageID, Scanner, WALImpl

@@ -16,9 +16,9 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from common.errors import StrataError
+from common.message import header
 from protos.common_pb2 import Message, MessageType
-from services.errors import StrataError
-from streamingnode.message import header
 from streamingnode.shard import SealInstruction, ShardManager
 from streamingnode.shard.headers import assign_insert, create_segment_header, flush_header, manual_flush_header
 from streamingnode.wal.ids import IDSource

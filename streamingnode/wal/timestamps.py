@@ -30,10 +30,10 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from common.coordclient import CoordinatorClient
+from common.grpcutil import raise_for_status
+from common.tsoutil import TIMESTAMP_RANGE_MAX_AGE_S
 from protos import coordinator_pb2
-from services.coordclient import CoordinatorClient
-from services.grpcutil import raise_for_status
-from services.tsoutil import TIMESTAMP_RANGE_MAX_AGE_S
 
 
 class TimestampSource(Protocol):

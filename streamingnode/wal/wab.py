@@ -28,9 +28,9 @@ from dataclasses import dataclass
 
 import structlog
 
+from common.errors import InvalidArgument, StrataError
+from common.message import size_bound
 from protos.common_pb2 import Message, MessageType
-from services.errors import InvalidArgument, StrataError
-from streamingnode.message import size_bound
 from streamingnode.walimpls.wal import MessageID
 
 Entry = tuple[MessageID, Message]

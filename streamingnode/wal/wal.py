@@ -39,8 +39,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from protos.common_pb2 import Message, MessageType
-from services.errors import (
+from common.errors import (
     ChannelFenced,
     DiskQuotaExhausted,
     IOFailed,
@@ -48,10 +47,11 @@ from services.errors import (
     StrataError,
     WALClosed,
 )
-from services.failpoints import failpoint
-from services.position import Position
-from services.tsoutil import physical_ms
-from streamingnode.message import header, new_time_tick
+from common.failpoints import failpoint
+from common.message import header, new_time_tick
+from common.position import Position
+from common.tsoutil import physical_ms
+from protos.common_pb2 import Message, MessageType
 from streamingnode.shard import ShardManager
 from streamingnode.shard.headers import SEGMENT_IDS
 from streamingnode.wal.holds import DEFAULT_MAX_AGE_SECONDS, ReadHolds

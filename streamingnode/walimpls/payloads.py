@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from services.errors import InvalidArgument
+from common.errors import InvalidArgument
 
 
 def checked_payloads(payloads: Sequence[bytes], max_bytes: int, too_large: Callable[[int], str]) -> list[bytes]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from services.errors import InvalidArgument
+from common.errors import InvalidArgument
 
 from .impls.local import local_opener
 from .impls.nats import nats_opener

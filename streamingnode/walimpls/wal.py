@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
-from services.errors import InvalidArgument
+from common.errors import InvalidArgument
 
 _ID = struct.Struct(">Q")
 

@@ -17,7 +17,7 @@ from typing import assert_never
 
 import structlog
 
-from services.errors import (
+from common.errors import (
     ChannelNotExist,
     ErrorCode,
     IgnoredOperation,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from services.errors import ChannelNotExist, WALClosed
+from common.errors import ChannelNotExist, WALClosed
 from streamingnode.shard import SealPolicy, ShardManager
 from streamingnode.wal.holds import DEFAULT_MAX_AGE_SECONDS
 from streamingnode.wal.ids import IDSource

@@ -20,8 +20,8 @@ from typing import TypeVar
 import numpy as np
 from pymilvus import DataType, MilvusClient
 
+from common.etcd.metastore import MetaStore
 from coordinator.streaming.pchannel import PChannelMeta
-from services.etcd.metastore import MetaStore
 from streamingnode.walimpls.impls.nats.server import NatsServer
 from tests.harness import REPO
 
@@ -29,14 +29,14 @@ T = TypeVar("T")
 
 
 class Role:
-    """One ``python -m services.cli ROLE`` child in its own process group, logging to a file."""
+    """One ``python -m launch.cli ROLE`` child in its own process group, logging to a file."""
 
     def __init__(self, name: str, args: list[str], logs: Path, env: dict[str, str] | None = None) -> None:
         self.name = name
         self.log_path = logs / f"{name}.log"
         out = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "services.cli", *args],
+            [sys.executable, "-m", "launch.cli", *args],
             cwd=REPO,
             stdout=out,
             stderr=out,

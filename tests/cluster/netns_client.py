@@ -39,9 +39,9 @@ from typing import Any
 import grpc
 from pymilvus import MilvusClient
 
+from common.errors import ErrorCode
+from common.procutil import die_with_parent
 from protos import streaming_pb2, streaming_pb2_grpc
-from services.errors import ErrorCode
-from services.procutil import die_with_parent
 from tests.cluster.harness import (
     Inserter,
     create_collection,

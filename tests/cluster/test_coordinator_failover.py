@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from pymilvus import MilvusClient
 
-from services.etcd.process import EtcdProcess
-from services.segment import SegmentMeta, SegmentState
+from common.etcd.process import EtcdProcess
+from common.segment import SegmentMeta, SegmentState
 from tests.cluster.harness import (
     Role,
     WALBackend,

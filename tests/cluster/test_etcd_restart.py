@@ -9,7 +9,7 @@ within the TTL. Then, with the same role processes and the same proxy:
 * DDL, inserts and a Strong search work again (time printed);
 * every row inserted before the restart is still there;
 * no role exited and none lost its session (the outage is shorter than
-  what ``services.etcd.lease`` tolerates: TTL minus a margin).
+  what ``common.etcd.lease`` tolerates: TTL minus a margin).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from pymilvus import MilvusClient
 
-from services.etcd.process import EtcdProcess
+from common.etcd.process import EtcdProcess
 from tests.cluster.harness import Role, create_collection, query_ids, quiet_pymilvus, retry, search_finds, vectors
 from tests.harness import free_port
 

@@ -3,7 +3,7 @@
 Real processes (own process groups, 127.0.0.1 only): etcd, a coordinator, a
 streaming node, a query node and a proxy, sharing one object storage. The
 streaming node runs with ``STRATA_FAILPOINTS`` armed at one step
-(``services/failpoints.py``), small WAL files and fast truncation, so it kills
+(``common/failpoints.py``), small WAL files and fast truncation, so it kills
 itself with SIGKILL exactly there:
 
 * ``flusher.after_files``: a sync wrote its files, the segment metadata is not saved;
@@ -39,12 +39,12 @@ from pathlib import Path
 import pytest
 from pymilvus import MilvusClient
 
+from common.etcd.process import EtcdProcess
+from common.schema import CollectionSchema
+from common.segment import SegmentLevel, SegmentMeta, SegmentState
+from common.storage.objectstore import ObjectStore
+from common.storage.segment_io import SegmentReader
 from coordinator.catalog import CollectionMeta
-from services.etcd.process import EtcdProcess
-from services.schema import CollectionSchema
-from services.segment import SegmentLevel, SegmentMeta, SegmentState
-from services.storage.objectstore import ObjectStore
-from services.storage.segment_io import SegmentReader
 from tests.cluster.harness import (
     Role,
     create_collection,

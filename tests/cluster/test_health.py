@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from common.etcd.process import EtcdProcess
 from coordinator.server import COORDINATOR_SERVICE
-from services.etcd.process import EtcdProcess
-from services.proxy.server import MILVUS_SERVICE
+from proxy.server import MILVUS_SERVICE
 from tests.cluster.harness import Role, wait_until
 from tests.harness import REPO, free_port
 
@@ -39,7 +39,7 @@ def cluster_dir(tmp_path: Path) -> Iterator[Path]:
 def health(*args: str) -> subprocess.CompletedProcess[str]:
     """``strata health ARGS`` as a separate process, the way a probe runs it."""
     return subprocess.run(
-        [sys.executable, "-m", "services.cli", "health", "--timeout", "2", *args],
+        [sys.executable, "-m", "launch.cli", "health", "--timeout", "2", *args],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from pymilvus import DataType, MilvusClient, MilvusException
 
-from services.etcd.process import EtcdProcess
+from common.etcd.process import EtcdProcess
 from tests.cluster.harness import Role, vectors, wait_until
 from tests.harness import free_port
 

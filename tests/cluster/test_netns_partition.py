@@ -63,8 +63,8 @@ from typing import Any
 
 import pytest
 
-from services.etcd.process import find_etcd_binary
-from services.procutil import die_with_parent
+from common.etcd.process import find_etcd_binary
+from common.procutil import die_with_parent
 from tests.cluster.harness import Role, wait_until
 from tests.cluster.netns import PREFIX, Host, NetnsUnavailable, Network, ip, namespaces
 from tests.cluster.netns_client import ClientHost
@@ -86,7 +86,7 @@ REFUSED = {"UNMATCHED_CHANNEL_TERM", "CHANNEL_NOT_EXIST", "CHANNEL_FENCED", "WAL
 class HostRole(Role):
     """A harness :class:`Role` (own process group, log file) whose process runs on ``host``.
 
-    ``Role`` itself starts ``python -m services.cli`` in the machine's namespace; this one
+    ``Role`` itself starts ``python -m launch.cli`` in the machine's namespace; this one
     wraps any command in ``ip netns exec`` (which execs it, so the pid is the command's).
     """
 
@@ -128,7 +128,7 @@ def start_etcd(host: Host, data_dir: Path, logs: Path) -> HostRole:
 def start_role(host: Host, role: str, args: list[str], logs: Path) -> HostRole:
     """``strata ROLE`` on ``host``, bound to and advertising the host's address."""
     env = {"STRATA_COMMON_HOST": host.address, "STRATA_COMMON_SESSION_TTL_SECONDS": str(TTL)}
-    return HostRole(host, [sys.executable, "-m", "services.cli", role, *args], logs, env)
+    return HostRole(host, [sys.executable, "-m", "launch.cli", role, *args], logs, env)
 
 
 def log_time(role: Role, event: str) -> float | None:

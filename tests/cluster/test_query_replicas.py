@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from pymilvus import MilvusClient, connections, utility
 
-from services.etcd.process import EtcdProcess
+from common.etcd.process import EtcdProcess
 from tests.cluster.harness import (
     Role,
     create_collection,

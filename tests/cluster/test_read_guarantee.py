@@ -8,7 +8,7 @@ delegators, so a Strong read's guarantee timestamp (fresh from the TSO) is
 never reached. The read fails with the delegator's "not yet readable" error
 rather than hanging until the client's deadline, and works again once the node
 is continued. In standalone the streaming node shares the proxy's process
-(``services/standalone_node.py``), so this runs on separate roles.
+(``launch/standalone_node.py``), so this runs on separate roles.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from pymilvus import MilvusClient, MilvusException
 
-from services.etcd.process import EtcdProcess
+from common.etcd.process import EtcdProcess
 from tests.cluster.harness import Role, create_collection, query_ids, quiet_pymilvus, retry, vectors
 from tests.harness import free_port
 

@@ -22,7 +22,7 @@ import pytest
 from pymilvus import MilvusClient
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
-from services.etcd.process import EtcdProcess
+from common.etcd.process import EtcdProcess
 from tests.cluster.harness import Role, create_collection, read_sessions, retry, vectors, wait_until
 from tests.harness import free_port
 

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from pymilvus import DataType, MilvusClient
 
-from services.etcd.process import EtcdProcess
+from common.etcd.process import EtcdProcess
 from tests.cluster.harness import Role, WALBackend, quiet_pymilvus, read_prefix, retry
 from tests.harness import free_port
 

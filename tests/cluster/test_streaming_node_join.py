@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from pymilvus import MilvusClient
 
+from common.etcd.process import EtcdProcess
 from coordinator.streaming.pchannel import PChannelState
-from services.etcd.process import EtcdProcess
 from tests.cluster.harness import (
     Inserter,
     Role,

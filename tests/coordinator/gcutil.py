@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from services.schema import CollectionSchema, DataType, FieldSchema
-from services.segment import SegmentLevel
-from services.storage.manifest import SegmentManifest
-from services.storage.objectstore import ObjectStore
-from services.storage.segment_io import SegmentWriter
+from common.schema import CollectionSchema, DataType, FieldSchema
+from common.segment import SegmentLevel
+from common.storage.manifest import SegmentManifest
+from common.storage.objectstore import ObjectStore
+from common.storage.segment_io import SegmentWriter
 
 SCHEMA = CollectionSchema(
     name="c",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from common.position import Position
+from common.segment import SegmentLevel, SegmentMeta, SegmentState
 from coordinator.data.jobs import JobKind, JobRecord, JobState, can_move
 from coordinator.data.policy import (
     PolicyOptions,
@@ -11,8 +13,6 @@ from coordinator.data.policy import (
     mix_plans,
     with_l0_folded,
 )
-from services.position import Position
-from services.segment import SegmentLevel, SegmentMeta, SegmentState
 
 V = "p_1v0"
 OPTIONS = PolicyOptions(target_rows=1000, min_segments=3, delete_ratio=0.2, l0_segments=2, min_age_seconds=60)

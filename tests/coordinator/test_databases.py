@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from common.errors import CODE_TABLE, DatabaseNotFound
+from common.etcd.metastore import MetaStore
 from coordinator.databases import Databases
-from services.errors import CODE_TABLE, DatabaseNotFound
-from services.etcd.metastore import MetaStore
 
 
 @pytest.fixture()

@@ -7,15 +7,15 @@ from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
+from common.errors import CollectionNotFound, SegmentNotFound
+from common.etcd.metastore import MetaStore
+from common.position import Position
+from common.schema import CollectionSchema, DataType, FieldSchema
+from common.segment import SegmentLevel, SegmentMeta, SegmentState
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.tso import TimestampOracle
 from protos import common_pb2
-from services.errors import CollectionNotFound, SegmentNotFound
-from services.etcd.metastore import MetaStore
-from services.position import Position
-from services.schema import CollectionSchema, DataType, FieldSchema
-from services.segment import SegmentLevel, SegmentMeta, SegmentState
 from streamingnode.client.producer import AppendResult
 
 

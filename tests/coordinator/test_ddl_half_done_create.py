@@ -14,15 +14,15 @@ from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
+from common.errors import CollectionNotFound, ErrorCode, StrataError
+from common.etcd.metastore import MetaStore
+from common.schema import CollectionSchema, DataType, FieldSchema
 from coordinator.catalog import Catalog, CollectionState
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.ddl import DDL
 from coordinator.idalloc import IDAllocator
 from coordinator.tso import TimestampOracle
 from protos import common_pb2
-from services.errors import CollectionNotFound, ErrorCode, StrataError
-from services.etcd.metastore import MetaStore
-from services.schema import CollectionSchema, DataType, FieldSchema
 from streamingnode.client.producer import AppendResult
 
 PCHANNELS = ["t-dml_0", "t-dml_1"]

@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
+from common.coordclient import LEADER_KEY, CoordinatorClient, LeaderInfo, read_leader
+from common.etcd.metastore import MetaStore, NotLeader
 from coordinator.election import Election
-from services.coordclient import LEADER_KEY, CoordinatorClient, LeaderInfo, read_leader
-from services.etcd.metastore import MetaStore, NotLeader
 
 
 @pytest.fixture()

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from common.etcd.metastore import MetaStore
+from common.segment import SegmentMeta, SegmentState
+from common.storage.layout import index_prefix, manifest_path
+from common.storage.objectstore import ObjectStore
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.data.gc import MIN_ORPHAN_AGE_SECONDS, GarbageCollector
 from coordinator.tso import TimestampOracle
-from services.etcd.metastore import MetaStore
-from services.segment import SegmentMeta, SegmentState
-from services.storage.layout import index_prefix, manifest_path
-from services.storage.objectstore import ObjectStore
 from tests.coordinator.gcutil import SCHEMA, Clock, write_segment
 
 

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from common.etcd.metastore import MetaStore
+from common.position import Position
+from common.segment import SegmentMeta, SegmentState
+from common.storage.objectstore import ObjectStore
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.data.gc import MIN_ORPHAN_AGE_SECONDS, GarbageCollector
 from coordinator.data.jobs import JobKind, JobRecord, JobState
 from coordinator.tso import TimestampOracle
-from services.etcd.metastore import MetaStore
-from services.position import Position
-from services.segment import SegmentMeta, SegmentState
-from services.storage.objectstore import ObjectStore
 from tests.coordinator.gcutil import SCHEMA, Clock, write_segment
 
 

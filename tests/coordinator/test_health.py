@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import grpc
 
+from common.grpcutil import Health, start_server
 from coordinator.health import Member, unhealthy, unserved_pchannels
-from services.grpcutil import Health, start_server
 from tests.harness import free_port
 
 

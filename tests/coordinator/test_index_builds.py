@@ -14,15 +14,15 @@ from typing import cast
 
 import pytest
 
+from common.errors import InvalidArgument, StrataError
+from common.segment import SegmentLevel, SegmentMeta, SegmentState
+from common.storage.layout import index_prefix
+from common.storage.objectstore import ObjectStore
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState, IndexMeta
 from coordinator.data.build_policy import Backoff, Build, IndexDef, assign, wanted_builds
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.data.index_builds import IndexBuildScheduler
 from coordinator.data.jobs import JobKind, JobRecord, JobState
-from services.errors import InvalidArgument, StrataError
-from services.segment import SegmentLevel, SegmentMeta, SegmentState
-from services.storage.layout import index_prefix
-from services.storage.objectstore import ObjectStore
 from tests.coordinator.gcutil import SCHEMA, Clock
 
 IVF = IndexDef(index_id=7, field_name="v", index_type="IVF_FLAT")

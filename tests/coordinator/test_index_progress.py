@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from common.segment import SegmentLevel, SegmentMeta, SegmentState
+from common.storage.objectstore import ObjectStore
 from coordinator.data.index_progress import MIN_ROWS_TO_INDEX, index_progress, saved_indexes
-from services.segment import SegmentLevel, SegmentMeta, SegmentState
-from services.storage.objectstore import ObjectStore
 
 
 def _segment(sid: int, rows: int, level: SegmentLevel = SegmentLevel.L1) -> SegmentMeta:

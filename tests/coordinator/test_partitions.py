@@ -1,5 +1,5 @@
 """Partition metadata rules: the partitions a collection starts with, catalog round trips (names:
-``tests/services/test_names.py``)."""
+``tests/common/test_names.py``)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import json
 
 import pytest
 
+from common.errors import InvalidArgument
+from common.schema import CollectionSchema, DataType, FieldSchema
 from coordinator.catalog import CollectionMeta, PartitionInfo
 from coordinator.partitions import DEFAULT_KEY_PARTITIONS, initial_partitions
-from services.errors import InvalidArgument
-from services.schema import CollectionSchema, DataType, FieldSchema
 
 
 def _schema(*, key: DataType | None = None, pk_is_key: bool = False) -> CollectionSchema:

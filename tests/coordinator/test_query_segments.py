@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from common.segment import SegmentLevel, SegmentMeta, SegmentState
 from coordinator.query.segments import DelegatorServing, ServedSegment, served_segments
-from services.segment import SegmentLevel, SegmentMeta, SegmentState
 
 
 def _meta(sid: int, level: SegmentLevel = SegmentLevel.L1, rows: int = 10) -> SegmentMeta:

@@ -15,6 +15,10 @@ from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
+from common.errors import ErrorCode, InvalidArgument, StrataError
+from common.etcd.metastore import MetaStore
+from common.schema import CollectionSchema, DataType, FieldSchema
+from common.tsoutil import compose
 from coordinator.catalog import Catalog, CollectionMeta
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.ddl import DDL
@@ -22,10 +26,6 @@ from coordinator.idalloc import IDAllocator
 from coordinator.schema_ddl import SchemaDDL
 from coordinator.tso import TimestampOracle
 from protos import common_pb2
-from services.errors import ErrorCode, InvalidArgument, StrataError
-from services.etcd.metastore import MetaStore
-from services.schema import CollectionSchema, DataType, FieldSchema
-from services.tsoutil import compose
 from streamingnode.client.producer import AppendResult
 
 PCHANNELS = ["t-dml_0", "t-dml_1"]

@@ -9,7 +9,7 @@ renderer where no helm binary exists, ``tests/deploy/helmchart.py``), and:
 * every Strata container's arguments parse with ``strata``'s own parser, its
   ``STRATA_*`` variables are settings the roles know, and the mounted
   ``strata.yaml`` plus its environment load into a valid role configuration
-  with ``services.configfile`` -- the code the role runs at start;
+  with ``common.configfile`` -- the code the role runs at start;
 * the port the role then listens on is the container port its probes (native
   gRPC, answered by the role's health service) and Services use; the config
   file, WAL and scratch paths are on mounted volumes; the S3 credentials, etcd,
@@ -28,8 +28,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from services.cli import _flag_values, _parser
-from services.configfile import ENV_ALIASES, ENV_CONFIG_FILE, ROLES, SETTINGS, load, resolve
+from common.configfile import ENV_ALIASES, ENV_CONFIG_FILE, ROLES, SETTINGS, load, resolve
+from launch.cli import _flag_values, _parser
 from tests.deploy.helmchart import CHART, Renderer, RenderError, by_kind, find_renderer, one
 
 VALUES = Path(__file__).parent / "values"

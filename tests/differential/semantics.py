@@ -1,4 +1,4 @@
-"""Milvus's value rules in plain Python, as Strata documents them (``services/expr/README.md``).
+"""Milvus's value rules in plain Python, as Strata documents them (``common/expr/README.md``).
 
 * three-valued logic: a predicate reading a null column is unknown (None);
   ``not`` keeps unknown, ``and``/``or`` are Kleene, unknown is not a match;

@@ -19,7 +19,7 @@ import pytest
 from pymilvus import AnnSearchRequest, DataType, MilvusClient, MilvusException, RRFRanker
 
 from tests.harness import Standalone, dump_logs_on_failure
-from tests.querynode.segments.binary_reference import random_codes, reference_distances, reference_topk
+from tests.segcore.segments.binary_reference import random_codes, reference_distances, reference_topk
 
 N, SEALED, DIM = 1200, 800, 128
 BYTES = DIM // 8

@@ -79,12 +79,12 @@ def test_strata_import_makes_parquet_and_json_rows_queryable(
     milvus.insert(name, [{"tag": "before", "v": [0.0] * DIM}])
     with dump_logs_on_failure(standalone):
         missing = subprocess.run(
-            [sys.executable, "-m", "services.cli", "import", name, str(tmp_path / "x.csv"), "--uri", standalone.uri],
+            [sys.executable, "-m", "launch.cli", "import", name, str(tmp_path / "x.csv"), "--uri", standalone.uri],
             cwd=REPO, capture_output=True, text=True, timeout=60,
         )
         assert missing.returncode == 2 and "unsupported format .csv" in missing.stderr
         cli = subprocess.run(
-            [sys.executable, "-m", "services.cli", "import", name, str(parquet), str(doc), "--uri", standalone.uri],
+            [sys.executable, "-m", "launch.cli", "import", name, str(parquet), str(doc), "--uri", standalone.uri],
             cwd=REPO, capture_output=True, text=True, timeout=300,
         )
         assert cli.returncode == 0, cli.stderr

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 from pymilvus import DataType, MilvusClient
 
-from services.schema import CollectionSchema
-from services.schema import DataType as SDataType
-from services.schema import FieldSchema as SField
-from services.storage.objectstore import ObjectStore
-from services.storage.segment_io import SegmentReader
+from common.schema import CollectionSchema
+from common.schema import DataType as SDataType
+from common.schema import FieldSchema as SField
+from common.storage.objectstore import ObjectStore
+from common.storage.segment_io import SegmentReader
 from tests.e2e.util import unique_name
 from tests.harness import Standalone, dump_logs_on_failure
 

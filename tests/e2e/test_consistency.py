@@ -16,7 +16,7 @@ import time
 import numpy as np
 from pymilvus import DataType, MilvusClient
 
-from services.proxy.consistency import BOUNDED_STALENESS_MS
+from proxy.consistency import BOUNDED_STALENESS_MS
 from tests.e2e.util import unique_name
 from tests.harness import Standalone
 

@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 from pymilvus import DataType, MilvusClient, MilvusException
 
-from querynode.segments.metric import Metric
+from segcore.segments.metric import Metric
 from tests.harness import Standalone, dump_logs_on_failure
-from tests.querynode.index.reference import around, centres, recall, reference_topk
+from tests.segcore.index.reference import around, centres, recall, reference_topk
 
 ROWS, DIM, NQ, K = 3000, 16, 20, 10
 BUILD = {"max_degree": 32, "search_list_size": 80, "pq_code_budget_gb_ratio": 0.2}

@@ -33,8 +33,8 @@ from pymilvus.client.prepare import Prepare
 from pymilvus.exceptions import MilvusException
 from pymilvus.grpc_gen import common_pb2, milvus_pb2, milvus_pb2_grpc, schema_pb2
 
+from common.etcd.session import SESSION_PREFIX, SessionInfo
 from protos import coordinator_pb2, querynode_pb2, streaming_pb2
-from services.etcd.session import SESSION_PREFIX, SessionInfo
 from tests.cluster.harness import read_prefix
 from tests.e2e.util import unique_name
 from tests.harness import Standalone

@@ -1,7 +1,7 @@
 """A grouping search returns every group it asks for, even a group whose rows all rank far below the others'.
 
 Milvus's segment search walks its index until it has ``limit`` groups; Strata's proxy fetches more hits per
-shard while a query has fewer groups than asked and a shard may hold more (services/proxy/grouped_fetch.py).
+shard while a query has fewer groups than asked and a shard may hold more (proxy/grouped_fetch.py).
 """
 
 from __future__ import annotations

@@ -241,9 +241,9 @@ def test_an_index_the_query_nodes_cannot_build_reads_failed_with_their_reason(
     reads Failed with the node's reason, as Milvus reports a failed index task."""
     import asyncio
 
+    from common.coordclient import read_leader
+    from common.etcd.metastore import MetaStore
     from protos import coordinator_pb2, coordinator_pb2_grpc
-    from services.coordclient import read_leader
-    from services.etcd.metastore import MetaStore
 
     name = _collection(milvus, rows=ROWS)
     try:

@@ -2,7 +2,7 @@
 
 Each test builds a collection whose rows are all in sealed segments (two shards, L1 rows, an HNSW
 index and L0 deletes), restarts the standalone with a failpoint that makes one kind of load fail
-(``services/failpoints.py``), and reads meanwhile: every read either fails or counts exactly the
+(``common/failpoints.py``), and reads meanwhile: every read either fails or counts exactly the
 rows that exist. A load that keeps failing makes ``load_collection`` fail with the reason; one that
 fails once heals by itself.
 """

@@ -16,7 +16,7 @@ import pytest
 from pymilvus import MilvusClient, MilvusException
 from pymilvus.grpc_gen import milvus_pb2, milvus_pb2_grpc
 
-from services.tsoutil import physical_ms
+from common.tsoutil import physical_ms
 from tests.e2e.util import unique_name
 from tests.harness import Standalone
 

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 from pymilvus import AnnSearchRequest, DataType, MilvusClient, MilvusException, RRFRanker
 
-from querynode.segments.metric import Metric
-from services.narrow_vectors import to_float32
+from common.narrow_vectors import to_float32
+from segcore.segments.metric import Metric
 from tests.harness import Standalone, dump_logs_on_failure
-from tests.querynode.index.reference import recall, reference_distances, reference_topk
+from tests.segcore.index.reference import recall, reference_distances, reference_topk
 
 N, SEALED, DIM = 900, 600, 16
 TYPES: dict[str, tuple[DataType, Any]] = {

@@ -18,9 +18,9 @@ import pytest
 from pymilvus import AnnSearchRequest, DataType, MilvusClient, MilvusException, RRFRanker
 from scipy.sparse import csr_matrix
 
-from querynode.segments.sparse_rows import rows_from_pairs
+from segcore.segments.sparse_rows import rows_from_pairs
 from tests.harness import Standalone, dump_logs_on_failure
-from tests.querynode.segments.sparse_reference import as_dicts, random_rows, reference_topk
+from tests.segcore.segments.sparse_reference import as_dicts, random_rows, reference_topk
 
 N, SEALED, VOCAB = 900, 600, 400
 # field -> (index_type, build params); every one with metric IP (AUTOINDEX: the default, IP).

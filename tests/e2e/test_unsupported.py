@@ -14,9 +14,9 @@ from google.protobuf import symbol_database
 from pymilvus import MilvusClient, MilvusException
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
-from services.errors import CODE_TABLE, ErrorCode
-from services.proxy.service import MilvusProxy
-from services.proxy.unsupported import unsupported_methods
+from common.errors import CODE_TABLE, ErrorCode
+from proxy.service import MilvusProxy
+from proxy.unsupported import unsupported_methods
 from tests.harness import Standalone
 
 SERVICE = milvus_pb2.DESCRIPTOR.services_by_name["MilvusService"]

@@ -9,15 +9,15 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from querynode.index.diskann_index import DiskannIndex
-from querynode.index.faiss_index import FaissIndex
-from querynode.index.spec import IndexKind
-from querynode.index.store import load_index
-from querynode.worker.indexes import field_index_spec
-from services.jobs.compaction import l0_hits, range_outputs, run_compaction, survivors
-from services.jobs.plans import CompactionSpec, IndexRef, L0Plan, MixPlan
-from services.storage.objectstore import ObjectStore
-from services.storage.segment_io import SegmentReader
+from common.storage.objectstore import ObjectStore
+from common.storage.segment_io import SegmentReader
+from jobs.compaction import l0_hits, range_outputs, run_compaction, survivors
+from jobs.plans import CompactionSpec, IndexRef, L0Plan, MixPlan
+from segcore.index.diskann_index import DiskannIndex
+from segcore.index.faiss_index import FaissIndex
+from segcore.index.field_specs import field_index_spec
+from segcore.index.spec import IndexKind
+from segcore.index.store import load_index
 from tests.jobs.util import COLLECTION, PARTITION, VCHANNEL, read_segment, rows, schema, vectors, write_l0, write_l1
 
 pytestmark = pytest.mark.timeout(300)
@@ -215,7 +215,7 @@ def test_an_l0_plan_gives_each_target_only_the_deletes_of_its_partition(spark: A
 
 
 def test_rows_of_a_table_round_trip_through_spark_types(spark: Any) -> None:
-    from services.jobs.sparktypes import from_spark, spark_ddl, to_spark
+    from jobs.sparktypes import from_spark, spark_ddl, to_spark
 
     table = rows(range(5), 1 << 60)
     df = spark.createDataFrame(to_spark(table).to_pylist(), spark_ddl(table.schema))

@@ -19,6 +19,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from common.config import JobsConfig
+from common.etcd.metastore import MetaStore
+from common.position import Position
+from common.segment import SegmentLevel, SegmentMeta, SegmentState
+from common.storage.objectstore import ObjectStore
+from common.storage.segment_io import SegmentReader
+from common.tsoutil import TIMESTAMP_RANGE_MAX_AGE_S
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState
 from coordinator.data.compaction import CompactionManager
 from coordinator.data.datacoord import DataCoordinator
@@ -27,15 +34,8 @@ from coordinator.data.jobs import JobKind, JobRecord, JobState
 from coordinator.data.offline import OfflineJobs
 from coordinator.idalloc import IDAllocator
 from coordinator.tso import TimestampOracle
-from services.config import JobsConfig
-from services.etcd.metastore import MetaStore
-from services.jobs.main import run as run_job
-from services.jobs.plans import JobResult
-from services.position import Position
-from services.segment import SegmentLevel, SegmentMeta, SegmentState
-from services.storage.objectstore import ObjectStore
-from services.storage.segment_io import SegmentReader
-from services.tsoutil import TIMESTAMP_RANGE_MAX_AGE_S
+from jobs.main import run as run_job
+from jobs.plans import JobResult
 from tests.jobs.util import COLLECTION, PARTITION, VCHANNEL, rows, schema, vectors, write_l0, write_l1
 
 pytestmark = pytest.mark.timeout(300)

@@ -12,14 +12,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from services.errors import InvalidArgument
-from services.jobs.bulk_import import run_import
-from services.jobs.conform import ImportFileError
-from services.jobs.plans import ImportSpec, IndexRef
-from services.jobs.routing import key_hashes, murmur3_int64, shards_of
-from services.jobs.sources import describe_files, file_chunks, read_chunk
-from services.proxy.routing import shard_indices
-from services.storage.objectstore import ObjectStore
+from common.errors import InvalidArgument
+from common.routing import shard_indices
+from common.storage.objectstore import ObjectStore
+from jobs.bulk_import import run_import
+from jobs.conform import ImportFileError
+from jobs.plans import ImportSpec, IndexRef
+from jobs.routing import key_hashes, murmur3_int64, shards_of
+from jobs.sources import describe_files, file_chunks, read_chunk
 from tests.jobs.util import COLLECTION, DIM, read_segment, schema, vectors
 
 pytestmark = pytest.mark.timeout(300)
@@ -162,7 +162,7 @@ def test_json_and_numpy_imports_with_auto_ids(spark: Any, tmp_path: Path) -> Non
 
 
 def test_a_bad_value_fails_the_job_naming_the_file_and_field(spark: Any, tmp_path: Path) -> None:
-    from services.jobs.main import run
+    from jobs.main import run
 
     good = tmp_path / "good.parquet"
     pq.write_table(_table(range(100)), good)

@@ -3,7 +3,7 @@
 Real processes (own process groups, 127.0.0.1 only): etcd, a coordinator, a
 streaming node, a query node and a proxy; the coordinator runs its Spark jobs
 with ``spark-submit`` (``local[2]``). The coordinator is started with
-``STRATA_FAILPOINTS`` armed at one step (``services/failpoints.py``) and kills
+``STRATA_FAILPOINTS`` armed at one step (``common/failpoints.py``) and kills
 itself there; it is started again without it. Steps, in one cluster:
 
 1. ``compaction.after_outputs``: the outputs are written and recorded hidden,
@@ -30,9 +30,9 @@ from pathlib import Path
 import pytest
 from pymilvus import DataType, MilvusClient
 
+from common.etcd.process import EtcdProcess
+from common.segment import SegmentMeta, SegmentState
 from coordinator.data.jobs import JobRecord, JobState
-from services.etcd.process import EtcdProcess
-from services.segment import SegmentMeta, SegmentState
 from tests.cluster.harness import Role, quiet_pymilvus, read_prefix, retry, vectors
 from tests.harness import free_port
 

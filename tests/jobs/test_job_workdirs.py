@@ -17,10 +17,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from services.config import JobsConfig
-from services.jobs.plans import ImportSpec
-from services.jobs.runner import SparkRunner, _make_work_dir
-from services.jobs.sources import describe_files
+from common.config import JobsConfig
+from jobs.plans import ImportSpec
+from jobs.runner import SparkRunner, _make_work_dir
+from jobs.sources import describe_files
 from tests.harness import REPO
 from tests.jobs.util import COLLECTION, schema, vectors
 
@@ -62,8 +62,8 @@ def test_work_directories_are_private(tmp_path: Path) -> None:
 _COORDINATOR = textwrap.dedent(
     """
     import asyncio, sys
-    from services.config import JobsConfig
-    from services.jobs.runner import SparkRunner
+    from common.config import JobsConfig
+    from jobs.runner import SparkRunner
 
     runner = SparkRunner(JobsConfig(spark_master="local[1]", work_dir=sys.argv[1], shuffle_partitions=1))
     asyncio.run(runner.run(open(sys.argv[2]).read(), name="import-77"))

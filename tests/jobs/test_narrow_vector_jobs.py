@@ -14,18 +14,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from querynode.index.spec import IndexKind
-from querynode.index.store import load_index
-from querynode.worker.indexes import field_index_spec
-from services.jobs.bulk_import import run_import
-from services.jobs.compaction import run_compaction
-from services.jobs.conform import ImportFileError, conform
-from services.jobs.plans import CompactionSpec, ImportSpec, IndexRef, MixPlan
-from services.jobs.sources import describe_files
-from services.jobs.sparktypes import from_spark, spark_ddl, to_spark
-from services.narrow_vectors import from_bytes
-from services.schema import TIMESTAMP_COLUMN, CollectionSchema, DataType, FieldSchema
-from services.storage.objectstore import ObjectStore
+from common.narrow_vectors import from_bytes
+from common.schema import TIMESTAMP_COLUMN, CollectionSchema, DataType, FieldSchema
+from common.storage.objectstore import ObjectStore
+from jobs.bulk_import import run_import
+from jobs.compaction import run_compaction
+from jobs.conform import ImportFileError, conform
+from jobs.plans import CompactionSpec, ImportSpec, IndexRef, MixPlan
+from jobs.sources import describe_files
+from jobs.sparktypes import from_spark, spark_ddl, to_spark
+from segcore.index.field_specs import field_index_spec
+from segcore.index.spec import IndexKind
+from segcore.index.store import load_index
 from tests.jobs.util import COLLECTION, PARTITION, VCHANNEL, read_segment, write_l0, write_l1
 
 pytestmark = pytest.mark.timeout(300)

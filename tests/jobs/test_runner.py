@@ -18,12 +18,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from services.config import JobsConfig
-from services.jobs.plans import ImportSpec
-from services.jobs.runner import SparkRunner, build_code_zip
-from services.jobs.sources import describe_files
-from services.storage.objectstore import ObjectStore
-from services.storage.segment_io import SegmentReader
+from common.config import JobsConfig
+from common.storage.objectstore import ObjectStore
+from common.storage.segment_io import SegmentReader
+from jobs.plans import ImportSpec
+from jobs.runner import SparkRunner, build_code_zip
+from jobs.sources import describe_files
 from tests.jobs.util import COLLECTION, schema, vectors
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
@@ -71,7 +71,7 @@ def test_the_code_zip_holds_the_packages_and_is_reused(tmp_path: Path) -> None:
     import zipfile
 
     names = zipfile.ZipFile(first).namelist()
-    assert "services/jobs/compaction.py" in names and "querynode/index/hnsw.py" in names
+    assert "jobs/compaction.py" in names and "segcore/index/hnsw.py" in names
     assert not [n for n in names if "__pycache__" in n]
     assert os.path.getsize(first) < 5 << 20
 
@@ -84,7 +84,7 @@ def test_a_cluster_master_gets_the_configured_settings_and_no_loopback_binding(t
     assert cmd[1:3] == ["--master", "spark://10.0.0.5:7077"] and "--executor-memory 4g" in joined
     assert "spark.executor.instances=3" in joined and "spark.executor.cores=2" in joined
     assert "spark.driver.bindAddress" not in joined and "spark.local.dir" not in joined
-    assert f"--py-files {tmp_path / 'c.zip'}" in joined and cmd[-7].endswith("services/jobs/main.py")
+    assert f"--py-files {tmp_path / 'c.zip'}" in joined and cmd[-7].endswith("jobs/main.py")
     assert f"spark.driver.extraJavaOptions=-Djava.io.tmpdir={tmp_path / 'w' / 'tmp'}" in cmd
     with pytest.raises(ValueError, match="spark master"):
         SparkRunner(JobsConfig(spark_master="yarn-cluster-ish"))

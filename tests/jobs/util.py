@@ -7,13 +7,13 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from services.jobs.plans import SegmentRef
-from services.schema import TIMESTAMP_COLUMN, CollectionSchema, DataType, FieldSchema
-from services.segment import SegmentLevel
-from services.storage.layout import ALL_PARTITIONS
-from services.storage.manifest import SegmentManifest
-from services.storage.objectstore import ObjectStore
-from services.storage.segment_io import SegmentReader, SegmentWriter
+from common.schema import TIMESTAMP_COLUMN, CollectionSchema, DataType, FieldSchema
+from common.segment import SegmentLevel
+from common.storage.layout import ALL_PARTITIONS
+from common.storage.manifest import SegmentManifest
+from common.storage.objectstore import ObjectStore
+from common.storage.segment_io import SegmentReader, SegmentWriter
+from jobs.plans import SegmentRef
 
 COLLECTION = 7
 PARTITION = 8

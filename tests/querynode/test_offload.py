@@ -9,8 +9,6 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from querynode.index.base import SearchParams
-from querynode.index.factory import IndexSpec, build_index
 from querynode.offload import (
     INLINE_COST,
     QUERIES_PER_THREAD,
@@ -22,6 +20,8 @@ from querynode.offload import (
     run_sliced,
     search_cost,
 )
+from segcore.index.base import SearchParams
+from segcore.index.factory import IndexSpec, build_index
 
 
 def test_a_read_alone_gets_the_cores_its_queries_can_use() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.errors import StrataError
+from common.errors import StrataError
 
 
 class CountingAllocator:

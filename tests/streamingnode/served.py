@@ -8,8 +8,8 @@ from pathlib import Path
 
 import grpc
 
+from common.grpcutil import start_server
 from protos import streaming_pb2_grpc
-from services.grpcutil import start_server
 from streamingnode.service.handler import HandlerService
 from streamingnode.walimpls.registry import build_opener
 from streamingnode.walmanager.manager import WALManager

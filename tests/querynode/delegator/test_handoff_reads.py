@@ -23,11 +23,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from common.message import new_delete
+from common.storage.objectstore import ObjectStore
 from protos import querynode_pb2 as qpb
 from querynode.delegator.delegator import Delegator, ReadSpec
 from querynode.service.service import QueryNodeService
-from services.storage.objectstore import ObjectStore
-from streamingnode.message import new_delete
 from tests.querynode.delegator.walnode import (
     LOCAL,
     C,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from common.errors import ErrorCode, InvalidArgument
 from querynode.delegator.load_failures import LoadFailures
-from services.errors import ErrorCode, InvalidArgument
 
 
 class Clock:

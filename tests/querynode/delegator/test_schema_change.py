@@ -19,12 +19,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from common.message import header, new_insert, new_schema_change
+from common.schema import DataType, FieldSchema
+from common.storage.objectstore import ObjectStore
 from protos.common_pb2 import Message
 from querynode.delegator.delegator import ReadSpec
 from querynode.service.service import QueryNodeService
-from services.schema import DataType, FieldSchema
-from services.storage.objectstore import ObjectStore
-from streamingnode.message import header, new_insert, new_schema_change
 from tests.querynode.delegator.walnode import (
     LOCAL,
     PART,

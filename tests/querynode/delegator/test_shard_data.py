@@ -15,12 +15,12 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from common.schema import TIMESTAMP_COLUMN, CollectionSchema, DataType, FieldSchema
+from common.segment import SegmentMeta, SegmentState
+from common.storage.stats import SegmentStats
 from querynode.delegator.shard_data import ShardData
-from querynode.segments.growing import GrowingStore
-from querynode.segments.sealed import SealedSegment
-from services.schema import TIMESTAMP_COLUMN, CollectionSchema, DataType, FieldSchema
-from services.segment import SegmentMeta, SegmentState
-from services.storage.stats import SegmentStats
+from segcore.segments.growing import GrowingStore
+from segcore.segments.sealed import SealedSegment
 
 SCHEMA = CollectionSchema(
     name="c",

@@ -22,12 +22,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from common.message import new_delete
+from common.storage.objectstore import ObjectStore
 from querynode import offload
 from querynode.delegator import delegator
 from querynode.delegator.delegator import Delegator, ReadSpec
 from querynode.service.service import QueryNodeService
-from services.storage.objectstore import ObjectStore
-from streamingnode.message import new_delete
 from tests.querynode.delegator.walnode import LOCAL, C, Node, P, V, create_and_insert, watch_request
 
 pytestmark = pytest.mark.timeout(60)

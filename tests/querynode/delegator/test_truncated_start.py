@@ -14,12 +14,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from common.message import new_create_collection, new_insert
+from common.position import Position
+from common.segment_pb import position_to_pb
+from common.storage.objectstore import ObjectStore
 from protos import querynode_pb2 as qpb
 from querynode.service.service import QueryNodeService
-from services.position import Position
-from services.segment_pb import position_to_pb
-from services.storage.objectstore import ObjectStore
-from streamingnode.message import new_create_collection, new_insert
 from tests.querynode.delegator.walnode import SCHEMA, Node, P, served_wal
 
 pytestmark = pytest.mark.timeout(60)

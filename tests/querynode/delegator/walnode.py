@@ -19,19 +19,19 @@ import grpc
 import numpy as np
 import pyarrow as pa
 
+from common.grpcutil import start_server
+from common.message import header, new_create_collection, new_insert
+from common.position import Position
+from common.schema import CollectionSchema, DataType, FieldSchema
+from common.segment import SegmentLevel, SegmentMeta, SegmentState
+from common.segment_pb import position_to_pb, segment_to_pb
+from common.storage.manifest import SegmentManifest
+from common.storage.objectstore import ObjectStore
+from common.storage.segment_io import SegmentWriter
+from common.tsoutil import compose
 from protos import querynode_pb2 as qpb
 from protos import streaming_pb2_grpc
-from services.grpcutil import start_server
-from services.position import Position
-from services.schema import CollectionSchema, DataType, FieldSchema
-from services.segment import SegmentLevel, SegmentMeta, SegmentState
-from services.segment_pb import position_to_pb, segment_to_pb
-from services.storage.manifest import SegmentManifest
-from services.storage.objectstore import ObjectStore
-from services.storage.segment_io import SegmentWriter
-from services.tsoutil import compose
 from streamingnode.client.assignment import AssignmentCache
-from streamingnode.message import header, new_create_collection, new_insert
 from streamingnode.service.handler import HandlerService
 from streamingnode.wal.recovery import MemoryRecoveryStore
 from streamingnode.wal.wal import Appended

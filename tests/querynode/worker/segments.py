@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from services.segment import SegmentLevel, SegmentMeta, SegmentState
-from services.storage.manifest import SegmentManifest
-from services.storage.objectstore import ObjectStore
-from services.storage.segment_io import SegmentWriter
-from tests.services.storage.segment_data import full_schema, rows_table
+from common.segment import SegmentLevel, SegmentMeta, SegmentState
+from common.storage.manifest import SegmentManifest
+from common.storage.objectstore import ObjectStore
+from common.storage.segment_io import SegmentWriter
+from tests.common.storage.segment_data import full_schema, rows_table
 
 COLL, PART, SEG = 11, 22, 33
 

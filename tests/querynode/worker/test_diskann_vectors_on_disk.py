@@ -12,14 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from querynode.index.base import SearchParams
-from querynode.index.spec import IndexKind
-from querynode.worker.indexes import field_index_spec
+from common.storage.objectstore import ObjectStore
 from querynode.worker.loader import load_segment
 from querynode.worker.worker import SegmentRead, Worker
-from services.storage.objectstore import ObjectStore
+from segcore.index.base import SearchParams
+from segcore.index.field_specs import field_index_spec
+from segcore.index.spec import IndexKind
+from tests.common.storage.segment_data import full_schema
 from tests.querynode.worker.segments import COLL, SEG, flushed_segment
-from tests.services.storage.segment_data import full_schema
 
 DISKANN = field_index_spec("vec", 9, {"index_type": "DISKANN", "metric_type": "L2", "params": '{"max_degree": 16}'})
 HNSW = field_index_spec("vec", 7, {"index_type": "HNSW", "metric_type": "L2", "params": '{"M": 8, "efConstruction": 16}'})

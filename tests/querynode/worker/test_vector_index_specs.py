@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from querynode.index.spec import IndexKind
-from querynode.worker.indexes import vector_index_specs
-from services.errors import InvalidArgument
-from services.schema import CollectionSchema, DataType, FieldSchema
+from common.errors import InvalidArgument
+from common.schema import CollectionSchema, DataType, FieldSchema
+from segcore.index.field_specs import vector_index_specs
+from segcore.index.spec import IndexKind
 
 
 def _schema() -> CollectionSchema:

@@ -10,15 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from querynode.index.base import SearchParams
-from querynode.index.spec import IndexKind
-from querynode.index.store import load_index
-from querynode.worker.indexes import field_index_spec
+from common import failpoints
+from common.storage.objectstore import ObjectStore
 from querynode.worker.worker import SegmentRead, Worker
-from services import failpoints
-from services.storage.objectstore import ObjectStore
+from segcore.index.base import SearchParams
+from segcore.index.field_specs import field_index_spec
+from segcore.index.spec import IndexKind
+from segcore.index.store import load_index
+from tests.common.storage.segment_data import full_schema
 from tests.querynode.worker.segments import COLL, SEG, flushed_segment
-from tests.services.storage.segment_data import full_schema
 
 HNSW = field_index_spec("vec", 7, {"index_type": "HNSW", "metric_type": "L2", "params": '{"M": 8, "efConstruction": 16}'})
 READ = SegmentRead(read_ts=10_000, filter="", filter_params={}, output_fields=())

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
+from common.storage.objectstore import ObjectStore
 from querynode.worker.worker import SegmentRead, Worker
-from services.storage.objectstore import ObjectStore
+from tests.common.storage.segment_data import full_schema
 from tests.querynode.worker.segments import COLL, SEG, flushed_segment
-from tests.services.storage.segment_data import full_schema
 
 
 def _alive(worker: Worker) -> int:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import weakref
 from pathlib import Path
 
+from common.storage.objectstore import ObjectStore
 from querynode.worker.memory import give_back_memory
 from querynode.worker.worker import Worker
-from services.storage.objectstore import ObjectStore
+from tests.common.storage.segment_data import full_schema
 from tests.querynode.worker.segments import COLL, SEG, flushed_segment
-from tests.services.storage.segment_data import full_schema
 
 
 async def test_a_released_segment_is_gone_when_release_returns(tmp_path: Path) -> None:

@@ -8,12 +8,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from common.storage.objectstore import ObjectStore
 from querynode import offload
-from querynode.index.base import NO_PARAMS
 from querynode.worker.worker import SegmentRead, Worker
-from services.storage.objectstore import ObjectStore
+from segcore.index.base import NO_PARAMS
+from tests.common.storage.segment_data import DIM, full_schema
 from tests.querynode.worker.segments import COLL, SEG, flushed_segment
-from tests.services.storage.segment_data import DIM, full_schema
 
 
 async def _search(worker: Worker, filter: str) -> pa.Table:

@@ -7,18 +7,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from common.storage.objectstore import ObjectStore
 from querynode import offload
-from querynode.index.base import NO_PARAMS
-from querynode.index.flat import FlatIndex
-from querynode.index.options import IndexOptions
-from querynode.index.spec import IndexSpec
 from querynode.offload import CoreShare
 from querynode.worker import loader
-from querynode.worker.indexes import FieldIndexSpec
 from querynode.worker.worker import SegmentRead, Worker
-from services.storage.objectstore import ObjectStore
+from segcore.index.base import NO_PARAMS
+from segcore.index.field_specs import FieldIndexSpec
+from segcore.index.flat import FlatIndex
+from segcore.index.options import IndexOptions
+from segcore.index.spec import IndexSpec
+from tests.common.storage.segment_data import DIM, full_schema
 from tests.querynode.worker.segments import COLL, SEG, flushed_segment
-from tests.services.storage.segment_data import DIM, full_schema
 
 
 @pytest.fixture

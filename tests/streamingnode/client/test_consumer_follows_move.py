@@ -17,12 +17,12 @@ import grpc
 import pyarrow as pa
 import pytest
 
+from common.grpcutil import start_server
+from common.message import body_table, new_insert
 from protos import common_pb2, streaming_pb2, streaming_pb2_grpc
-from services.grpcutil import start_server
 from streamingnode.client.assignment import AssignmentCache
 from streamingnode.client.consumer import consume
 from streamingnode.client.producer import Producer
-from streamingnode.message import body_table, new_insert
 from streamingnode.service.handler import HandlerService
 from streamingnode.walimpls.registry import build_opener
 from streamingnode.walmanager.manager import WALManager

@@ -7,10 +7,10 @@ import asyncio
 import pyarrow as pa
 import pytest
 
+from common.errors import NotReady, StrataError
+from common.message import new_insert
 from protos import common_pb2
-from services.errors import NotReady, StrataError
 from streamingnode.client.producer import Producer
-from streamingnode.message import new_insert
 from streamingnode.walmanager.manager import WALManager
 
 pytestmark = pytest.mark.timeout(30)

@@ -16,11 +16,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from common.errors import ErrorCode, NotReady, StrataError
+from common.message import body_table, new_insert
 from protos import common_pb2
-from services.errors import ErrorCode, NotReady, StrataError
 from streamingnode.client.local import LocalStreamingNode
 from streamingnode.client.producer import Producer
-from streamingnode.message import body_table, new_insert
 from streamingnode.walimpls import DeliverPolicy
 from streamingnode.walimpls.registry import build_opener
 from streamingnode.walmanager.manager import WALManager

@@ -17,22 +17,22 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from common.etcd.metastore import MetaStore
+from common.message import new_create_collection, new_delete, new_insert, new_manual_flush
+from common.position import Position
+from common.schema import CollectionSchema, DataType, FieldSchema
+from common.segment import SegmentLevel, SegmentMeta, SegmentState
+from common.storage.objectstore import ObjectStore
+from common.storage.segment_io import SegmentReader
+from common.tsoutil import compose
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.tso import TimestampOracle
 from protos.common_pb2 import Message
-from services.etcd.metastore import MetaStore
-from services.position import Position
-from services.schema import CollectionSchema, DataType, FieldSchema
-from services.segment import SegmentLevel, SegmentMeta, SegmentState
-from services.storage.objectstore import ObjectStore
-from services.storage.segment_io import SegmentReader
-from services.tsoutil import compose
 from streamingnode.client.producer import AppendResult
 from streamingnode.flusher.dataclient import RecoveredChannel
 from streamingnode.flusher.flusher import WALFlusher
 from streamingnode.flusher.policy import SyncOptions
-from streamingnode.message import new_create_collection, new_delete, new_insert, new_manual_flush
 from streamingnode.shard import SealPolicy, ShardManager
 from streamingnode.wal.recovery import MemoryRecoveryStore
 from streamingnode.wal.shard_interceptor import ShardInterceptor

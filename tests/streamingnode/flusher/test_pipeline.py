@@ -6,12 +6,12 @@ import json
 
 import pyarrow as pa
 
+from common.message import new_delete, new_drop_collection, new_insert, new_manual_flush, new_schema_change
+from common.position import Position
+from common.schema import CollectionSchema, DataType, FieldSchema
+from common.segment import SegmentMeta, SegmentState
 from protos.common_pb2 import Message, MessageType
-from services.position import Position
-from services.schema import CollectionSchema, DataType, FieldSchema
-from services.segment import SegmentMeta, SegmentState
 from streamingnode.flusher.pipeline import AllocSegment, ChannelPipeline, MarkState, SyncDeletes, SyncSegment
-from streamingnode.message import new_delete, new_drop_collection, new_insert, new_manual_flush, new_schema_change
 
 V = "p0_1v0"
 SCHEMA = CollectionSchema(

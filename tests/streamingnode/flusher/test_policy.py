@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from common.message import new_delete
 from streamingnode.flusher.pipeline import SyncDeletes, SyncSegment
 from streamingnode.flusher.policy import SyncOptions, due_syncs
-from streamingnode.message import new_delete
 from tests.streamingnode.flusher.test_pipeline import create_segment, insert, mid, pipeline, stamp
 
 

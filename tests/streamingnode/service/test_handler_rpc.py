@@ -10,10 +10,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from common.errors import ErrorCode
+from common.grpcutil import insecure_channel
+from common.message import new_insert
 from protos import common_pb2, streaming_pb2, streaming_pb2_grpc
-from services.errors import ErrorCode
-from services.grpcutil import insecure_channel
-from streamingnode.message import new_insert
 from streamingnode.walmanager.manager import WALManager
 from tests.streamingnode.served import served_wal
 

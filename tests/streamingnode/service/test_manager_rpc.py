@@ -10,9 +10,9 @@ from pathlib import Path
 import grpc
 import pytest
 
+from common.errors import ErrorCode
+from common.grpcutil import insecure_channel, start_server
 from protos import streaming_pb2, streaming_pb2_grpc
-from services.errors import ErrorCode
-from services.grpcutil import insecure_channel, start_server
 from streamingnode.service.manager import ManagerService
 from streamingnode.walimpls.registry import build_opener
 from streamingnode.walmanager.manager import WALManager

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from common.errors import CODE_TABLE, CollectionNotFound, ErrorCode, InvalidArgument
 from protos.common_pb2 import MessageType
-from services.errors import CODE_TABLE, CollectionNotFound, ErrorCode, InvalidArgument
 from streamingnode.shard import InsertPlan, SealInstruction, SealPolicy, SealReason, SegmentState, ShardManager
 from tests.streamingnode.shard.writer import LogWriter, replay
 

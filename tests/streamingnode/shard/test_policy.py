@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from services.errors import ErrorCode, InvalidArgument
+from common.errors import ErrorCode, InvalidArgument
 from streamingnode.shard import GrowingSegment, SealPolicy, SealReason
 from streamingnode.shard.policy import MINUTE_MS, MiB
 

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from common.errors import CollectionNotFound, InvalidArgument
 from protos.common_pb2 import MessageType
-from services.errors import CollectionNotFound, InvalidArgument
 from streamingnode.shard import SealPolicy, SealReason, SegmentState
 from streamingnode.shard.codec import snapshot_from_dict, snapshot_to_dict
 from tests.streamingnode.shard.writer import LogWriter, replay

@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
+from common.errors import StrataError, WALClosed
+from common.message import new_time_tick
 from protos.common_pb2 import Message, MessageType
-from services.errors import StrataError, WALClosed
-from streamingnode.message import new_time_tick
 from streamingnode.wal.scanner import Backoff, SwitchableScanner
 from streamingnode.walimpls.wal import DeliverPolicy, DeliverPolicyKind, LogEntry, MessageID
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from common.errors import StrataError
 from protos.common_pb2 import Message, MessageType
-from services.errors import StrataError
 from streamingnode.wal.scanner import ScanMode
 from streamingnode.wal.wab import BufferOptions
 from streamingnode.wal.wal import WAL, Appended

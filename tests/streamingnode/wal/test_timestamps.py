@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from services.errors import StrataError
-from services.tsoutil import TIMESTAMP_RANGE_MAX_AGE_S
+from common.errors import StrataError
+from common.tsoutil import TIMESTAMP_RANGE_MAX_AGE_S
 from streamingnode.wal.timestamps import BatchedTimestamps
 from tests.streamingnode.fakes import CountingAllocator
 

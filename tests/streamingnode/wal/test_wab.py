@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from common.errors import InvalidArgument, StrataError
+from common.message import new_time_tick
 from protos.common_pb2 import Message, MessageType
-from services.errors import InvalidArgument, StrataError
-from streamingnode.message import new_time_tick
 from streamingnode.wal.wab import BufferOptions, Entry, Evicted, WriteAheadBuffer, WriteAheadBufferReader
 from streamingnode.walimpls.wal import MessageID
 

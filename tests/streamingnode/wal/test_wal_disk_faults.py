@@ -9,10 +9,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from common import failpoints
+from common.errors import DiskQuotaExhausted
+from common.message import body_table, new_insert
 from protos.common_pb2 import Message, MessageType
-from services import failpoints
-from services.errors import DiskQuotaExhausted
-from streamingnode.message import body_table, new_insert
 from streamingnode.wal.wal import WAL
 from streamingnode.walimpls.registry import build_opener
 from streamingnode.walimpls.wal import DeliverPolicy, MessageID

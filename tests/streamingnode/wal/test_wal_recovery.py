@@ -9,10 +9,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from common.errors import ChannelFenced, PositionTruncated
+from common.message import new_create_collection, new_insert
+from common.tsoutil import compose
 from protos.common_pb2 import Message, MessageType
-from services.errors import ChannelFenced, PositionTruncated
-from services.tsoutil import compose
-from streamingnode.message import new_create_collection, new_insert
 from streamingnode.shard import SealPolicy, ShardManager
 from streamingnode.wal.recovery import MemoryRecoveryStore
 from streamingnode.wal.shard_interceptor import ShardInterceptor

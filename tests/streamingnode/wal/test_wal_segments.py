@@ -11,10 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from protos.common_pb2 import Message, MessageType
-from services.errors import CollectionNotFound
-from services.tsoutil import compose
-from streamingnode.message import (
+from common.errors import CollectionNotFound
+from common.message import (
     new_create_collection,
     new_delete,
     new_drop_collection,
@@ -22,6 +20,8 @@ from streamingnode.message import (
     new_manual_flush,
     new_schema_change,
 )
+from common.tsoutil import compose
+from protos.common_pb2 import Message, MessageType
 from streamingnode.shard import SealPolicy, ShardManager
 from streamingnode.wal.shard_interceptor import ShardInterceptor
 from streamingnode.wal.wal import WAL

@@ -9,8 +9,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from common.message import body_table, new_insert, new_time_tick
 from protos.common_pb2 import Message, MessageType
-from streamingnode.message import body_table, new_insert, new_time_tick
 from streamingnode.wal.wal import WAL
 from streamingnode.walimpls.registry import build_opener
 from streamingnode.walimpls.wal import DeliverPolicy, MessageID

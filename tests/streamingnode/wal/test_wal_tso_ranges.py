@@ -14,8 +14,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from common.message import new_create_collection, new_insert, new_manual_flush
 from protos.common_pb2 import Message, MessageType
-from streamingnode.message import new_create_collection, new_insert, new_manual_flush
 from streamingnode.wal.timestamps import BatchedTimestamps
 from streamingnode.wal.wal import WAL
 from streamingnode.walimpls.registry import build_opener

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from services.errors import ChannelFenced, WALClosed
+from common.errors import ChannelFenced, WALClosed
 from streamingnode.walimpls import DeliverPolicy, LogEntry, MessageID, WALImpl, WALOpener
 
 Take = Callable[..., Coroutine[Any, Any, list[LogEntry]]]
@@ -337,7 +337,7 @@ async def test_reopen_after_crash(backend: Backend, take: Take) -> None:
 
 _FROZEN_OWNER = """
 import asyncio, json, sys
-from services.errors import ChannelFenced
+from common.errors import ChannelFenced
 from streamingnode.walimpls import build_opener
 
 async def main() -> None:

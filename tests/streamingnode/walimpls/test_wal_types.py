@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from services.errors import InvalidArgument
+from common.errors import InvalidArgument
 from streamingnode.walimpls import (
     DeliverPolicy,
     DeliverPolicyKind,

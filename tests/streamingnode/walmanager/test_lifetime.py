@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from services.errors import (
+from common.errors import (
     ChannelFenced,
     ChannelNotExist,
     ErrorCode,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from services.errors import (
+from common.errors import (
     ChannelFenced,
     ChannelNotExist,
     IgnoredOperation,

@@ -8,7 +8,7 @@ import random
 import pytest
 import structlog
 
-from services.errors import ChannelFenced, IgnoredOperation, UnmatchedChannelTerm
+from common.errors import ChannelFenced, IgnoredOperation, UnmatchedChannelTerm
 from streamingnode.walmanager.lifetime import WALLifetime
 from streamingnode.walmanager.state import WALState
 from tests.streamingnode.walmanager.fakes import FakeFactory, random_delay

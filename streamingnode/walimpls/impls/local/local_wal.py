@@ -36,8 +36,8 @@ from typing import assert_never
 
 import structlog
 
-from services.errors import ChannelFenced, StrataError, WALClosed, disk_error
-from services.failpoints import failpoint
+from common.errors import ChannelFenced, StrataError, WALClosed, disk_error
+from common.failpoints import failpoint
 from streamingnode.walimpls.payloads import checked_payloads
 
 from ...wal import DeliverPolicy, DeliverPolicyKind, MessageID

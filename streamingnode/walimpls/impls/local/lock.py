@@ -36,7 +36,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from services.errors import ChannelFenced
+from common.errors import ChannelFenced
 
 LOCK_NAME = "LOCK"
 OPENING_NAME = "OPENING"

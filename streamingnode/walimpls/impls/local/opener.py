@@ -16,7 +16,7 @@ from pathlib import Path
 
 import structlog
 
-from services.errors import ChannelFenced, InvalidArgument, WALClosed
+from common.errors import ChannelFenced, InvalidArgument, WALClosed
 
 from .local_wal import LocalWAL
 from .lock import ChannelLock, opening

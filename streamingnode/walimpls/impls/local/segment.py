@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from services.errors import StrataError
+from common.errors import StrataError
 
 from .record import Decoded, decode_at, find_valid_record_after
 

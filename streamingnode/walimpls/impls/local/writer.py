@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from services.failpoints import failpoint
+from common.failpoints import failpoint
 
 from .record import encode
 from .segment import Segment, fsync_dir, segment_path

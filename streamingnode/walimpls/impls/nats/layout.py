@@ -26,7 +26,7 @@ import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from services.errors import InvalidArgument, StrataError
+from common.errors import InvalidArgument, StrataError
 
 FIRST_ID = "Strata-First-Id"
 RECORDS = "Strata-Records"

@@ -38,7 +38,7 @@ from nats.js.api import Header
 from nats.js.errors import NotFoundError
 from nats.js.manager import JetStreamManager
 
-from services.errors import ChannelFenced, ErrorCode, StrataError, WALClosed
+from common.errors import ChannelFenced, ErrorCode, StrataError, WALClosed
 from streamingnode.walimpls.payloads import checked_payloads
 
 from ...wal import DeliverPolicy, DeliverPolicyKind, MessageID

@@ -42,7 +42,7 @@ from nats.js.api import DiscardPolicy, Header, RetentionPolicy, StorageType, Str
 from nats.js.client import JetStreamContext
 from nats.js.errors import APIError, NotFoundError
 
-from services.errors import ChannelFenced, ErrorCode, InvalidArgument, StrataError, WALClosed
+from common.errors import ChannelFenced, ErrorCode, InvalidArgument, StrataError, WALClosed
 
 from .layout import ChannelNames, Frame, TermMarker, check_token, frame_header
 from .nats_wal import NatsWAL, OwnerState, answer_probe

@@ -37,7 +37,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, Header
 from nats.js.errors import APIError, ServiceUnavailableError
 from nats.js.manager import JetStreamManager
 
-from services.errors import StrataError
+from common.errors import StrataError
 
 from ...wal import LogEntry, MessageID
 from .layout import ChannelNames, decode_frame, frame_header

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import structlog
 
-from services.procutil import die_with_parent
+from common.procutil import die_with_parent
 
 ENV_BINARY = "STRATA_NATS_SERVER_BINARY"
 DEFAULT_MAX_PAYLOAD = 8 << 20  # the largest record the backend can store; NATS' own default is 1 MiB

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from services.errors import StrataError
+from common.errors import StrataError
 from streamingnode.walimpls import DeliverPolicy, LogEntry, MessageID
 from streamingnode.walimpls.impls.local import LocalWAL, LocalWALOpener
 from streamingnode.walimpls.impls.local.record import HEADER_SIZE, encode

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from services import failpoints
-from services.errors import DiskQuotaExhausted, ErrorCode, IOFailed, StrataError
+from common import failpoints
+from common.errors import DiskQuotaExhausted, ErrorCode, IOFailed, StrataError
 from streamingnode.walimpls import DeliverPolicy, LogEntry, MessageID, Scanner
 from streamingnode.walimpls.impls.local import LocalWAL, LocalWALOpener, local_opener
 from streamingnode.walimpls.impls.local.segment import SEGMENT_SUFFIX

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from services.errors import DiskQuotaExhausted
+from common.errors import DiskQuotaExhausted
 from streamingnode.walimpls import DeliverPolicy, LogEntry, MessageID
 from streamingnode.walimpls.impls.local import LocalWALOpener
 from streamingnode.walimpls.impls.local import writer as writer_module

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from services.errors import ChannelFenced, InvalidArgument, WALClosed
+from common.errors import ChannelFenced, InvalidArgument, WALClosed
 from streamingnode.walimpls.impls.local import LocalWALOpener
 
 MakeOpener = Callable[..., LocalWALOpener]

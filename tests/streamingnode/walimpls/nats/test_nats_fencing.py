@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from nats.aio.client import Client as NATS
 
-from services.errors import ChannelFenced
+from common.errors import ChannelFenced
 from streamingnode.walimpls import DeliverPolicy, LogEntry, Scanner
 from streamingnode.walimpls.impls.nats.layout import TermMarker
 from tests.streamingnode.walimpls.nats.conftest import MakeOpener

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.errors import InvalidArgument, StrataError
+from common.errors import InvalidArgument, StrataError
 from streamingnode.walimpls.impls.nats.layout import (
     FIRST_ID,
     RECORDS,

@@ -10,9 +10,9 @@ from typing import Any
 import psutil
 import pytest
 
-from services.config import CommonConfig, StreamingNodeConfig
-from services.configfile import ConfigError, load
-from services.errors import ErrorCode, InvalidArgument, StrataError
+from common.config import CommonConfig, StreamingNodeConfig
+from common.configfile import ConfigError, load
+from common.errors import ErrorCode, InvalidArgument, StrataError
 from streamingnode.server import wal_options
 from streamingnode.walimpls import build_opener
 from streamingnode.walimpls.impls.nats.server import (

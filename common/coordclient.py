@@ -1,0 +1,167 @@
+"""How every role finds and calls the active coordinator: the leader key in etcd, never a fixed address.
+
+Several coordinators may run; one is active (see ``coordinator.election``) and
+holds ``<root>/session/coordinator`` (``LEADER_KEY``), whose value carries its gRPC address once
+it serves. Standbys register nothing clients could call.
+
+The client caches one stub. It forgets it when
+
+* the caller says so with :meth:`CoordinatorClient.reset` (after a connection
+  error such as ``UNAVAILABLE``), or
+* the leader key changes: a background watch, started by the first
+  :meth:`CoordinatorClient.stub` call and stopped by ``close()``, follows it,
+  so callers that never reset still move to a new leader after a failover.
+  A broken watch alone (etcd away) does not forget it: see ``_follow_leader``.
+
+Channels are kept per address and reused rather than closed on ``reset()``:
+closing a gRPC channel cancels every call in flight on it, including other
+callers' calls, and a channel reconnects by itself. They close in ``close()``;
+there is one per coordinator address ever seen, i.e. per failover.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from dataclasses import dataclass
+
+import grpc
+import structlog
+
+from common.errors import NotReady
+from common.etcd.metastore import MetaStore
+from common.etcd.watch import EtcdWatch
+from common.grpcutil import insecure_channel
+from protos import coordinator_pb2_grpc
+
+COORDINATOR_ROLE = "coordinator"
+# Held by the active coordinator under its election lease (``coordinator.election``). As in
+# Milvus, the active key is the role's session name without a server id: it lives with the
+# sessions (``session/coordinator-<id>``), so whatever clears stale sessions (the standalone
+# launcher after a kill) clears a dead leader too, and no ``session/<role>-`` scan matches it.
+LEADER_KEY = "session/coordinator"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaderInfo:
+    """Who leads: its server id, and its gRPC address once it serves ("" before)."""
+
+    server_id: int
+    address: str = ""
+
+    def to_json(self) -> bytes:
+        return json.dumps({"server_id": self.server_id, "address": self.address}).encode()
+
+    @staticmethod
+    def from_json(raw: bytes) -> LeaderInfo:
+        d = json.loads(raw)
+        return LeaderInfo(server_id=int(d["server_id"]), address=str(d.get("address", "")))
+
+
+async def read_leader(store: MetaStore) -> LeaderInfo | None:
+    """The active coordinator, or None if none holds the leader key."""
+    raw = await store.get(LEADER_KEY)
+    return None if raw is None else LeaderInfo.from_json(raw)
+
+
+class CoordinatorClient:
+    """A stub to the active coordinator that follows the leader key in etcd."""
+
+    def __init__(self, store: MetaStore) -> None:
+        self._store = store
+        self._address: str | None = None
+        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._stub: coordinator_pb2_grpc.CoordinatorStub | None = None
+        self._lock = asyncio.Lock()
+        self._watch_task: asyncio.Task[None] | None = None
+        self._closed = False
+        self._log = structlog.get_logger().bind(component="coordinator-client")
+
+    @property
+    def address(self) -> str | None:
+        """The address of the coordinator the cached stub talks to, if any."""
+        return self._address
+
+    async def stub(self, *, timeout: float = 30.0) -> coordinator_pb2_grpc.CoordinatorStub:
+        """The active coordinator's stub; waits up to ``timeout`` for a leader that serves.
+
+        Raises ``NotReady`` if no coordinator leads (with an address) within ``timeout``.
+        """
+        stub = self._stub
+        if stub is not None:
+            return stub
+        async with self._lock:
+            if self._closed:
+                raise NotReady("coordinator client is closed")
+            if self._watch_task is None:
+                self._watch_task = asyncio.create_task(self._follow_leader(), name="coordinator-leader-watch")
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout
+            while self._stub is None:
+                leader = await read_leader(self._store)
+                if leader is not None and leader.address:
+                    self._use(leader.address)
+                    break
+                if loop.time() > deadline:
+                    raise NotReady("no active coordinator in etcd")
+                await asyncio.sleep(0.1)
+            assert self._stub is not None
+            return self._stub
+
+    def _use(self, address: str) -> None:
+        channel = self._channels.get(address)
+        if channel is None:
+            channel = self._channels[address] = insecure_channel(address)
+        self._address = address
+        self._stub = coordinator_pb2_grpc.CoordinatorStub(channel)
+        self._log.info("coordinator found", address=address)
+
+    async def reset(self) -> None:
+        """Forget the cached stub (after a connection error) so the next call reads the leader key again."""
+        self._stub = self._address = None
+
+    async def _follow_leader(self) -> None:
+        """Forget the stub whenever the leader key names another address (or disappears).
+
+        A broken watch (etcd restarting or unreachable) keeps the stub: the coordinator it
+        names is most likely still serving, and nothing a caller asks it needs etcd on this
+        side. Dropping it made every call wait for etcd to find the very same coordinator
+        again. It is still safe: a coordinator that loses its lease exits before another can
+        be elected (``coordinator.election``), so a stale stub fails fast and callers reset.
+        Each new watch is followed by one read of the key, so a change while no watch was
+        open is not missed.
+        """
+        while True:
+            try:
+                async with EtcdWatch(self._store.client, self._store.full_key(LEADER_KEY)) as watch:
+                    # Read only once the watch exists: later changes arrive as its events.
+                    self._follow(await read_leader(self._store))
+                    async for batch in watch.events():
+                        for ev in batch:
+                            self._follow(None if ev.value is None else LeaderInfo.from_json(ev.value))
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # task boundary: the watch must outlive etcd hiccups
+                self._log.warning("leader watch failed, re-watching", error=str(err))
+            await asyncio.sleep(0.5)
+
+    def _follow(self, leader: LeaderInfo | None) -> None:
+        address = "" if leader is None else leader.address
+        if self._address is not None and address != self._address:
+            self._log.info("coordinator leader changed", address=address or None)
+            self._stub = self._address = None
+
+    async def close(self) -> None:
+        """Stop following the leader and close every channel; later ``stub()`` calls raise ``NotReady``."""
+        async with self._lock:
+            self._closed = True
+            if self._watch_task is not None:
+                self._watch_task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._watch_task
+                self._watch_task = None
+            self._stub = self._address = None
+            channels, self._channels = list(self._channels.values()), {}
+        for channel in channels:
+            await channel.close()

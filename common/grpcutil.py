@@ -1,0 +1,220 @@
+"""gRPC bootstrap and the translation of errors into response statuses."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Generic, TypeVar, cast
+
+import grpc
+import structlog
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1.health import aio as health_aio
+
+from common.errors import ErrorCode, StrataError, error_from_code
+from common.grpcdecode import DecodeGuard
+from protos import common_pb2
+
+log = structlog.get_logger().bind(component="rpc")
+
+# Messages between roles: large (a query node's answer carries up to the proxy's maxOutputSize,
+# an insert batch up to its serverMaxRecvSize) but bounded, since anyone who reaches a role's port
+# can send to it. The proxy's own server takes its limits from ProxyLimits (message_size_options).
+INTERNAL_MAX_MESSAGE = 1 << 30
+CHANNEL_OPTIONS = [
+    ("grpc.max_send_message_length", INTERNAL_MAX_MESSAGE),
+    ("grpc.max_receive_message_length", INTERNAL_MAX_MESSAGE),
+    ("grpc.keepalive_time_ms", 10_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+]
+SERVER_OPTIONS = [
+    ("grpc.max_send_message_length", INTERNAL_MAX_MESSAGE),
+    ("grpc.max_receive_message_length", INTERNAL_MAX_MESSAGE),
+    ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.so_reuseport", 0),
+]
+
+
+def message_size_options(*, max_receive: int, max_send: int) -> list[tuple[str, int]]:
+    """Server options: ``SERVER_OPTIONS`` with these message size limits. A larger request is refused
+    by gRPC with RESOURCE_EXHAUSTED before it is read into memory; a larger answer fails likewise."""
+    sizes = {"grpc.max_receive_message_length": max_receive, "grpc.max_send_message_length": max_send}
+    return [(key, sizes.get(key, value)) for key, value in SERVER_OPTIONS]
+
+
+def ok_status() -> common_pb2.Status:
+    return common_pb2.Status(code=ErrorCode.OK, reason="")
+
+
+def error_status(err: StrataError) -> common_pb2.Status:
+    return common_pb2.Status(code=int(err.code), reason=err.message)
+
+
+def raise_for_status(status: common_pb2.Status) -> None:
+    """Turn a non-OK status received from another component back into its typed error."""
+    if status.code != ErrorCode.OK:
+        raise error_from_code(status.code, status.reason)
+
+
+Resp = TypeVar("Resp")
+
+
+def rpc_method(
+    response_type: type[Any],
+) -> Callable[[Callable[..., Awaitable[Any]]], Callable[..., Awaitable[Any]]]:
+    """Decorate a unary servicer method: a ``StrataError`` becomes ``response_type(status=...)``.
+
+    Any other exception is logged and answered as UNEXPECTED; the server keeps running.
+    """
+
+    def wrap(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+        @functools.wraps(fn)
+        async def handler(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
+            try:
+                return await fn(self, request, context)
+            except StrataError as err:
+                return response_type(status=error_status(err))
+            except Exception as err:  # RPC boundary: log, answer, keep serving
+                log.exception("rpc failed", method=fn.__name__)
+                return response_type(
+                    status=common_pb2.Status(code=ErrorCode.UNEXPECTED, reason=f"{type(err).__name__}: {err}")
+                )
+
+        return handler
+
+    return wrap
+
+
+OVERALL = ""  # the health-check name of the whole server (grpc.health.v1)
+
+
+class Health:
+    """The ``grpc.health.v1.Health`` service of one role's gRPC server.
+
+    It reports the whole server (``""``, what probes ask by default) and each
+    name in ``common`` (fully qualified gRPC service names). Every status
+    starts NOT_SERVING when the server starts; the role marks them SERVING
+    with ``serving()`` once it can do its work, and ``stopping()`` turns all
+    of them NOT_SERVING for good when it begins to stop, so a load balancer
+    or probe stops sending it work before its server goes away.
+
+    Legal transitions, per name: NOT_SERVING -> SERVING -> NOT_SERVING (stopping,
+    final); a name may also go back from SERVING to NOT_SERVING before stopping.
+    """
+
+    def __init__(self, services: Sequence[str] = ()) -> None:
+        self._servicer = health_aio.HealthServicer()
+        self._names = (OVERALL, *services)
+
+    async def attach(self, server: grpc.aio.Server) -> None:
+        """Mark every name NOT_SERVING and register the service; before ``server.start()``."""
+        for name in self._names:
+            await self._servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+        health_pb2_grpc.add_HealthServicer_to_server(self._servicer, server)
+
+    async def serving(self, *names: str) -> None:
+        """Mark ``names`` (default: every name) SERVING; ignored once ``stopping()`` ran."""
+        for name in names or self._names:
+            if name not in self._names:
+                raise ValueError(f"unknown health-check name {name!r}")
+            await self._servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+
+    async def stopping(self) -> None:
+        """Mark every name NOT_SERVING, permanently (later ``serving()`` calls are ignored)."""
+        await self._servicer.enter_graceful_shutdown()
+
+
+class _HandlerCollector:
+    """Stands in for a server when a generated ``add_*Servicer_to_server`` registers its handlers."""
+
+    def __init__(self) -> None:
+        self.handlers: list[grpc.GenericRpcHandler] = []
+
+    def add_generic_rpc_handlers(self, handlers: Sequence[grpc.GenericRpcHandler]) -> None:
+        self.handlers.extend(handlers)
+
+    def add_registered_method_handlers(self, service_name: str, method_handlers: dict[str, Any]) -> None:
+        # The generic handlers collected above serve the same methods.
+        pass
+
+
+class LateServicers(grpc.GenericRpcHandler):
+    """Servicers that a started server takes on later; until then their methods answer UNIMPLEMENTED.
+
+    grpc.aio accepts handlers only before ``start()``. A standby coordinator
+    must answer health checks while it waits for the election, and serves its
+    own service only once elected: its server registers this handler before
+    starting and ``add()``s the coordinator servicer when it wins.
+    """
+
+    def __init__(self) -> None:
+        self._handlers: tuple[grpc.GenericRpcHandler, ...] = ()
+
+    def add(self, add_servicers: Callable[[Any], None]) -> None:
+        """Serve what ``add_servicers`` (a generated ``add_*Servicer_to_server`` call) registers."""
+        collector = _HandlerCollector()
+        add_servicers(collector)
+        self._handlers = (*self._handlers, *collector.handlers)
+
+    def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+        for handler in self._handlers:
+            found = handler.service(handler_call_details)
+            if found is not None:
+                return found
+        return None
+
+
+async def start_server(
+    add_servicers: Callable[[grpc.aio.Server], None],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    health: Health | None = None,
+    options: Sequence[tuple[str, int]] = tuple(SERVER_OPTIONS),
+) -> tuple[grpc.aio.Server, int]:
+    """Start a grpc.aio server on ``host:port`` (0 = a free port); returns it and its port.
+
+    With ``health``, the server also answers ``grpc.health.v1.Health`` (NOT_SERVING until the role says so).
+    Every method answers INVALID_ARGUMENT to a request whose bytes do not decode.
+    ``options``: the server's channel options (default ``SERVER_OPTIONS``).
+    """
+    server = grpc.aio.server(options=list(options))
+    # Servicers register through a guard: undecodable requests answer INVALID_ARGUMENT (grpcdecode.py).
+    registrar = cast(grpc.aio.Server, DecodeGuard(server))
+    add_servicers(registrar)
+    if health is not None:
+        await health.attach(registrar)
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if bound == 0:
+        raise OSError(f"cannot bind {host}:{port}")
+    await server.start()
+    return server, bound
+
+
+def insecure_channel(address: str) -> grpc.aio.Channel:
+    return grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+
+
+Stub = TypeVar("Stub")
+
+
+class StubCache(Generic[Stub]):
+    """One channel and stub per address, kept for reuse; ``close()`` closes every channel."""
+
+    def __init__(self, stub_type: Callable[[grpc.aio.Channel], Stub]) -> None:
+        self._stub_type = stub_type
+        self._entries: dict[str, tuple[grpc.aio.Channel, Stub]] = {}
+
+    def get(self, address: str) -> Stub:
+        entry = self._entries.get(address)
+        if entry is None:
+            channel = insecure_channel(address)
+            entry = self._entries[address] = (channel, self._stub_type(channel))
+        return entry[1]
+
+    async def close(self) -> None:
+        for channel, _ in self._entries.values():
+            await channel.close()
+        self._entries.clear()

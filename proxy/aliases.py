@@ -1,0 +1,118 @@
+"""Alias, rename, truncate and property RPCs of the proxy (mixed into ``MilvusProxy``).
+
+The coordinator owns the names (``coordinator/aliases.py``); the proxy
+forwards, then forgets every cached entry, since an alias or a rename
+changes which collection a cached name means. Other proxies see the change
+when their entries expire (``metacache.ENTRY_TTL_SECONDS``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+from pymilvus.grpc_gen import common_pb2, milvus_pb2
+
+from common.grpcutil import raise_for_status
+from common.names import DEFAULT_DATABASE, check_alias, check_collection_name, database_not_found
+from protos import coordinator_pb2 as cpb
+from proxy.metacache import MetaCache
+from proxy.rpc import milvus_rpc
+from proxy.status import success
+
+DDL_TIMEOUT = 60.0
+
+
+class AliasRPCs:
+    _cache: MetaCache
+
+    async def _stub(self) -> Any:
+        raise NotImplementedError
+
+    async def _call(self, method: str, request: Any) -> Any:
+        resp = await getattr(await self._stub(), method)(request, timeout=DDL_TIMEOUT)
+        raise_for_status(resp.status)
+        self._cache.invalidate_all()
+        return resp
+
+    @milvus_rpc(common_pb2.Status)
+    async def CreateAlias(
+        self, request: milvus_pb2.CreateAliasRequest, context: grpc.aio.ServicerContext
+    ) -> common_pb2.Status:
+        check_alias(request.alias)
+        check_collection_name(request.collection_name)
+        await self._call(
+            "CreateAlias",
+            cpb.AliasRequest(alias=request.alias, collection=cpb.CollectionRef(name=request.collection_name)),
+        )
+        return success()
+
+    @milvus_rpc(common_pb2.Status)
+    async def AlterAlias(
+        self, request: milvus_pb2.AlterAliasRequest, context: grpc.aio.ServicerContext
+    ) -> common_pb2.Status:
+        check_alias(request.alias)
+        check_collection_name(request.collection_name)
+        await self._call(
+            "AlterAlias",
+            cpb.AliasRequest(alias=request.alias, collection=cpb.CollectionRef(name=request.collection_name)),
+        )
+        return success()
+
+    @milvus_rpc(common_pb2.Status)
+    async def DropAlias(
+        self, request: milvus_pb2.DropAliasRequest, context: grpc.aio.ServicerContext
+    ) -> common_pb2.Status:
+        check_alias(request.alias)
+        await self._call("DropAlias", cpb.AliasRequest(alias=request.alias))
+        return success()
+
+    @milvus_rpc(milvus_pb2.DescribeAliasResponse)
+    async def DescribeAlias(
+        self, request: milvus_pb2.DescribeAliasRequest, context: grpc.aio.ServicerContext
+    ) -> milvus_pb2.DescribeAliasResponse:
+        resp = await self._call("DescribeAlias", cpb.AliasRequest(alias=request.alias))
+        return milvus_pb2.DescribeAliasResponse(
+            status=success(), db_name="default", alias=resp.alias, collection=resp.collection_name
+        )
+
+    @milvus_rpc(milvus_pb2.ListAliasesResponse)
+    async def ListAliases(
+        self, request: milvus_pb2.ListAliasesRequest, context: grpc.aio.ServicerContext
+    ) -> milvus_pb2.ListAliasesResponse:
+        resp = await self._call("ListAliases", cpb.CollectionRef(name=request.collection_name))
+        return milvus_pb2.ListAliasesResponse(
+            status=success(), db_name="default", collection_name=request.collection_name, aliases=list(resp.aliases)
+        )
+
+    @milvus_rpc(common_pb2.Status)
+    async def RenameCollection(
+        self, request: milvus_pb2.RenameCollectionRequest, context: grpc.aio.ServicerContext
+    ) -> common_pb2.Status:
+        if request.newDBName and request.newDBName != DEFAULT_DATABASE:
+            raise database_not_found(request.newDBName)  # "default" is the one database (issue #29)
+        check_collection_name(request.newName)
+        await self._call(
+            "RenameCollection",
+            cpb.RenameCollectionRequest(collection=cpb.CollectionRef(name=request.oldName), new_name=request.newName),
+        )
+        return success()
+
+    @milvus_rpc(milvus_pb2.TruncateCollectionResponse)
+    async def TruncateCollection(self, request: milvus_pb2.TruncateCollectionRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.TruncateCollectionResponse:
+        await self._call("TruncateCollection", cpb.CollectionRef(name=request.collection_name))
+        return milvus_pb2.TruncateCollectionResponse(status=success())
+
+    @milvus_rpc(common_pb2.Status)
+    async def AlterCollection(
+        self, request: milvus_pb2.AlterCollectionRequest, context: grpc.aio.ServicerContext
+    ) -> common_pb2.Status:
+        await self._call(
+            "AlterCollection",
+            cpb.AlterCollectionRequest(
+                collection=cpb.CollectionRef(name=request.collection_name),
+                properties={p.key: p.value for p in request.properties},
+                delete_keys=list(request.delete_keys),
+            ),
+        )
+        return success()

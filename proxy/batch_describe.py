@@ -1,0 +1,58 @@
+"""``BatchDescribeCollection`` of the proxy (mixed into ``MilvusProxy``), as Milvus 2.6 answers it.
+
+One ``DescribeCollection`` answer per collection asked for, names first, then
+ids, in the order given, each from the proxy's own ``DescribeCollection`` (the
+same checks, texts and fields). As in Milvus, a collection that cannot be
+described does not fail the batch: its answer carries the error status. An
+id is turned into its collection's name by the coordinator first; an unknown
+id is Milvus's ``collection not found[database=default][collection=<id>]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import grpc
+from pymilvus.grpc_gen import milvus_pb2
+
+from common.errors import ErrorCode
+from common.grpcutil import raise_for_status
+from common.names import collection_not_found
+from protos import coordinator_pb2
+from proxy.rpc import milvus_rpc
+from proxy.status import milvus_status, success
+
+DESCRIBE_TIMEOUT = 30.0
+
+
+class BatchDescribeRPCs:
+    async def _stub(self) -> Any:
+        raise NotImplementedError
+
+    DescribeCollection: Callable[..., Awaitable[milvus_pb2.DescribeCollectionResponse]]  # MilvusProxy's own
+
+    async def _describe_id(
+        self, collection_id: int, db_name: str, context: grpc.aio.ServicerContext
+    ) -> milvus_pb2.DescribeCollectionResponse:
+        resp = await (await self._stub()).DescribeCollection(
+            coordinator_pb2.CollectionRef(collection_id=collection_id), timeout=DESCRIBE_TIMEOUT
+        )
+        if resp.status.code == ErrorCode.COLLECTION_NOT_FOUND:
+            return milvus_pb2.DescribeCollectionResponse(status=milvus_status(collection_not_found(collection_id)))
+        raise_for_status(resp.status)
+        request = milvus_pb2.DescribeCollectionRequest(db_name=db_name, collection_name=resp.collection.name)
+        return await self.DescribeCollection(request, context)
+
+    @milvus_rpc(milvus_pb2.BatchDescribeCollectionResponse)
+    async def BatchDescribeCollection(
+        self, request: milvus_pb2.BatchDescribeCollectionRequest, context: grpc.aio.ServicerContext
+    ) -> milvus_pb2.BatchDescribeCollectionResponse:
+        answers = [
+            await self.DescribeCollection(
+                milvus_pb2.DescribeCollectionRequest(db_name=request.db_name, collection_name=name), context
+            )
+            for name in request.collection_name
+        ]
+        answers += [await self._describe_id(cid, request.db_name, context) for cid in request.collectionID]
+        return milvus_pb2.BatchDescribeCollectionResponse(status=success(), responses=answers)

@@ -1,0 +1,215 @@
+"""Index RPCs of the proxy (mixed into ``MilvusProxy``).
+
+The coordinator keeps the index definitions (``coordinator/indexes.py``) and
+counts how far each is built (``coordinator/data/index_progress.py``); the
+proxy checks a new index's parameters against the field before anything is
+written, and turns the coordinator's counts into Milvus' index descriptions.
+
+As Milvus 2.6 answers them: an index is named by its name only (a request's
+``field_name`` is not looked at; no name means every index of the collection);
+``describe_index`` and ``get_index_statistics`` describe the indexes named,
+``get_index_state`` and ``get_index_build_progress`` (which pymilvus 2.6 no
+longer calls: it reads ``describe_index``) answer for exactly one and refuse a
+name that matches several ("index duplicates"). The state is Failed when a
+segment's build failed for good (with Milvus' ``fail_reason``), InProgress
+while a flushed segment waits for its index, else Finished. ``alter_index``
+changes properties only (``common/index_properties.py``), of a released
+collection.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+from pymilvus.grpc_gen import common_pb2, milvus_pb2
+
+from common.errors import IndexDuplicate, IndexNotFound, IndexNotSupported, InvalidArgument
+from common.grpcutil import raise_for_status
+from common.index_properties import check_configurable
+from protos import coordinator_pb2
+from proxy.metacache import CollectionEntry, MetaCache
+from proxy.rpc import milvus_rpc
+from proxy.stats import WALStats
+from proxy.status import success
+from proxy.vectorindex import vector_index_params
+
+INDEX_TIMEOUT = 30.0
+
+
+def _index_state(i: coordinator_pb2.IndexInfo, total: int, indexed: int) -> common_pb2.IndexState:
+    if i.fail_reason:
+        return common_pb2.Failed
+    return common_pb2.Finished if indexed >= total else common_pb2.InProgress
+
+
+def _index_description(i: coordinator_pb2.IndexInfo, rows: int) -> milvus_pb2.IndexDescription:
+    """An index as describe_index shows it: InProgress while sealed segments wait for their index
+    (query nodes build them in the background), with Milvus's row counts. ``rows``: the collection's,
+    for a coordinator that cannot count (no object storage: every segment is indexed on load)."""
+    total, indexed = (i.total_rows, i.indexed_rows) if i.progress_known else (rows, rows)
+    return milvus_pb2.IndexDescription(
+        index_name=i.index_name,
+        indexID=i.index_id,
+        field_name=i.field_name,
+        params=[common_pb2.KeyValuePair(key=k, value=v) for k, v in i.params.items()],
+        state=_index_state(i, total, indexed),
+        index_state_fail_reason=i.fail_reason,
+        total_rows=total,
+        indexed_rows=indexed,
+        pending_index_rows=total - indexed,
+    )
+
+
+class IndexRPCs:
+    """Needs ``_stub()`` and ``_coll(name)`` of the proxy it is mixed into."""
+
+    _cache: MetaCache
+    _stats: WALStats
+
+    async def _stub(self) -> Any:
+        raise NotImplementedError
+
+    async def _coll(self, name: str) -> CollectionEntry:
+        raise NotImplementedError
+
+    @milvus_rpc(common_pb2.Status)
+    async def CreateIndex(
+        self, request: milvus_pb2.CreateIndexRequest, context: grpc.aio.ServicerContext
+    ) -> common_pb2.Status:
+        coll = await self._coll(request.collection_name)
+        params = {p.key: p.value for p in request.extra_params}
+        if not coll.schema.has_field(request.field_name):
+            raise InvalidArgument(f"cannot create index on non-exist field: {request.field_name}")
+        field = coll.schema.field(request.field_name)
+        if field.dtype.is_vector:
+            # Defaults filled in; InvalidArgument naming a bad metric, index type or build parameter.
+            params = vector_index_params(field, params)
+        else:
+            # Refused before anything is written: a worker builds vector indexes only, and an index
+            # it cannot build must not be accepted (and then fail every load).
+            raise IndexNotSupported(
+                f"index type {params.get('index_type') or 'AUTOINDEX'} on field {field.name} "
+                f"({field.dtype.name}) is not supported: Strata builds indexes on vector fields only "
+                "(FLAT, HNSW, AUTOINDEX, the IVF families, SCANN, HNSW_SQ/PQ/PRQ, DISKANN); filters on scalar "
+                "and JSON fields scan the column"
+            )
+        resp = await (await self._stub()).CreateIndex(
+            coordinator_pb2.CreateIndexRequest(
+                collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
+                index=coordinator_pb2.IndexInfo(
+                    field_name=request.field_name, index_name=request.index_name, params=params
+                ),
+            ),
+            timeout=INDEX_TIMEOUT,
+        )
+        raise_for_status(resp.status)
+        self._cache.invalidate(coll.name)
+        return success()
+
+    async def _indexes(self, coll: CollectionEntry, index_name: str) -> list[coordinator_pb2.IndexInfo]:
+        """The collection's indexes named ``index_name`` (empty: all of them)."""
+        resp = await (await self._stub()).DescribeIndex(
+            coordinator_pb2.CollectionRef(collection_id=coll.collection_id), timeout=INDEX_TIMEOUT
+        )
+        raise_for_status(resp.status)
+        return [i for i in resp.indexes if not index_name or i.index_name == index_name]
+
+    async def _descriptions(
+        self, coll: CollectionEntry, indexes: list[coordinator_pb2.IndexInfo]
+    ) -> list[milvus_pb2.IndexDescription]:
+        known = all(i.progress_known for i in indexes)
+        rows = 0 if known else await self._stats.collection_rows(coll)
+        return [_index_description(i, rows) for i in indexes]
+
+    async def _one_index(self, coll: CollectionEntry, index_name: str) -> milvus_pb2.IndexDescription:
+        """The one index ``index_name`` names (empty: the collection's only index)."""
+        indexes = await self._indexes(coll, index_name)
+        if not indexes:
+            raise IndexNotFound(f"index not found[indexName={index_name}]")
+        if len(indexes) > 1:
+            raise IndexDuplicate(f"index duplicates[indexName={index_name}]")
+        return (await self._descriptions(coll, indexes))[0]
+
+    @milvus_rpc(milvus_pb2.DescribeIndexResponse)
+    async def DescribeIndex(
+        self, request: milvus_pb2.DescribeIndexRequest, context: grpc.aio.ServicerContext
+    ) -> milvus_pb2.DescribeIndexResponse:
+        coll = await self._coll(request.collection_name)
+        indexes = await self._indexes(coll, request.index_name)
+        if not indexes:
+            if request.index_name:
+                raise IndexNotFound(f"index not found[indexName={request.index_name}]")
+            raise IndexNotFound(f"index not found[collection={coll.name}]")
+        return milvus_pb2.DescribeIndexResponse(
+            status=success(), index_descriptions=await self._descriptions(coll, indexes)
+        )
+
+    @milvus_rpc(milvus_pb2.GetIndexStatisticsResponse)
+    async def GetIndexStatistics(
+        self, request: milvus_pb2.GetIndexStatisticsRequest, context: grpc.aio.ServicerContext
+    ) -> milvus_pb2.GetIndexStatisticsResponse:
+        coll = await self._coll(request.collection_name)
+        indexes = await self._indexes(coll, request.index_name)
+        if not indexes:
+            raise IndexNotFound(f"index not found[indexName={request.index_name}]")
+        return milvus_pb2.GetIndexStatisticsResponse(
+            status=success(), index_descriptions=await self._descriptions(coll, indexes)
+        )
+
+    @milvus_rpc(milvus_pb2.GetIndexStateResponse)
+    async def GetIndexState(
+        self, request: milvus_pb2.GetIndexStateRequest, context: grpc.aio.ServicerContext
+    ) -> milvus_pb2.GetIndexStateResponse:
+        coll = await self._coll(request.collection_name)
+        index = await self._one_index(coll, request.index_name)
+        return milvus_pb2.GetIndexStateResponse(
+            status=success(), state=index.state, fail_reason=index.index_state_fail_reason
+        )
+
+    @milvus_rpc(milvus_pb2.GetIndexBuildProgressResponse)
+    async def GetIndexBuildProgress(
+        self, request: milvus_pb2.GetIndexBuildProgressRequest, context: grpc.aio.ServicerContext
+    ) -> milvus_pb2.GetIndexBuildProgressResponse:
+        coll = await self._coll(request.collection_name)
+        index = await self._one_index(coll, request.index_name)
+        return milvus_pb2.GetIndexBuildProgressResponse(
+            status=success(), indexed_rows=index.indexed_rows, total_rows=index.total_rows
+        )
+
+    @milvus_rpc(common_pb2.Status)
+    async def AlterIndex(
+        self, request: milvus_pb2.AlterIndexRequest, context: grpc.aio.ServicerContext
+    ) -> common_pb2.Status:
+        # Milvus checks the keys before it looks the collection up.
+        params = {p.key: p.value for p in request.extra_params}
+        check_configurable([*params, *request.delete_keys])
+        coll = await self._coll(request.collection_name)
+        resp = await (await self._stub()).AlterIndex(
+            coordinator_pb2.AlterIndexRequest(
+                collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
+                index_name=request.index_name,
+                params=params,
+                delete_keys=list(request.delete_keys),
+            ),
+            timeout=INDEX_TIMEOUT,
+        )
+        raise_for_status(resp.status)
+        self._cache.invalidate(coll.name)
+        return success()
+
+    @milvus_rpc(common_pb2.Status)
+    async def DropIndex(
+        self, request: milvus_pb2.DropIndexRequest, context: grpc.aio.ServicerContext
+    ) -> common_pb2.Status:
+        coll = await self._coll(request.collection_name)
+        resp = await (await self._stub()).DropIndex(
+            coordinator_pb2.DropIndexRequest(
+                collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
+                index_name=request.index_name,
+            ),
+            timeout=INDEX_TIMEOUT,
+        )
+        raise_for_status(resp.status)
+        self._cache.invalidate(coll.name)
+        return success()

@@ -1,0 +1,158 @@
+"""The proxy's cache of collection metadata, keyed by name.
+
+DDL through this proxy invalidates what it changed at once. DDL through another proxy
+(a field added, properties altered, a rename, an index) is seen within milliseconds:
+``start`` follows the coordinator's catalog in etcd (``rootcoord/``) and forgets a
+collection's entries when its keys change, as Milvus' root coordinator expires every
+proxy's cache. While that watch is down (etcd away), entries also expire after
+``ENTRY_TTL_SECONDS``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass, field
+
+import structlog
+from aetcd.utils import prefix_range_end
+
+from common.coordclient import CoordinatorClient
+from common.etcd.metastore import MetaStore
+from common.etcd.watch import EtcdWatch
+from common.grpcutil import raise_for_status
+from common.schema import CollectionSchema
+from protos import coordinator_pb2
+
+DEFAULT_PARTITION = "_default"
+ENTRY_TTL_SECONDS = 5.0  # how long a proxy may act on metadata another proxy changed, if not told
+CATALOG_PREFIX = "rootcoord/"  # the coordinator's catalog (coordinator/README.md, "etcd keys")
+# Catalog keys naming one collection by id: a change forgets that collection; any other key, everything.
+_BY_ID = ("collection/", "index/")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CollectionEntry:
+    collection_id: int
+    name: str
+    schema: CollectionSchema
+    vchannels: tuple[str, ...]
+    pchannels: tuple[str, ...]
+    consistency_level: int
+    properties: dict[str, str]
+    created_ts: int
+    default_partition_id: int
+    partitions: dict[str, int]  # name -> id, in creation order
+    partition_key: str | None = None  # the partition key field, if any
+    aliases: tuple[str, ...] = ()
+    index_metrics: dict[str, str] = field(default_factory=dict)  # vector field -> its index's metric
+    index_types: dict[str, str] = field(default_factory=dict)  # vector field -> its index_type, upper case
+    update_ts: int = 0  # when the schema last changed (the creation until then): Milvus' update_timestamp
+
+    @property
+    def key_partitions(self) -> list[tuple[str, int]]:
+        """A partition-key collection's partitions in hash order (``_default_0`` first)."""
+        return sorted(self.partitions.items(), key=lambda kv: int(kv[0].rsplit("_", 1)[1]))
+
+    @staticmethod
+    def from_info(info: coordinator_pb2.CollectionInfo) -> CollectionEntry:
+        schema = CollectionSchema.from_json(info.schema_json)
+        return CollectionEntry(
+            collection_id=info.collection_id,
+            name=info.name,
+            schema=schema,
+            vchannels=tuple(info.vchannels),
+            pchannels=tuple(info.pchannels),
+            consistency_level=info.consistency_level,
+            properties=dict(info.properties),
+            created_ts=info.created_timestamp,
+            default_partition_id=info.default_partition_id,
+            partitions={p.name: p.partition_id for p in info.partitions}
+            or {DEFAULT_PARTITION: info.default_partition_id},
+            partition_key=next((f.name for f in schema.fields if f.is_partition_key), None),
+            aliases=tuple(info.aliases),
+            index_metrics={i.field_name: i.params.get("metric_type", "").upper() for i in info.indexes},
+            index_types={i.field_name: i.params.get("index_type", "").upper() for i in info.indexes},
+            update_ts=info.update_timestamp or info.created_timestamp,
+        )
+
+
+class MetaCache:
+    """Entries keyed by the name asked for (a collection name or an alias). DDL through this
+    proxy invalidates them; DDL through another proxy, once the catalog watch sees it (``start``)."""
+
+    def __init__(self, coord: CoordinatorClient, ttl: float = ENTRY_TTL_SECONDS) -> None:
+        self._coord = coord
+        self._ttl = ttl
+        self._by_name: dict[str, tuple[float, CollectionEntry]] = {}
+        self._follow: asyncio.Task[None] | None = None
+        self._generation = 0  # bumped by every invalidation
+        self._log = structlog.get_logger().bind(component="meta-cache")
+
+    def start(self, store: MetaStore) -> None:
+        """Follow the catalog in ``store`` until ``stop``."""
+        self._follow = asyncio.create_task(self._follow_catalog(store), name="meta-cache-follow")
+
+    async def stop(self) -> None:
+        if self._follow is not None:
+            self._follow.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._follow
+            self._follow = None
+
+    async def _follow_catalog(self, store: MetaStore) -> None:
+        """Forget entries whose catalog keys change; everything when the watch (re)starts, since
+        changes while no watch was open are not known."""
+        full = store.full_key(CATALOG_PREFIX)
+        while True:
+            try:
+                async with EtcdWatch(store.client, full, range_end=prefix_range_end(full)) as watch:
+                    self.invalidate_all()
+                    async for batch in watch.events():
+                        for ev in batch:
+                            self._changed(ev.key.decode()[len(full.decode()) :])
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # task boundary: the watch must outlive etcd hiccups
+                self._log.warning("catalog watch failed, re-watching", error=str(err))
+            await asyncio.sleep(0.5)
+
+    def _changed(self, key: str) -> None:
+        """A catalog key changed: ``collection/<id>``, ``index/<id>/<name>``, or a name or alias key."""
+        for prefix in _BY_ID:
+            if key.startswith(prefix):
+                raw = key[len(prefix) :].split("/", 1)[0]
+                if raw.isdigit():
+                    self.invalidate_id(int(raw))
+                    return
+        self.invalidate_all()
+
+    def invalidate_id(self, collection_id: int) -> None:
+        self._generation += 1
+        for key in [k for k, (_, e) in self._by_name.items() if e.collection_id == collection_id]:
+            del self._by_name[key]
+
+    async def get(self, name: str, *, refresh: bool = False) -> CollectionEntry:
+        """The collection ``name``; raises ``CollectionNotFound`` if it does not exist."""
+        cached = None if refresh else self._by_name.get(name)
+        if cached is not None and time.monotonic() - cached[0] < self._ttl:
+            return cached[1]
+        generation = self._generation
+        stub = await self._coord.stub()
+        resp = await stub.DescribeCollection(coordinator_pb2.CollectionRef(name=name), timeout=30)
+        raise_for_status(resp.status)
+        entry = CollectionEntry.from_info(resp.collection)
+        if generation == self._generation:  # else a change arrived meanwhile: the answer may predate it
+            self._by_name[name] = (time.monotonic(), entry)
+        return entry
+
+    def invalidate(self, name: str) -> None:
+        self._generation += 1
+        self._by_name.pop(name, None)
+        for key in [k for k, (_, e) in self._by_name.items() if e.name == name or name in e.aliases]:
+            del self._by_name[key]
+
+    def invalidate_all(self) -> None:
+        self._generation += 1
+        self._by_name.clear()

@@ -1,0 +1,92 @@
+"""Composition root of the proxy."""
+
+from __future__ import annotations
+
+import grpc
+from pymilvus.grpc_gen import milvus_pb2, milvus_pb2_grpc
+
+from common.config import ProxyConfig
+from common.coordclient import CoordinatorClient
+from common.etcd.metastore import MetaStore
+from common.etcd.session import Session
+from common.grpcutil import Health, message_size_options, start_server
+from proxy.component import ProxyComponent
+from proxy.localnode import LocalQueryNode
+from proxy.metacache import MetaCache
+from proxy.metrics import DISTRIBUTED, STANDALONE, Deployment
+from proxy.reads import ReadRouter
+from proxy.service import SERVER_VERSION, MilvusProxy
+from proxy.stats import WALStats
+from streamingnode.client.assignment import DiscoverWatcher
+from streamingnode.client.local import LocalStreamingNode
+from streamingnode.client.producer import Producer
+
+ROLE = "proxy"
+# Health-check name (grpc.health.v1) besides the whole server: SERVING once the session is registered.
+MILVUS_SERVICE = milvus_pb2.DESCRIPTOR.services_by_name["MilvusService"].full_name
+
+
+class Proxy:
+    def __init__(
+        self,
+        config: ProxyConfig,
+        local: LocalQueryNode | None = None,
+        local_wal: LocalStreamingNode | None = None,
+    ) -> None:
+        """``local``: the query node of this process (standalone), read from without gRPC;
+        ``local_wal``: its streaming node, appended to without gRPC."""
+        config.validate()
+        self.config = config
+        self._local = local
+        self._local_wal = local_wal
+        self.address = ""
+        self._health = Health([MILVUS_SERVICE])
+        self.component = ProxyComponent()  # GetComponentStates / CheckHealth report it
+
+    async def start(self) -> None:
+        c = self.config
+        self._store = await MetaStore.connect(c.common.etcd, c.common.etcd_root)
+        self._coord = CoordinatorClient(self._store)
+        self._watcher = DiscoverWatcher(self._coord)
+        await self._watcher.start()
+        self._producer = Producer(self._watcher, self._local_wal)
+        self._reads = ReadRouter(self._coord, self._local)
+        self._stats = WALStats(self._watcher)
+        self._cache = MetaCache(self._coord)
+        self._cache.start(self._store)
+        service = MilvusProxy(self._coord, self._producer, self._cache, self._reads, self._stats, limits=c.limits)
+        service.attach_component(self.component)
+        # Milvus's deploy modes: the proxy of ``strata standalone`` shares its process with the WAL.
+        mode = STANDALONE if self._local_wal is not None else DISTRIBUTED
+
+        def add(server: grpc.aio.Server) -> None:
+            milvus_pb2_grpc.add_MilvusServiceServicer_to_server(service, server)
+
+        sizes = message_size_options(max_receive=c.limits.server_max_recv_size, max_send=c.limits.server_max_send_size)
+        self._server, port = await start_server(
+            add, host=c.common.host, port=c.common.port, health=self._health, options=sizes
+        )
+        self.address = f"{c.common.host}:{port}"
+        service.attach_deployment(Deployment(mode=mode, version=SERVER_VERSION, address=self.address))
+        self._session = Session(
+            self._store,
+            ROLE,
+            self.address,
+            ttl_seconds=c.common.session_ttl_seconds,
+            on_registered=lambda info: self.component.registered(info.server_id),  # again after a lost lease
+        )
+        await self._session.start()
+        await self._health.serving()
+
+    async def stop(self) -> None:
+        self.component.stopping()
+        await self._health.stopping()
+        await self._session.stop()
+        await self._server.stop(grace=2)
+        await self._cache.stop()
+        await self._reads.close()
+        await self._stats.close()
+        await self._producer.close()
+        await self._watcher.stop()
+        await self._coord.close()
+        await self._store.close()
