@@ -21,9 +21,10 @@ import numpy as np
 from pymilvus import DataType, MilvusClient
 
 from common.etcd.metastore import MetaStore
+from common.etcd.process import EtcdProcess
 from coordinator.streaming.pchannel import PChannelMeta
 from streamingnode.walimpls.impls.nats.server import NatsServer
-from tests.harness import REPO
+from tests.harness import REPO, free_port
 
 T = TypeVar("T")
 
@@ -281,3 +282,76 @@ class Inserter(threading.Thread):
 
     def attempted_ids(self) -> set[int]:
         return {i for r in list(self.attempted) for i in r}
+
+
+class Cluster:
+    """etcd, a coordinator, a streaming node, query nodes ``qn-0``... and a proxy, each its own process group.
+
+    ``env`` reaches every role (e.g. a short session TTL). ``start`` returns a client of the proxy once every
+    role has logged "role ready"; ``stop`` kills the roles (newest first) and etcd.
+    """
+
+    def __init__(self, tmp_path: Path, root: str, env: dict[str, str] | None = None) -> None:
+        self.root = root
+        self.logs = tmp_path / "logs"
+        self.logs.mkdir()
+        self.etcd = EtcdProcess(tmp_path / "etcd")
+        self.roles: list[Role] = []
+        self.env = env or {}
+        self.storage = ["--storage", (tmp_path / "storage").as_uri()]
+        self.wal = str(tmp_path / "wal")
+        self.port = free_port()
+        self.common: list[str] = []
+
+    def start(self, query_nodes: int) -> MilvusClient:
+        self.etcd.start()
+        self.common = ["--etcd", self.etcd.endpoint, "--etcd-root", self.root]
+        self.add("coordinator", ["coordinator", *self.common, *self.storage, "--port", "0"])
+        self.add("streamingnode", ["streamingnode", *self.common, *self.storage, "--wal-dir", self.wal])
+        for i in range(query_nodes):
+            self.query_node(f"qn-{i}")
+        self.add("proxy", ["proxy", *self.common, "--port", str(self.port)])
+        for role in self.roles:
+            role.wait_for_log("role ready", 60)
+        return MilvusClient(self.uri, timeout=30)
+
+    @property
+    def uri(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def add(self, name: str, args: list[str]) -> Role:
+        role = Role(name, args, self.logs, self.env)
+        self.roles.append(role)
+        return role
+
+    def query_node(self, name: str) -> Role:
+        return self.add(name, ["querynode", *self.common, *self.storage])
+
+    def role(self, name: str) -> Role:
+        return next(r for r in self.roles if r.name == name)
+
+    def dump(self) -> None:
+        for role in self.roles:
+            print(f"==== {role.name} (exit {role.exited()}) ====\n{role.log()[-4000:]}")
+
+    def stop(self) -> None:
+        for role in reversed(self.roles):
+            role.kill()
+        self.etcd.stop()
+
+
+@contextlib.contextmanager
+def cluster(tmp_path: Path, root: str, *, query_nodes: int = 1) -> Iterator[tuple[Cluster, MilvusClient]]:
+    """A started ``Cluster`` and its client; every role's log tail printed if the body fails; all stopped."""
+    c = Cluster(tmp_path, root)
+    try:
+        client = c.start(query_nodes)
+        try:
+            yield c, client
+        finally:
+            client.close()
+    except BaseException:
+        c.dump()
+        raise
+    finally:
+        c.stop()

@@ -25,9 +25,8 @@ from pathlib import Path
 import pytest
 from pymilvus import MilvusClient, connections, utility
 
-from common.etcd.process import EtcdProcess
 from tests.cluster.harness import (
-    Role,
+    Cluster,
     create_collection,
     query_ids,
     quiet_pymilvus,
@@ -36,7 +35,6 @@ from tests.cluster.harness import (
     vectors,
     wait_until,
 )
-from tests.harness import free_port
 
 TTL = 5
 DIM = 8
@@ -77,60 +75,13 @@ def _replicas(endpoint: str) -> dict[str, list[int]]:
     return json.loads(raw)["replicas"]
 
 
-class Cluster:
-    def __init__(self, tmp_path: Path) -> None:
-        self.logs = tmp_path / "logs"
-        self.logs.mkdir()
-        self.etcd = EtcdProcess(tmp_path / "etcd")
-        self.roles: list[Role] = []
-        self.env = {"STRATA_COMMON_SESSION_TTL_SECONDS": str(TTL)}
-        self.storage = ["--storage", (tmp_path / "storage").as_uri()]
-        self.wal = str(tmp_path / "wal")
-        self.port = free_port()
-
-    def start(self, query_nodes: int) -> MilvusClient:
-        self.etcd.start()
-        self.common = ["--etcd", self.etcd.endpoint, "--etcd-root", ROOT]
-        self.add("coordinator", ["coordinator", *self.common, *self.storage, "--port", "0"])
-        self.add("streamingnode", ["streamingnode", *self.common, *self.storage, "--wal-dir", self.wal])
-        for i in range(query_nodes):
-            self.query_node(f"qn-{i}")
-        self.add("proxy", ["proxy", *self.common, "--port", str(self.port)])
-        for role in self.roles:
-            role.wait_for_log("role ready", 60)
-        return MilvusClient(self.uri, timeout=30)
-
-    @property
-    def uri(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def add(self, name: str, args: list[str]) -> Role:
-        role = Role(name, args, self.logs, self.env)
-        self.roles.append(role)
-        return role
-
-    def query_node(self, name: str) -> Role:
-        return self.add(name, ["querynode", *self.common, *self.storage])
-
-    def role(self, name: str) -> Role:
-        return next(r for r in self.roles if r.name == name)
-
-    def fill(self, client: MilvusClient) -> None:
-        with quiet_pymilvus():
-            retry("create", lambda: create_collection(client, "c", dim=DIM, num_shards=2), timeout=60)
-        for first in range(0, SEALED, 500):
-            client.insert("c", vectors(range(first, first + 500), DIM), timeout=30)
-        client.flush("c", timeout=60)
-        client.insert("c", vectors(range(SEALED, SEALED + GROWING), DIM), timeout=30)
-
-    def dump(self) -> None:
-        for role in self.roles:
-            print(f"==== {role.name} (exit {role.exited()}) ====\n{role.log()[-4000:]}")
-
-    def stop(self) -> None:
-        for role in reversed(self.roles):
-            role.kill()
-        self.etcd.stop()
+def _fill(client: MilvusClient) -> None:
+    with quiet_pymilvus():
+        retry("create", lambda: create_collection(client, "c", dim=DIM, num_shards=2), timeout=60)
+    for first in range(0, SEALED, 500):
+        client.insert("c", vectors(range(first, first + 500), DIM), timeout=30)
+    client.flush("c", timeout=60)
+    client.insert("c", vectors(range(SEALED, SEALED + GROWING), DIM), timeout=30)
 
 
 def _progress(uri: str) -> int:
@@ -151,11 +102,11 @@ def _loaded(client: MilvusClient) -> bool:
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_searches_survive_losing_a_replicas_node_and_the_replica_is_rebuilt(tmp_path: Path) -> None:
-    cluster = Cluster(tmp_path)
+    cluster = Cluster(tmp_path, ROOT, {"STRATA_COMMON_SESSION_TTL_SECONDS": str(TTL)})
     readers: list[Reader] = []
     try:
         client = cluster.start(query_nodes=2)
-        cluster.fill(client)
+        _fill(client)
         client.release_collection("c")
         client.load_collection("c", replica_number=2)
         wait_until("two replicas loaded", lambda: _loaded(client), 60)
@@ -205,10 +156,10 @@ def test_searches_survive_losing_a_replicas_node_and_the_replica_is_rebuilt(tmp_
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_a_lost_query_nodes_delegators_and_segments_move_to_the_survivor(tmp_path: Path) -> None:
-    cluster = Cluster(tmp_path)
+    cluster = Cluster(tmp_path, ROOT, {"STRATA_COMMON_SESSION_TTL_SECONDS": str(TTL)})
     try:
         client = cluster.start(query_nodes=2)
-        cluster.fill(client)
+        _fill(client)
         wait_until("loaded", lambda: _loaded(client), 60)
         deleted = set(range(0, SEALED + GROWING, 10))  # sealed and growing rows
         client.delete("c", ids=sorted(deleted), timeout=30)

@@ -21,9 +21,7 @@ import pytest
 from pymilvus import MilvusClient, MilvusException
 from pymilvus.grpc_gen import milvus_pb2
 
-from common.etcd.process import EtcdProcess
-from tests.cluster.harness import Role, create_collection, read_sessions, retry, vectors, wait_until
-from tests.harness import free_port
+from tests.cluster.harness import cluster, create_collection, read_sessions, retry, vectors, wait_until
 
 DIM = 8
 ROOT = "segments-groups"
@@ -47,23 +45,7 @@ def _served(client: MilvusClient, expected: set[int], copies: int) -> dict[int, 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_segments_are_listed_per_node_and_replica_and_the_group_holds_every_query_node(tmp_path: Path) -> None:
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    etcd = EtcdProcess(tmp_path / "etcd")
-    roles: list[Role] = []
-    etcd.start()
-    try:
-        common = ["--etcd", etcd.endpoint, "--etcd-root", ROOT]
-        storage = ["--storage", (tmp_path / "storage").as_uri()]
-        port = free_port()
-        roles.append(Role("coordinator", ["coordinator", *common, *storage, "--port", "0"], logs))
-        wal = ["--wal-dir", str(tmp_path / "wal")]
-        roles.append(Role("streamingnode", ["streamingnode", *common, *storage, *wal], logs))
-        roles += [Role(f"qn-{i}", ["querynode", *common, *storage], logs) for i in range(2)]
-        roles.append(Role("proxy", ["proxy", *common, "--port", str(port)], logs))
-        for role in roles:
-            role.wait_for_log("role ready", 60)
-        client = MilvusClient(f"http://127.0.0.1:{port}", timeout=30)
+    with cluster(tmp_path, ROOT, query_nodes=2) as (c, client):
         # Both query nodes known to the coordinator before the load places the segments.
         wait_until(
             "two query nodes",
@@ -75,7 +57,7 @@ def test_segments_are_listed_per_node_and_replica_and_the_group_holds_every_quer
         client.flush("c", timeout=60)
         flushed = {s.segment_id for s in client.list_persistent_segments("c")}
         assert len(flushed) >= 2  # one per shard at least
-        sessions = read_sessions(etcd.endpoint, ROOT, "querynode")
+        sessions = read_sessions(c.etcd.endpoint, ROOT, "querynode")
         assert len(sessions) == 2
 
         one = _served(client, flushed, copies=1)
@@ -103,12 +85,3 @@ def test_segments_are_listed_per_node_and_replica_and_the_group_holds_every_quer
         [proxy] = json.loads(metrics.response)["nodes_info"]
         assert proxy["infos"]["system_info"]["deploy_mode"] == "DISTRIBUTED"
         assert stub.RegisterLink(milvus_pb2.RegisterLinkRequest(), timeout=10).status.reason == "DISTRIBUTED"
-        client.close()
-    except BaseException:
-        for role in roles:
-            print(f"==== {role.name} (exit {role.exited()}) ====\n{role.log()[-4000:]}")
-        raise
-    finally:
-        for role in reversed(roles):
-            role.kill()
-        etcd.stop()

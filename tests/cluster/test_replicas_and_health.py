@@ -22,9 +22,7 @@ import pytest
 from pymilvus import MilvusClient
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
-from common.etcd.process import EtcdProcess
-from tests.cluster.harness import Role, create_collection, read_sessions, retry, vectors, wait_until
-from tests.harness import free_port
+from tests.cluster.harness import Role, cluster, create_collection, read_sessions, retry, vectors, wait_until
 
 DIM = 8
 ROOT = "replicas-health"
@@ -40,23 +38,7 @@ def _check_health(client: MilvusClient) -> milvus_pb2.CheckHealthResponse:
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_two_replicas_on_their_own_nodes_and_a_frozen_node_is_unhealthy(tmp_path: Path) -> None:
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    etcd = EtcdProcess(tmp_path / "etcd")
-    roles: list[Role] = []
-    etcd.start()
-    try:
-        common = ["--etcd", etcd.endpoint, "--etcd-root", ROOT]
-        storage = ["--storage", (tmp_path / "storage").as_uri()]
-        port = free_port()
-        roles.append(Role("coordinator", ["coordinator", *common, *storage, "--port", "0"], logs))
-        wal = ["--wal-dir", str(tmp_path / "wal")]
-        roles.append(Role("streamingnode", ["streamingnode", *common, *storage, *wal], logs))
-        roles += [Role(f"qn-{i}", ["querynode", *common, *storage], logs) for i in range(2)]
-        roles.append(Role("proxy", ["proxy", *common, "--port", str(port)], logs))
-        for role in roles:
-            role.wait_for_log("role ready", 60)
-        client = MilvusClient(f"http://127.0.0.1:{port}", timeout=30)
+    with cluster(tmp_path, ROOT, query_nodes=2) as (c, client):
         retry("create", lambda: create_collection(client, "c", dim=DIM, num_shards=2), timeout=60)
         client.insert("c", vectors(range(SEALED), DIM), timeout=30)
         client.flush("c", timeout=60)
@@ -64,7 +46,7 @@ def test_two_replicas_on_their_own_nodes_and_a_frozen_node_is_unhealthy(tmp_path
         client.release_collection("c")
         client.load_collection("c", replica_number=2, timeout=120)
 
-        sessions = read_sessions(etcd.endpoint, ROOT, "querynode")
+        sessions = read_sessions(c.etcd.endpoint, ROOT, "querynode")
         assert len(sessions) == 2
         replicas = client.describe_replica("c")
         assert len(replicas) == 2
@@ -89,7 +71,7 @@ def test_two_replicas_on_their_own_nodes_and_a_frozen_node_is_unhealthy(tmp_path
 
         assert _check_health(client).isHealthy
 
-        frozen = roles[2]
+        frozen = c.role("qn-0")
         frozen_id = _server_id(frozen)
         assert frozen_id in sessions
         frozen.send_signal(signal.SIGSTOP)
@@ -101,15 +83,6 @@ def test_two_replicas_on_their_own_nodes_and_a_frozen_node_is_unhealthy(tmp_path
         finally:
             frozen.send_signal(signal.SIGCONT)
         wait_until("healthy again", lambda: _check_health(client).isHealthy, 30)
-        client.close()
-    except BaseException:
-        for role in roles:
-            print(f"==== {role.name} (exit {role.exited()}) ====\n{role.log()[-4000:]}")
-        raise
-    finally:
-        for role in reversed(roles):
-            role.kill()
-        etcd.stop()
 
 
 def _server_id(role: Role) -> int:
