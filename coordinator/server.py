@@ -140,7 +140,7 @@ class Coordinator:
         self.ids = IDAllocator(meta)
         await self.ids.start()
         self.catalog = Catalog(meta)
-        self.databases = Databases(meta)
+        self.databases = Databases(meta, allocate_id=self.ids.allocate)
         await self.databases.start()
         names = pchannel_names(c.cluster_name, c.pchannel_count)
         self.balancer = StreamingBalancer(meta, names, rebalance_cooldown_seconds=c.rebalance_cooldown_seconds)
@@ -148,7 +148,9 @@ class Coordinator:
         self.data = DataCoordinator(meta, self.catalog, self.tso, self._producer)
         await self.data.start()
         self.query = QueryCoordinator(meta, self.catalog, self.tso, self.data)
-        self.ddl = DDL(self.catalog, self.ids, self.tso, self._producer, names, self.query.release, self.data)
+        self.ddl = DDL(
+            self.catalog, self.ids, self.tso, self._producer, names, self.query.release, self.data, self.databases
+        )
         self.schema_ddl = SchemaDDL(self.ddl, self.catalog, self.tso, self._producer)
         # Compaction and bulk import on Spark need the object storage the segments live in.
         storage = None if c.storage is None else await asyncio.to_thread(ObjectStore.from_uri, c.storage)

@@ -19,6 +19,7 @@ from common.errors import InvalidArgument, PartitionNotFound
 from common.grpcutil import raise_for_status
 from common.names import check_collection_name, check_partition_name
 from protos import coordinator_pb2, jobs_pb2
+from proxy.databases import default_replicas
 from proxy.metacache import CollectionEntry, MetaCache
 from proxy.reads import ReadRouter
 from proxy.rpc import milvus_rpc
@@ -145,7 +146,7 @@ class PartitionRPCs:
         resp = await (await self._stub()).LoadCollection(
             coordinator_pb2.LoadCollectionRequest(
                 collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
-                replica_number=request.replica_number or 1,
+                replica_number=request.replica_number or await default_replicas(self._cache),
                 partition_names=list(request.partition_names),
             ),
             timeout=30,

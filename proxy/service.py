@@ -22,7 +22,7 @@ from common.coordclient import CoordinatorClient
 from common.errors import ErrorCode, InvalidArgument, SegmentLoadFailed, StrataError
 from common.expr.asyncparse import parse_filter_async
 from common.grpcutil import raise_for_status
-from common.names import DEFAULT_DATABASE, DEFAULT_DATABASE_ID, cannot_find_collection, check_collection_name
+from common.names import cannot_find_collection, check_collection_name
 from common.tsoutil import physical_ms
 from protos import coordinator_pb2
 from proxy import convert
@@ -31,7 +31,8 @@ from proxy.batch_describe import BatchDescribeRPCs
 from proxy.consistency import guarantee_timestamp
 from proxy.convert.groups import group_by_values
 from proxy.convert.search import check_index_search_params, check_range
-from proxy.databases import DatabaseRPCs
+from proxy.databases import DatabaseRPCs, default_replicas
+from proxy.dbcontext import current_database, request_database
 from proxy.flush_all import FlushAllRPCs
 from proxy.grouped_fetch import first_fetch, next_fetch
 from proxy.health import HealthRPCs
@@ -52,7 +53,7 @@ from proxy.rpc import milvus_rpc
 from proxy.schema_rpcs import SchemaRPCs, check_schema_timestamp, schema_guarantee
 from proxy.segments import SegmentRPCs
 from proxy.stats import WALStats
-from proxy.status import success
+from proxy.status import milvus_status, success
 from proxy.unsupported import answer_unsupported
 from proxy.upserts import live_rows, plan_upsert
 from proxy.vectorindex import search_metric
@@ -128,6 +129,10 @@ class MilvusProxy(
 
     # ---- connection ----------------------------------------------------------------------------
     async def Connect(self, request: milvus_pb2.ConnectRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.ConnectResponse:
+        try:  # as Milvus: a client whose ``dbname`` names no database cannot connect
+            await self._cache.database(request_database(request, context))
+        except StrataError as err:
+            return milvus_pb2.ConnectResponse(status=milvus_status(err))
         identifier = await self._fresh_ts()
         return milvus_pb2.ConnectResponse(
             status=success(),
@@ -165,6 +170,7 @@ class MilvusProxy(
                 consistency_level=level,
                 properties=props,
                 num_partitions=request.num_partitions,
+                db_name=current_database(),
             ),
             timeout=60,
         )
@@ -175,7 +181,9 @@ class MilvusProxy(
     @milvus_rpc(common_pb2.Status)
     async def DropCollection(self, request: milvus_pb2.DropCollectionRequest, context: grpc.aio.ServicerContext) -> common_pb2.Status:
         check_collection_name(request.collection_name)
-        resp = await (await self._stub()).DropCollection(coordinator_pb2.CollectionRef(name=request.collection_name), timeout=60)
+        resp = await (await self._stub()).DropCollection(
+            coordinator_pb2.CollectionRef(name=request.collection_name, db_name=current_database()), timeout=60
+        )
         self._cache.invalidate(request.collection_name)
         if resp.status.code == ErrorCode.COLLECTION_NOT_FOUND:
             return success()  # Milvus: dropping a missing collection is not an error
@@ -190,7 +198,7 @@ class MilvusProxy(
         except StrataError as err:
             if err.code != ErrorCode.COLLECTION_NOT_FOUND:
                 raise
-            raise cannot_find_collection(request.collection_name) from None
+            raise cannot_find_collection(request.collection_name, current_database()) from None
         properties = [common_pb2.KeyValuePair(key=k, value=v) for k, v in coll.properties.items()]
         schema = convert.schema_to_proto(coll.schema)
         schema.properties.extend(properties)  # Milvus' rootcoord puts them in both places
@@ -208,15 +216,17 @@ class MilvusProxy(
             collection_name=coll.name,
             aliases=list(coll.aliases),
             properties=properties,
-            db_name=DEFAULT_DATABASE,
-            db_id=DEFAULT_DATABASE_ID,
+            db_name=coll.db_name,
+            db_id=coll.db_id,
             num_partitions=len(coll.partitions),
         )
 
     @milvus_rpc(milvus_pb2.BoolResponse)
     async def HasCollection(self, request: milvus_pb2.HasCollectionRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.BoolResponse:
         check_collection_name(request.collection_name)
-        resp = await (await self._stub()).DescribeCollection(coordinator_pb2.CollectionRef(name=request.collection_name), timeout=30)
+        resp = await (await self._stub()).DescribeCollection(
+            coordinator_pb2.CollectionRef(name=request.collection_name, db_name=current_database()), timeout=30
+        )
         if resp.status.code == ErrorCode.COLLECTION_NOT_FOUND:
             return milvus_pb2.BoolResponse(status=success(), value=False)
         raise_for_status(resp.status)
@@ -224,7 +234,9 @@ class MilvusProxy(
 
     @milvus_rpc(milvus_pb2.ShowCollectionsResponse)
     async def ShowCollections(self, request: milvus_pb2.ShowCollectionsRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.ShowCollectionsResponse:
-        resp = await (await self._stub()).ListCollections(coordinator_pb2.ListCollectionsRequest(), timeout=30)
+        resp = await (await self._stub()).ListCollections(
+            coordinator_pb2.ListCollectionsRequest(db_name=current_database()), timeout=30
+        )
         raise_for_status(resp.status)
         colls = sorted(resp.collections, key=lambda c: c.collection_id)
         return milvus_pb2.ShowCollectionsResponse(
@@ -252,7 +264,7 @@ class MilvusProxy(
         resp = await (await self._stub()).LoadCollection(
             coordinator_pb2.LoadCollectionRequest(
                 collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
-                replica_number=request.replica_number or 1,
+                replica_number=request.replica_number or await default_replicas(self._cache),
             ),
             timeout=30,
         )
@@ -385,7 +397,7 @@ class MilvusProxy(
             segments[name], flush_ts[name] = list(resp.segment_ids), int(resp.flush_ts)
         return milvus_pb2.FlushResponse(
             status=success(),
-            db_name=request.db_name or "default",
+            db_name=current_database(),
             coll_segIDs={n: schema_pb2.LongArray(data=segments[n]) for n in names},
             flush_coll_segIDs={n: schema_pb2.LongArray(data=segments[n]) for n in names},
             coll_seal_times={n: int(time.time()) for n in names},
