@@ -109,6 +109,16 @@ class CoordinatorClient:
             assert self._stub is not None
             return self._stub
 
+    async def channel(self, *, timeout: float = 30.0) -> grpc.aio.Channel:
+        """The channel to the active coordinator, for its other services (``strata.security.Security``)."""
+        await self.stub(timeout=timeout)
+        address = self._address
+        if address is None:  # reset() between the two lines: look the leader up again
+            await self.stub(timeout=timeout)
+            address = self._address
+        assert address is not None
+        return self._channels[address]
+
     def _use(self, address: str) -> None:
         channel = self._channels.get(address)
         if channel is None:

@@ -60,6 +60,8 @@ class ErrorCode(IntEnum):
     DATABASE_NUM_LIMIT_EXCEEDED = 33
     COLLECTION_NUM_LIMIT_EXCEEDED = 34
     FORCE_DENIED = 35
+    PRIVILEGE_NOT_PERMITTED = 55
+    NOT_AUTHENTICATED = 56
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +140,11 @@ CODE_TABLE: dict[ErrorCode, CodeInfo] = {
     # A database's database.force.deny.writing / reading: commonpb.ErrorCode_ForceDeny (48), which
     # merr turns into ErrServiceQuotaExceeded (9).
     ErrorCode.FORCE_DENIED: CodeInfo(grpc.StatusCode.PERMISSION_DENIED, 48, 9),
+    # merr.ErrPrivilegeNotPermitted (commonpb.ErrorCode_PermissionDenied): the proxy's interceptor answers a
+    # denied call with gRPC PERMISSION_DENIED itself, as Milvus's does (proxy/auth/interceptor.py).
+    ErrorCode.PRIVILEGE_NOT_PERMITTED: CodeInfo(grpc.StatusCode.PERMISSION_DENIED, 3, 1401),
+    # merr.ErrPrivilegeNotAuthenticated; a failed login is gRPC UNAUTHENTICATED, as in Milvus.
+    ErrorCode.NOT_AUTHENTICATED: CodeInfo(grpc.StatusCode.UNAUTHENTICATED, 1, 1400),
 }
 
 
@@ -302,6 +309,18 @@ class SchemaMismatch(StrataError):
     """A write converted with a schema older than the collection's (a client's cached schema)."""
 
     code = ErrorCode.SCHEMA_MISMATCH
+
+
+class PrivilegeNotPermitted(StrataError):
+    """The caller's roles do not grant what the call needs (``proxy/auth``)."""
+
+    code = ErrorCode.PRIVILEGE_NOT_PERMITTED
+
+
+class NotAuthenticated(StrataError):
+    """No valid user and password (or a wrong one) came with the call."""
+
+    code = ErrorCode.NOT_AUTHENTICATED
 
 
 class SegmentNotFound(StrataError):

@@ -173,20 +173,24 @@ async def start_server(
     port: int = 0,
     health: Health | None = None,
     options: Sequence[tuple[str, int]] = tuple(SERVER_OPTIONS),
+    interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+    credentials: grpc.ServerCredentials | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """Start a grpc.aio server on ``host:port`` (0 = a free port); returns it and its port.
 
     With ``health``, the server also answers ``grpc.health.v1.Health`` (NOT_SERVING until the role says so).
     Every method answers INVALID_ARGUMENT to a request whose bytes do not decode.
-    ``options``: the server's channel options (default ``SERVER_OPTIONS``).
+    ``options``: the server's channel options (default ``SERVER_OPTIONS``); ``interceptors`` run
+    before every handler; with ``credentials`` the port speaks TLS only.
     """
-    server = grpc.aio.server(options=list(options))
+    server = grpc.aio.server(options=list(options), interceptors=list(interceptors) or None)
     # Servicers register through a guard: undecodable requests answer INVALID_ARGUMENT (grpcdecode.py).
     registrar = cast(grpc.aio.Server, DecodeGuard(server))
     add_servicers(registrar)
     if health is not None:
         await health.attach(registrar)
-    bound = server.add_insecure_port(f"{host}:{port}")
+    address = f"{host}:{port}"
+    bound = server.add_insecure_port(address) if credentials is None else server.add_secure_port(address, credentials)
     if bound == 0:
         raise OSError(f"cannot bind {host}:{port}")
     await server.start()

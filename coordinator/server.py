@@ -48,6 +48,7 @@ from common.grpcutil import OVERALL, Health, LateServicers, start_server
 from common.storage.objectstore import ObjectStore
 from coordinator.aliases import AliasDDL
 from coordinator.catalog import Catalog
+from coordinator.credentials import Credentials
 from coordinator.data.build_client import GrpcIndexBuilder
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.data.gc import GarbageCollector
@@ -61,12 +62,13 @@ from coordinator.indexes import IndexDDL
 from coordinator.partitions import PartitionDDL
 from coordinator.query.coord import QueryCoordinator
 from coordinator.schema_ddl import SchemaDDL
+from coordinator.security_service import SecurityService
 from coordinator.service import CoordinatorService
 from coordinator.streaming.balancer import StreamingBalancer
 from coordinator.streaming.local_source import BalancerAssignmentSource
 from coordinator.truncate import Truncator
 from coordinator.tso import TimestampOracle
-from protos import coordinator_pb2, coordinator_pb2_grpc
+from protos import coordinator_pb2, coordinator_pb2_grpc, security_pb2_grpc
 from streamingnode.client.producer import Producer
 
 
@@ -142,6 +144,9 @@ class Coordinator:
         self.catalog = Catalog(meta)
         self.databases = Databases(meta, allocate_id=self.ids.allocate)
         await self.databases.start()
+        # Users, roles and grants; root and the built-in roles on the cluster's first start.
+        self.credentials = Credentials(meta, default_root_password=c.common.security.root_password())
+        await self.credentials.start()
         names = pchannel_names(c.cluster_name, c.pchannel_count)
         self.balancer = StreamingBalancer(meta, names, rebalance_cooldown_seconds=c.rebalance_cooldown_seconds)
         self._producer = Producer(BalancerAssignmentSource(self.balancer))
@@ -190,9 +195,12 @@ class Coordinator:
             imports=None if self.jobs is None else self.jobs.imports,
             storage=storage,
             build_failures=None if self._index_builds is None else self._index_builds.failures,
+            credentials=self.credentials,
         )
 
         self._late.add(lambda server: coordinator_pb2_grpc.add_CoordinatorServicer_to_server(service, server))
+        security = SecurityService(self.credentials)
+        self._late.add(lambda server: security_pb2_grpc.add_SecurityServicer_to_server(security, server))
         # Other roles find us through the leader key; streaming nodes need us for timestamps
         # before they can open a WAL, so publish the address before balancing.
         await self._election.proclaim(LeaderInfo(server_id=server_id, address=self.address))

@@ -16,6 +16,7 @@ from common.storage.objectstore import ObjectStore
 from coordinator.aliases import AliasDDL
 from coordinator.catalog import Catalog, CollectionMeta
 from coordinator.cluster_service import ClusterRPCs
+from coordinator.credentials import Credentials
 from coordinator.data.build_policy import BuildKey
 from coordinator.data.compaction import CompactionManager
 from coordinator.data.datacoord import DataCoordinator
@@ -112,9 +113,11 @@ class CoordinatorService(
         imports: ImportManager | None = None,
         storage: ObjectStore | None = None,
         build_failures: Callable[[int], Mapping[BuildKey, str]] | None = None,
+        credentials: Credentials | None = None,
     ) -> None:
         self._storage = storage  # where query nodes save built indexes (index progress); None: unknown
         self._build_failures = build_failures  # builds refused for good, per collection (index_builds.py)
+        self._credentials = credentials  # grants on a collection go with it (dropped, renamed)
         self._indexes = indexes
         self._compaction = compaction
         self._imports = imports
@@ -177,6 +180,8 @@ class CoordinatorService(
         meta = await self._meta(request)
         await self._aliases.check_drop(request.name, meta)
         await self._ddl.drop_collection(meta)
+        if self._credentials is not None:
+            await self._credentials.collection_dropped(meta.db_name, meta.name)
         return pb.StatusResponse(status=ok_status())
 
     @rpc_method(pb.StatusResponse)
@@ -227,6 +232,12 @@ class CoordinatorService(
             await self._aliases.rename(meta, request.new_name, new_db_id=new_db.database_id, new_db_name=new_db.name)
         else:
             await self._aliases.rename(meta, request.new_name)
+        if self._credentials is not None:
+            if request.new_db_name and request.new_db_name != meta.db_name:
+                # Grants name a database: they do not follow a collection into another one.
+                await self._credentials.collection_dropped(meta.db_name, meta.name)
+            else:
+                await self._credentials.collection_renamed(meta.db_name, meta.name, request.new_name)
         return pb.StatusResponse(status=ok_status())
 
     @rpc_method(pb.StatusResponse)

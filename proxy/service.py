@@ -27,6 +27,7 @@ from common.tsoutil import physical_ms
 from protos import coordinator_pb2
 from proxy import convert
 from proxy.aliases import AliasRPCs
+from proxy.auth.rpcs import SecurityRPCs
 from proxy.batch_describe import BatchDescribeRPCs
 from proxy.consistency import guarantee_timestamp
 from proxy.convert.groups import group_by_values
@@ -89,6 +90,7 @@ class MilvusProxy(
     ResourceGroupRPCs,
     MetricsRPCs,
     LegacyRPCs,
+    SecurityRPCs,
     milvus_pb2_grpc.MilvusServiceServicer,
 ):
     def __init__(
