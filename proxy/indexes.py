@@ -25,6 +25,7 @@ import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
 from common.errors import IndexDuplicate, IndexNotFound, IndexNotSupported, InvalidArgument
+from common.fulltext.functions import bm25_outputs
 from common.grpcutil import raise_for_status
 from common.index_properties import check_configurable
 from protos import coordinator_pb2
@@ -84,7 +85,7 @@ class IndexRPCs:
         field = coll.schema.field(request.field_name)
         if field.dtype.is_vector:
             # Defaults filled in; InvalidArgument naming a bad metric, index type or build parameter.
-            params = vector_index_params(field, params)
+            params = vector_index_params(field, params, bm25=field.name in bm25_outputs(coll.schema))
         else:
             # Refused before anything is written: a worker builds vector indexes only, and an index
             # it cannot build must not be accepted (and then fail every load).

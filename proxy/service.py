@@ -21,12 +21,14 @@ from common.config import DEFAULT_LIMITS, ProxyLimits
 from common.coordclient import CoordinatorClient
 from common.errors import ErrorCode, InvalidArgument, SegmentLoadFailed, StrataError
 from common.expr.asyncparse import parse_filter_async
+from common.fulltext.functions import bm25_outputs
 from common.grpcutil import raise_for_status
 from common.names import cannot_find_collection, check_collection_name
 from common.tsoutil import physical_ms
 from protos import coordinator_pb2
 from proxy import convert
 from proxy.aliases import AliasRPCs
+from proxy.analyzers import AnalyzerRPCs
 from proxy.auth.rpcs import SecurityRPCs
 from proxy.batch_describe import BatchDescribeRPCs
 from proxy.consistency import guarantee_timestamp
@@ -91,6 +93,7 @@ class MilvusProxy(
     MetricsRPCs,
     LegacyRPCs,
     SecurityRPCs,
+    AnalyzerRPCs,
     milvus_pb2_grpc.MilvusServiceServicer,
 ):
     def __init__(
@@ -434,7 +437,8 @@ class MilvusProxy(
         ))
 
     async def _metric_for(self, coll: CollectionEntry, field: str, requested: str | None) -> str:
-        return search_metric(coll.schema.field(field), coll.index_metrics.get(field, ""), requested)
+        bm25 = field in bm25_outputs(coll.schema)
+        return search_metric(coll.schema.field(field), coll.index_metrics.get(field, ""), requested, bm25=bm25)
 
     @milvus_rpc(milvus_pb2.SearchResults)
     async def Search(self, request: milvus_pb2.SearchRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.SearchResults:

@@ -68,7 +68,7 @@ import contextlib
 import functools
 import json
 from collections.abc import AsyncIterator, Awaitable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 import grpc
@@ -80,6 +80,7 @@ from common.errors import ErrorCode, NotReady, PositionTruncated, StrataError
 from common.expr import Expr
 from common.expr.asyncparse import filter_size, parse_filter_async
 from common.failpoints import failpoint
+from common.fulltext.index_params import bm25_params
 from common.message import body_table, delete_partition, header
 from common.position import Position
 from common.schema import TIMESTAMP_COLUMN, CollectionSchema
@@ -91,6 +92,7 @@ from common.storage.segment_io import SegmentReader
 from common.storage.stats import SegmentStats
 from protos import querynode_pb2 as qpb
 from protos.common_pb2 import Message, MessageType
+from querynode.delegator.bm25_oracle import Bm25Oracle, SegmentBm25, read_segment_bm25
 from querynode.delegator.cutlog import CutLog
 from querynode.delegator.distribution import Distribution, Placement, Snapshot
 from querynode.delegator.load_failures import LoadFailures
@@ -105,6 +107,7 @@ from segcore.segments.growing import GrowingStore
 from segcore.segments.readmask import read_mask
 from segcore.segments.reduce import merge_topk
 from segcore.segments.sealed import load_deletes
+from segcore.segments.sparse_rows import queries_to_bytes
 from streamingnode.client.assignment import AssignmentSource
 from streamingnode.client.consumer import consume
 
@@ -159,6 +162,7 @@ class _Prepared:
     mark: int
     moving_from: Placement | None
     cuts: int
+    bm25: SegmentBm25 = field(default_factory=dict)
 
 
 class Oracle:
@@ -210,6 +214,7 @@ class Delegator:
         self.data = ShardData(schema)  # growing segments only: sealed ones live on workers
         self.cutlog = CutLog(schema.primary_field.arrow_type())
         self.oracle = Oracle()
+        self.bm25 = Bm25Oracle()
         self.dist = Distribution()
         self.l0_segments: set[int] = set()
         self.offline: set[int] = set()
@@ -460,6 +465,7 @@ class Delegator:
         sid = meta.segment_id
         try:
             stats, keys, stamps, (own_pks, own_ts) = await asyncio.to_thread(self._read_keys, meta)
+            bm25 = await asyncio.to_thread(read_segment_bm25, self._storage, self.schema, meta)
         except Exception as err:  # any failure to read it is a failed load, reported and retried
             self._load_failed(placed, err)
             return None
@@ -488,7 +494,7 @@ class Delegator:
             self._load_failed(placed, err)
             return None
         return _Prepared(placed=placed, oracle=oracle, stats=stats, keys=keys, stamps=stamps, mark=mark,
-                         moving_from=moving_from, cuts=len(pks))
+                         moving_from=moving_from, cuts=len(pks), bm25=bm25)
 
     def _load_failed(self, placed: PlacedSegment, err: BaseException) -> None:
         """Record a failed load (it is tried again after a backoff)."""
@@ -539,6 +545,7 @@ class Delegator:
                 sid = p.placed.meta.segment_id
                 partition = p.placed.meta.partition_id
                 self.oracle.stats[sid] = p.stats
+                self.bm25.add_sealed(sid, p.bm25)
                 # Its rows end older versions of their keys everywhere else in its partition.
                 for _, store in self.data.growing_in(partition, but=sid):
                     store.cut(p.keys, p.stamps)
@@ -554,6 +561,7 @@ class Delegator:
                                     remove=release)
             for sid in release:
                 self.oracle.stats.pop(sid, None)
+                self.bm25.drop_sealed(sid)
                 self.cutlog.drop(sid)
                 self.l0_segments.discard(sid)
                 self.offline.discard(sid)
@@ -652,6 +660,10 @@ class Delegator:
     ) -> pa.Table:
         read_ts = await self.tsafe.wait(spec.guarantee_ts, timeout=spec.timeout, what=f"search {self.vchannel}")
         self._check_readable()
+        if metric.upper() == "BM25":  # text queries: term frequencies weighted by this shard's IDF
+            built = bm25_params(next((dict(i.params) for i in self.indexes if i.field_name == field), {}))
+            vectors, params = self.bm25.weigh(field, vectors, params, built, self.data.growing)
+            raw_vectors = queries_to_bytes(vectors)
         parsed = search_params(params)
 
         def on_worker(placement: Placement, sids: list[int]) -> Awaitable[pa.Table]:
