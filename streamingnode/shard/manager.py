@@ -283,6 +283,14 @@ class ShardManager:
 
     def segment_flushed(self, segment_id: int) -> None:
         """Records that a Flush of the segment was appended: it is forgotten (unknown ids: no-op)."""
+        self._forget(segment_id)
+
+    def segment_abandoned(self, segment_id: int) -> None:
+        """Forgets a segment whose CreateSegment was surely not appended (its append was refused),
+        as a replay of the log would not know it; its key has no open segment then."""
+        self._forget(segment_id)
+
+    def _forget(self, segment_id: int) -> None:
         seg = self._s.segments.pop(segment_id, None)
         if seg is not None and self._s.open.get(seg.key) == segment_id:
             del self._s.open[seg.key]

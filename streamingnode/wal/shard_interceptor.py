@@ -44,6 +44,7 @@ class Expansion:
     own: list[Message] = field(default_factory=list)  # the caller's messages, headers stamped
     inserts: list[tuple[int, int, int]] = field(default_factory=list)  # (segment, rows, bytes) reserved
     flushed: list[int] = field(default_factory=list)
+    created: list[int] = field(default_factory=list)  # segments whose CreateSegment is in ``pre``
 
 
 def _restamped(msg: Message, typed: Insert | ManualFlush) -> Message:
@@ -67,20 +68,27 @@ class ShardInterceptor:
             ex.flushed.append(seal.segment_id)
 
     async def expand(self, messages: Sequence[Message], now_ms: int) -> Expansion:
-        """Plan ``messages``; on a refusal (e.g. unknown collection, a malformed header) nothing stays
-        reserved."""
+        """Plan ``messages``; on a refusal (a malformed message, an unknown collection) nothing stays
+        reserved and no segment created for them stays open.
+
+        Every message is decoded before any is planned: a malformed one refuses the append first.
+        """
+        typed = [decode(msg) for msg in messages]
         ex = Expansion()
         try:
-            for msg in messages:
-                ex.own.append(await self._one(msg, now_ms, ex))
+            for msg, one in zip(messages, typed, strict=True):
+                ex.own.append(await self._one(msg, one, now_ms, ex))
         except BaseException:
             self.aborted(ex)
+            # Nothing of this append is written: a segment created for it has no CreateSegment in the
+            # log, so it must not take the next insert (the flusher would not know its segment).
+            for sid in ex.created:
+                self.manager.segment_abandoned(sid)
             raise
         return ex
 
-    async def _one(self, msg: Message, now_ms: int, ex: Expansion) -> Message:
+    async def _one(self, msg: Message, typed: TypedMessage, now_ms: int, ex: Expansion) -> Message:
         m = self.manager
-        typed = decode(msg)
         match typed:
             case CreateCollection(collection_id=cid, vchannel=v):
                 m.collection_created(cid, [v])
@@ -127,6 +135,7 @@ class ShardInterceptor:
             )
             ex.pre.append(created.encode())
             self.manager.segment_created(sid, ins.collection_id, ins.partition_id, ins.vchannel, now_ms)
+            ex.created.append(sid)
             p = plan()
         if p.segment_id is None:
             raise StrataError(f"no segment for an insert into {ins.vchannel}")

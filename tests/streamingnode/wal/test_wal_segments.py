@@ -11,8 +11,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from common.errors import CollectionNotFound
-from common.message import Delete, DropCollection, Insert, ManualFlush, decode
+from common.errors import CollectionNotFound, MalformedMessage
+from common.message import CreateSegment, Delete, DropCollection, Insert, ManualFlush, decode
 from common.tsoutil import compose
 from protos.common_pb2 import Message, MessageType
 from streamingnode.shard import SealPolicy, ShardManager
@@ -177,3 +177,53 @@ async def test_idle_policy_flushes_without_an_append(tmp_path: Path) -> None:
     finally:
         await wal.close()
         await opener.close()  # type: ignore[attr-defined]
+
+
+async def test_a_malformed_message_is_refused_and_nothing_of_its_append_is_written(harness: Harness) -> None:
+    """An Insert without ``rows`` fails its own append with MalformedMessage (INVALID_ARGUMENT),
+    reserves no segment room, and the WAL goes on writing."""
+    wal, opener = await harness.open(1)
+    try:
+        await wal.append([create_collection("v0", 7)])
+        before = await _log(wal)
+        bad = Message(type=MessageType.INSERT, vchannel="v0", header=b'{"collection_id": 7, "partition_id": 8}')
+        with pytest.raises(MalformedMessage, match="header key 'rows' is missing"):
+            await wal.append([_insert(2), bad])  # one append: the good Insert is not written either
+        assert await _log(wal) == before
+        await wal.append([_insert(2)])
+        log = await _log(wal)
+        assert [k for k, _ in log] == [MessageType.CREATE_COLLECTION, MessageType.CREATE_SEGMENT, MessageType.INSERT]
+        [segment] = [m for _, m in log if isinstance(m, CreateSegment)]
+        assert harness_rows(wal, segment.segment_id) == 2  # the refused append reserved nothing
+    finally:
+        await wal.close()
+        await opener.close()  # type: ignore[attr-defined]
+
+
+
+async def test_a_refused_append_leaves_no_segment_without_its_create_segment(harness: Harness) -> None:
+    """An Insert planned into a fresh segment, then a message of the same append refused: nothing is
+    written, so the segment is forgotten and the next Insert gets a CreateSegment before it (the
+    flusher skips inserts into a segment it never saw created)."""
+    wal, opener = await harness.open(1)
+    try:
+        await wal.append([create_collection("v0", 7)])
+        stray = Delete.of(vchannel="v0", collection_id=99, pks=pa.array([1], pa.int64())).encode()
+        with pytest.raises(CollectionNotFound):
+            await wal.append([_insert(2), stray])
+        await wal.append([_insert(2)])
+        log = await _log(wal)
+        assert [k for k, _ in log] == [MessageType.CREATE_COLLECTION, MessageType.CREATE_SEGMENT, MessageType.INSERT]
+        [created] = [m for _, m in log if isinstance(m, CreateSegment)]
+        [inserted] = [m for _, m in log if isinstance(m, Insert)]
+        assert inserted.segment_id == created.segment_id
+    finally:
+        await wal.close()
+        await opener.close()  # type: ignore[attr-defined]
+
+
+def harness_rows(wal: WAL, segment_id: int) -> int:
+    assert wal._shard is not None
+    seg = wal._shard.manager.segment(segment_id)
+    assert seg is not None
+    return seg.rows
