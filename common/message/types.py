@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import pyarrow as pa
 
@@ -170,8 +170,7 @@ def _schema(h: HeaderReader) -> CollectionSchema:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CreateCollection(_Encoded):
-    TYPE: ClassVar[MessageType] = MessageType.CREATE_COLLECTION
+class _SchemaMessage(_Encoded):
     vchannel: str
     collection_id: int
     schema: CollectionSchema
@@ -180,26 +179,23 @@ class CreateCollection(_Encoded):
         return {"collection_id": self.collection_id, "schema": self.schema.to_json()}
 
     @classmethod
-    def decode(cls, msg: Message, h: HeaderReader) -> CreateCollection:
+    def decode(cls, msg: Message, h: HeaderReader) -> Self:
         return cls(vchannel=msg.vchannel, collection_id=h.integer("collection_id"), schema=_schema(h))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SchemaChange(_Encoded):
+class CreateCollection(_SchemaMessage):
+    """The collection exists on ``vchannel`` with ``schema``."""
+
+    TYPE: ClassVar[MessageType] = MessageType.CREATE_COLLECTION
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SchemaChange(_SchemaMessage):
     """The collection's schema is now ``schema`` (a field was added): the WAL seals the growing
     segments on the vchannel first; readers take the schema if its version is newer."""
 
     TYPE: ClassVar[MessageType] = MessageType.SCHEMA_CHANGE
-    vchannel: str
-    collection_id: int
-    schema: CollectionSchema
-
-    def header_fields(self) -> dict[str, Any]:
-        return {"collection_id": self.collection_id, "schema": self.schema.to_json()}
-
-    @classmethod
-    def decode(cls, msg: Message, h: HeaderReader) -> SchemaChange:
-        return cls(vchannel=msg.vchannel, collection_id=h.integer("collection_id"), schema=_schema(h))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -238,10 +234,7 @@ class DropPartition(_Encoded):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CreateSegment(_Encoded):
-    """Written by the WAL before the first Insert into ``segment_id``."""
-
-    TYPE: ClassVar[MessageType] = MessageType.CREATE_SEGMENT
+class _SegmentMessage(_Encoded):
     vchannel: str
     collection_id: int
     partition_id: int
@@ -251,7 +244,7 @@ class CreateSegment(_Encoded):
         return {"collection_id": self.collection_id, "partition_id": self.partition_id, "segment_id": self.segment_id}
 
     @classmethod
-    def decode(cls, msg: Message, h: HeaderReader) -> CreateSegment:
+    def decode(cls, msg: Message, h: HeaderReader) -> Self:
         return cls(
             vchannel=msg.vchannel,
             collection_id=h.integer("collection_id"),
@@ -261,26 +254,17 @@ class CreateSegment(_Encoded):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Flush(_Encoded):
+class CreateSegment(_SegmentMessage):
+    """Written by the WAL before the first Insert into ``segment_id``."""
+
+    TYPE: ClassVar[MessageType] = MessageType.CREATE_SEGMENT
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Flush(_SegmentMessage):
     """Written by the WAL after the last Insert into ``segment_id``: the segment is sealed."""
 
     TYPE: ClassVar[MessageType] = MessageType.FLUSH
-    vchannel: str
-    collection_id: int
-    partition_id: int
-    segment_id: int
-
-    def header_fields(self) -> dict[str, Any]:
-        return {"collection_id": self.collection_id, "partition_id": self.partition_id, "segment_id": self.segment_id}
-
-    @classmethod
-    def decode(cls, msg: Message, h: HeaderReader) -> Flush:
-        return cls(
-            vchannel=msg.vchannel,
-            collection_id=h.integer("collection_id"),
-            partition_id=h.integer("partition_id"),
-            segment_id=h.integer("segment_id"),
-        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
