@@ -13,64 +13,57 @@ from typing import Any
 
 from common.errors import MalformedMessage
 
-_MISSING = object()
-
 
 class HeaderReader:
     """The fields of one message's JSON header; every getter raises ``MalformedMessage``."""
 
-    __slots__ = ("_doc", "_what")
+    __slots__ = ("_doc", "_kind", "_vchannel")
 
-    def __init__(self, raw: bytes, what: str) -> None:
-        self._what = what
+    def __init__(self, raw: bytes, kind: str, vchannel: str) -> None:
+        self._kind, self._vchannel = kind, vchannel
         if not raw:
             self._doc: dict[str, Any] = {}
             return
         try:
             doc = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise MalformedMessage(f"{what}: header is not JSON ({err})") from err
+            raise self.fail(f"header is not JSON ({err})") from err
         if not isinstance(doc, dict):
-            raise MalformedMessage(f"{what}: header is a JSON {type(doc).__name__}, not an object")
+            raise self.fail(f"header is a JSON {type(doc).__name__}, not an object")
         self._doc = doc
 
     def fail(self, problem: str) -> MalformedMessage:
         """The error for a header whose ``problem`` the caller found itself."""
-        return MalformedMessage(f"{self._what}: {problem}")
+        return MalformedMessage(f"{self._kind} message on vchannel {self._vchannel!r}: {problem}")
 
-    def _get(self, key: str, default: object) -> object:
-        value = self._doc.get(key, _MISSING)
-        if value is _MISSING:
-            if default is _MISSING:
-                raise self.fail(f"header key {key!r} is missing")
-            return default
-        return value
+    def _wrong(self, key: str, value: object, kind: str) -> MalformedMessage:
+        if key not in self._doc:
+            return self.fail(f"header key {key!r} is missing")
+        return self.fail(f"header key {key!r} is {value!r}, not {kind}")
 
     def integer(self, key: str, default: int | None = None) -> int:
         """``key`` as an integer; ``default`` when absent (required when ``default`` is None)."""
-        value = self._get(key, _MISSING if default is None else default)
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise self.fail(f"header key {key!r} is {value!r}, not an integer")
+        value = self._doc.get(key, default)
+        if type(value) is not int:  # bool is an int subclass, and no integer
+            raise self._wrong(key, value, "an integer")
         return value
 
     def optional_integer(self, key: str) -> int | None:
         """``key`` as an integer, or None when absent."""
-        if key not in self._doc:
-            return None
-        return self.integer(key)
+        return self.integer(key) if key in self._doc else None
 
     def string(self, key: str) -> str:
         """``key`` as a string (required)."""
-        value = self._get(key, _MISSING)
-        if not isinstance(value, str):
-            raise self.fail(f"header key {key!r} is {value!r}, not a string")
+        value = self._doc.get(key)
+        if type(value) is not str:
+            raise self._wrong(key, value, "a string")
         return value
 
     def integers(self, key: str) -> tuple[int, ...]:
         """``key`` as a list of integers; () when absent."""
-        value = self._get(key, [])
-        if not isinstance(value, list) or any(not isinstance(v, int) or isinstance(v, bool) for v in value):
-            raise self.fail(f"header key {key!r} is {value!r}, not a list of integers")
+        value = self._doc.get(key, [])
+        if type(value) is not list or any(type(v) is not int for v in value):
+            raise self._wrong(key, value, "a list of integers")
         return tuple(value)
 
 

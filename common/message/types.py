@@ -32,7 +32,7 @@ JSON object, or a missing or mistyped key raise ``MalformedMessage``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Self
 
@@ -277,7 +277,7 @@ class ManualFlush(_Encoded):
     flush_ts: int = 0
     segment_ids: tuple[int, ...] = ()  # filled in by the WAL, ascending
 
-    def sealed(self, segment_ids: list[int]) -> ManualFlush:
+    def sealed(self, segment_ids: Iterable[int]) -> ManualFlush:
         """This ManualFlush listing ``segment_ids`` as the ones it sealed."""
         return replace(self, segment_ids=tuple(sorted(segment_ids)))
 
@@ -339,6 +339,10 @@ _DECODERS: dict[int, Callable[[Message, HeaderReader], TypedMessage]] = {
 }
 
 
+_NAMES = {value: MessageType.Name(value) for value in _DECODERS}
+_TIME_TICK = MessageType.TIME_TICK
+
+
 def decode(msg: Message) -> TypedMessage:
     """The typed form of ``msg``.
 
@@ -346,13 +350,13 @@ def decode(msg: Message) -> TypedMessage:
         MalformedMessage: ``msg`` has a type Strata does not write, or its header is not a JSON
             object with the keys (and value types) its type requires.
     """
-    if msg.type == MessageType.TIME_TICK:
+    kind = msg.type
+    if kind == _TIME_TICK:
         return TimeTick(timetick=msg.timetick)
-    decoder = _DECODERS.get(msg.type)
+    decoder = _DECODERS.get(kind)
     if decoder is None:
-        name = MessageType.Name(msg.type) if msg.type in MessageType.values() else "not in common.proto"
+        name = MessageType.Name(kind) if kind in MessageType.values() else "not in common.proto"
         raise MalformedMessage(
-            f"message on vchannel {msg.vchannel!r} has type {msg.type} ({name}), which Strata does not read"
+            f"message on vchannel {msg.vchannel!r} has type {kind} ({name}), which Strata does not read"
         )
-    kind = MessageType.Name(msg.type)
-    return decoder(msg, HeaderReader(msg.header, f"{kind} message on vchannel {msg.vchannel!r}"))
+    return decoder(msg, HeaderReader(msg.header, _NAMES[kind], msg.vchannel))
