@@ -167,6 +167,10 @@ class InvalidArgument(StrataError):
     code = ErrorCode.INVALID_ARGUMENT
 
 
+class MalformedMessage(InvalidArgument):
+    """A WAL message whose type or header ``common.message.decode`` cannot read."""
+
+
 class CollectionNotFound(StrataError):
     code = ErrorCode.COLLECTION_NOT_FOUND
 

@@ -18,7 +18,7 @@ import structlog
 
 from common.database_properties import check_collection_count
 from common.errors import ErrorCode, InvalidArgument, StrataError
-from common.message import new_create_collection, new_drop_collection
+from common.message import CreateCollection, DropCollection
 from common.names import DEFAULT_DATABASE, DEFAULT_DATABASE_ID, check_collection_name, collection_not_found
 from common.position import Position
 from common.schema import CollectionSchema
@@ -163,10 +163,11 @@ class DDL:
         return meta
 
     async def finish_create(self, meta: CollectionMeta) -> CollectionMeta:
-        schema_json = meta.schema.to_json()
         appended = await asyncio.gather(
             *(
-                self._producer.append(p, [new_create_collection(v, meta.collection_id, schema_json)])
+                self._producer.append(
+                    p, [CreateCollection(vchannel=v, collection_id=meta.collection_id, schema=meta.schema).encode()]
+                )
                 for v, p in zip(meta.vchannels, meta.pchannels, strict=True)
             )
         )
@@ -187,7 +188,7 @@ class DDL:
         await self._release(meta.collection_id)
         await asyncio.gather(
             *(
-                self._producer.append(p, [new_drop_collection(v, meta.collection_id)])
+                self._producer.append(p, [DropCollection(vchannel=v, collection_id=meta.collection_id).encode()])
                 for v, p in zip(meta.vchannels, meta.pchannels, strict=True)
             )
         )

@@ -81,7 +81,7 @@ from common.expr import Expr
 from common.expr.asyncparse import filter_size, parse_filter_async
 from common.failpoints import failpoint
 from common.fulltext.index_params import bm25_params
-from common.message import body_table, delete_partition, header
+from common.message import Delete, DropPartition, Insert, SchemaChange, TimeTick, decode
 from common.position import Position
 from common.schema import TIMESTAMP_COLUMN, CollectionSchema
 from common.schema_evolution import conform_table, is_newer
@@ -293,16 +293,15 @@ class Delegator:
                 self._log.exception("cannot apply message", type=MessageType.Name(msg.type))
 
     async def _apply(self, msg: Message) -> None:
-        match msg.type:
-            case MessageType.TIME_TICK:
-                await self.tsafe.advance(msg.timetick)
-            case MessageType.INSERT:
-                h = header(msg)
-                segment_id = int(h.get("segment_id", 0))
+        match decode(msg):
+            case TimeTick(timetick=timetick):
+                await self.tsafe.advance(timetick)
+            case Insert() as ins:
+                segment_id = ins.segment_id or 0
                 if segment_id in self.dist.current.sealed or segment_id in self.excluded:
                     return  # its rows come from object storage
-                partition = self._partition_of[segment_id] = int(h.get("partition_id", 0))
-                table = body_table(msg)
+                partition = self._partition_of[segment_id] = ins.partition_id
+                table = ins.table()
                 ts = pa.array(np.full(table.num_rows, msg.timetick, dtype=np.uint64))
                 table = conform_table(table.append_column(TIMESTAMP_COLUMN, ts), self._arrow_schema, self.schema)
                 pks = table.column(self._pk).combine_chunks()
@@ -311,22 +310,21 @@ class Delegator:
                     self.data.insert(segment_id, table, partition)
                     self.cutlog.add_versions(segment_id, partition, pks, stamps)
                     await self._forward(pks, stamps, partition, exclude=segment_id)
-            case MessageType.DELETE:
-                pks = body_table(msg).column("pk").combine_chunks()
+            case Delete() as dele:
+                pks = dele.pks()
                 stamps = np.full(len(pks), msg.timetick, dtype=np.uint64)
-                partition = delete_partition(msg)
+                partition = dele.partition_id
                 async with self._lock:
                     self.data.delete(pks, msg.timetick, partition)
                     self.cutlog.add_deletes(pks, stamps, partition)
                     await self._forward(pks, stamps, partition)
-            case MessageType.DROP_PARTITION:
-                dropped = int(header(msg)["partition_id"])
+            case DropPartition(partition_id=dropped):
                 async with self._lock:
                     for sid in [sid for sid in self.data.growing if self._partition_of.get(sid) == dropped]:
                         self.data.growing.pop(sid)
                 self._log.info("partition dropped: its growing segments are gone", partition=dropped)
-            case MessageType.SCHEMA_CHANGE:
-                await self._schema_changed(CollectionSchema.from_json(header(msg)["schema"]))
+            case SchemaChange(schema=schema):
+                await self._schema_changed(schema)
             case _:
                 pass  # other DDL and flush messages carry nothing for reads
 

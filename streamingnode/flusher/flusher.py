@@ -33,9 +33,8 @@ import structlog
 
 from common.errors import CollectionNotFound, SegmentNotFound
 from common.failpoints import failpoint
-from common.message import header
+from common.message import CreateCollection, decode
 from common.position import Position
-from common.schema import CollectionSchema
 from common.storage.objectstore import ObjectStore
 from protos.common_pb2 import MessageType
 from streamingnode.flusher.dataclient import DataClient, RecoveredChannel
@@ -141,11 +140,12 @@ class WALFlusher:
             else:
                 p = self.pipelines.get(msg.vchannel)
                 if p is None and msg.type == MessageType.CREATE_COLLECTION:
-                    h = header(msg)
+                    created = decode(msg)
+                    assert isinstance(created, CreateCollection)
                     p = ChannelPipeline(
                         vchannel=msg.vchannel,
-                        collection_id=int(h["collection_id"]),
-                        schema=CollectionSchema.from_json(h["schema"]),
+                        collection_id=created.collection_id,
+                        schema=created.schema,
                         checkpoint=None,
                     )
                     self.pipelines[msg.vchannel] = p
