@@ -11,7 +11,6 @@ proxy's cache. While that watch is down (etcd away), entries also expire after
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from dataclasses import dataclass, field
 
@@ -23,6 +22,7 @@ from common.etcd.metastore import MetaStore
 from common.etcd.watch import EtcdWatch
 from common.grpcutil import raise_for_status
 from common.schema import CollectionSchema
+from common.tasks import BackgroundTasks
 from protos import coordinator_pb2
 
 DEFAULT_PARTITION = "_default"
@@ -86,20 +86,16 @@ class MetaCache:
         self._coord = coord
         self._ttl = ttl
         self._by_name: dict[str, tuple[float, CollectionEntry]] = {}
-        self._follow: asyncio.Task[None] | None = None
         self._generation = 0  # bumped by every invalidation
         self._log = structlog.get_logger().bind(component="meta-cache")
+        self._tasks = BackgroundTasks("meta-cache")
 
     def start(self, store: MetaStore) -> None:
         """Follow the catalog in ``store`` until ``stop``."""
-        self._follow = asyncio.create_task(self._follow_catalog(store), name="meta-cache-follow")
+        self._tasks.start(self._follow_catalog(store), name="meta-cache-follow")
 
     async def stop(self) -> None:
-        if self._follow is not None:
-            self._follow.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._follow
-            self._follow = None
+        await self._tasks.stop()
 
     async def _follow_catalog(self, store: MetaStore) -> None:
         """Forget entries whose catalog keys change; everything when the watch (re)starts, since

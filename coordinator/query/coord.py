@@ -49,6 +49,7 @@ from common.grpcutil import StubCache
 from common.position import Position
 from common.segment import SegmentLevel, SegmentMeta, SegmentState
 from common.segment_pb import position_to_pb, segment_to_pb
+from common.tasks import BackgroundTasks
 from coordinator.catalog import Catalog, CollectionMeta, IndexMeta, LoadMeta
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.query.placement import assign_replicas, place_channels, place_segments
@@ -155,7 +156,7 @@ class QueryCoordinator:
         self._stubs = StubCache(querynode_pb2_grpc.QueryNodeStub)
         self._stub = self._stubs.get
         self._wake = asyncio.Event()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = BackgroundTasks("querycoord")
         self._log = structlog.get_logger().bind(component="query-coord")
 
     async def start(self) -> None:
@@ -165,15 +166,11 @@ class QueryCoordinator:
             self._load_ts[load.collection_id] = await self._tso.allocate()
             self._replicas[load.collection_id] = replicas.get(load.collection_id, {})
         self._loading = set(self._loads)  # until a check finds them ready
-        self._tasks.add(asyncio.create_task(self._watch_nodes(), name="querycoord-nodes"))
-        self._tasks.add(asyncio.create_task(self._loop(), name="querycoord-checker"))
+        self._tasks.start(self._watch_nodes(), name="querycoord-nodes")
+        self._tasks.start(self._loop(), name="querycoord-checker")
 
     async def stop(self) -> None:
-        for t in self._tasks:
-            t.cancel()
-        for t in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        await self._tasks.stop()
         await self._stubs.close()
 
     # -- load / release ---------------------------------------------------------------------------

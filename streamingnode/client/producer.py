@@ -12,7 +12,6 @@ the same answers and the same retries.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ import structlog
 from common.errors import ErrorCode, StrataError, error_from_code
 from common.grpcutil import insecure_channel
 from common.message import size_bound
+from common.tasks import BackgroundTasks
 from protos import common_pb2, streaming_pb2, streaming_pb2_grpc
 from streamingnode.client.assignment import AssignmentSource
 from streamingnode.client.local import LocalStreamingNode
@@ -78,8 +78,9 @@ class _Stream:
         self._outbox: list[_Waiter] = []
         self._wake = asyncio.Event()
         self.broken: BaseException | None = None
-        self._reader = asyncio.create_task(self._read(), name=f"produce-reader-{pchannel}")
-        self._sender = asyncio.create_task(self._send_loop(), name=f"produce-sender-{pchannel}")
+        self._tasks = BackgroundTasks("producer-stream", pchannel=pchannel, term=term)
+        self._tasks.start(self._read(), name=f"produce-reader-{pchannel}")
+        self._tasks.start(self._send_loop(), name=f"produce-sender-{pchannel}")
 
     def _fail(self, err: BaseException) -> None:
         self.broken = err
@@ -160,10 +161,7 @@ class _Stream:
         return fut
 
     async def close(self) -> None:
-        for task in (self._sender, self._reader):
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._tasks.stop()
         self._fail(ConnectionError("producer stream closed"))
         self._call.cancel()
         await self._channel.close()
