@@ -32,6 +32,7 @@ from common.errors import NotReady
 from common.etcd.metastore import MetaStore
 from common.etcd.watch import EtcdWatch
 from common.grpcutil import insecure_channel
+from common.rpcstatus import checked_stub
 from common.tasks import BackgroundTasks
 from protos import coordinator_pb2_grpc
 
@@ -66,7 +67,11 @@ async def read_leader(store: MetaStore) -> LeaderInfo | None:
 
 
 class CoordinatorClient:
-    """A stub to the active coordinator that follows the leader key in etcd."""
+    """A stub to the active coordinator that follows the leader key in etcd.
+
+    The stub is checked (``common.rpcstatus.checked_stub``): a unary call answered with a
+    non-OK status raises its typed error.
+    """
 
     def __init__(self, store: MetaStore) -> None:
         self._store = store
@@ -115,7 +120,7 @@ class CoordinatorClient:
         if channel is None:
             channel = self._channels[address] = insecure_channel(address)
         self._address = address
-        self._stub = coordinator_pb2_grpc.CoordinatorStub(channel)
+        self._stub = checked_stub(coordinator_pb2_grpc.CoordinatorStub(channel))
         self._log.info("coordinator found", address=address)
 
     async def reset(self) -> None:

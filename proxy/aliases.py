@@ -13,7 +13,6 @@ from typing import Any
 import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
-from common.grpcutil import raise_for_status
 from common.names import DEFAULT_DATABASE, check_alias, check_collection_name, database_not_found
 from protos import coordinator_pb2 as cpb
 from proxy.metacache import MetaCache
@@ -31,7 +30,6 @@ class AliasRPCs:
 
     async def _call(self, method: str, request: Any) -> Any:
         resp = await getattr(await self._stub(), method)(request, timeout=DDL_TIMEOUT)
-        raise_for_status(resp.status)
         self._cache.invalidate_all()
         return resp
 

@@ -15,7 +15,6 @@ import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
 from common.errors import NotSupported
-from common.grpcutil import raise_for_status
 from common.names import DEFAULT_DATABASE
 from protos import databases_pb2 as dpb
 from proxy.rpc import milvus_rpc
@@ -36,7 +35,6 @@ class DatabaseRPCs:
         resp = await (await self._stub()).DescribeDatabase(
             dpb.DatabaseRef(name=request.db_name or DEFAULT_DATABASE), timeout=DATABASE_TIMEOUT
         )
-        raise_for_status(resp.status)
         db = resp.database
         return milvus_pb2.DescribeDatabaseResponse(
             status=success(),
@@ -51,7 +49,6 @@ class DatabaseRPCs:
         self, request: milvus_pb2.ListDatabasesRequest, context: grpc.aio.ServicerContext
     ) -> milvus_pb2.ListDatabasesResponse:
         resp = await (await self._stub()).ListDatabases(dpb.ListDatabasesRequest(), timeout=DATABASE_TIMEOUT)
-        raise_for_status(resp.status)
         return milvus_pb2.ListDatabasesResponse(
             status=success(),
             db_names=[d.name for d in resp.databases],

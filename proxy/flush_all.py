@@ -19,7 +19,6 @@ from typing import Any
 import grpc
 from pymilvus.grpc_gen import milvus_pb2, schema_pb2
 
-from common.grpcutil import raise_for_status
 from common.names import DEFAULT_DATABASE, database_not_found
 from protos import coordinator_pb2
 from proxy.metacache import CollectionEntry
@@ -51,7 +50,6 @@ class FlushAllRPCs:
             for name in target.collection_names:
                 await self._lookup(name)
         resp = await (await self._stub()).FlushAll(coordinator_pb2.FlushAllRequest(), timeout=FLUSH_ALL_TIMEOUT)
-        raise_for_status(resp.status)
         sealed_at = int(time.time())
         return milvus_pb2.FlushAllResponse(
             status=success(),
@@ -81,7 +79,6 @@ class FlushAllRPCs:
         resp = await (await self._stub()).GetFlushAllState(
             coordinator_pb2.GetFlushAllStateRequest(flush_all_ts=request.flush_all_ts), timeout=FLUSH_ALL_TIMEOUT
         )
-        raise_for_status(resp.status)
         return milvus_pb2.GetFlushAllStateResponse(
             status=success(),
             flushed=resp.flushed,

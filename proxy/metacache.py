@@ -20,7 +20,6 @@ from aetcd.utils import prefix_range_end
 from common.coordclient import CoordinatorClient
 from common.etcd.metastore import MetaStore
 from common.etcd.watch import EtcdWatch
-from common.grpcutil import raise_for_status
 from common.schema import CollectionSchema
 from common.tasks import BackgroundTasks
 from protos import coordinator_pb2
@@ -137,7 +136,6 @@ class MetaCache:
         generation = self._generation
         stub = await self._coord.stub()
         resp = await stub.DescribeCollection(coordinator_pb2.CollectionRef(name=name), timeout=30)
-        raise_for_status(resp.status)
         entry = CollectionEntry.from_info(resp.collection)
         if generation == self._generation:  # else a change arrived meanwhile: the answer may predate it
             self._by_name[name] = (time.monotonic(), entry)

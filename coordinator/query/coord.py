@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 import grpc
 import structlog
 
-from common.errors import ErrorCode, InvalidArgument
+from common.errors import ErrorCode, InvalidArgument, StrataError
 from common.etcd.metastore import MetaStore
 from common.etcd.session import SessionInfo, follow_sessions
 from common.grpcutil import StubCache
@@ -236,7 +236,7 @@ class QueryCoordinator:
                 self._sent.pop((node_id, vchannel), None)
                 self._broken.pop(vchannel, None)
                 if node is not None:
-                    with contextlib.suppress(grpc.aio.AioRpcError):
+                    with contextlib.suppress(grpc.aio.AioRpcError, StrataError):
                         await self._stub(node.address).UnwatchChannel(
                             querynode_pb2.UnwatchChannelRequest(collection_id=collection_id, vchannel=vchannel),
                             timeout=10,
@@ -419,7 +419,7 @@ class QueryCoordinator:
                 self._log.info(
                     "delegator of another replica stopped", vchannel=vchannel, node=node_id, replica=state.replica_id
                 )
-                with contextlib.suppress(grpc.aio.AioRpcError):
+                with contextlib.suppress(grpc.aio.AioRpcError, StrataError):
                     await self._stub(node.address).UnwatchChannel(
                         querynode_pb2.UnwatchChannelRequest(collection_id=meta.collection_id, vchannel=vchannel),
                         timeout=10,
@@ -533,12 +533,12 @@ class QueryCoordinator:
             indexes=indexes,
         )
         try:
-            resp = await self._stub(self._nodes[node_id].address).SyncDistribution(req, timeout=600)
+            await self._stub(self._nodes[node_id].address).SyncDistribution(req, timeout=600)
         except grpc.aio.AioRpcError as err:
             self._log.info("sync distribution failed", vchannel=vchannel, node=node_id, error=err.code().name)
             return
-        if resp.status.code != ErrorCode.OK:
-            self._log.info("sync distribution refused", vchannel=vchannel, node=node_id, reason=resp.status.reason)
+        except StrataError as err:
+            self._log.info("sync distribution refused", vchannel=vchannel, node=node_id, reason=err.message)
             return
         self._sent[(node_id, vchannel)] = {**{s: n for s, n in confirmed.items() if s in flushed}, **moved}
         self._log.info(
@@ -582,12 +582,12 @@ class QueryCoordinator:
         if checkpoint is not None:
             req.checkpoint.CopyFrom(position_to_pb(checkpoint))
         try:
-            resp = await self._stub(node.address).WatchChannel(req, timeout=10)
+            await self._stub(node.address).WatchChannel(req, timeout=10)
         except grpc.aio.AioRpcError as err:
             self._log.info("watch channel failed", vchannel=vchannel, node=node_id, error=err.code().name)
             return
-        if resp.status.code != ErrorCode.OK:
-            self._log.info("watch channel refused", vchannel=vchannel, node=node_id, reason=resp.status.reason)
+        except StrataError as err:
+            self._log.info("watch channel refused", vchannel=vchannel, node=node_id, reason=err.message)
             return
         self._sent[(node_id, vchannel)] = dict(wanted)
         self._dist.setdefault(node_id, NodeDist()).channels.setdefault(
@@ -617,7 +617,7 @@ class QueryCoordinator:
                 continue
             for c, sids in stale.items():
                 self._log.info("worker segments released", node=node_id, collection_id=c, segments=sorted(sids))
-                with contextlib.suppress(grpc.aio.AioRpcError):
+                with contextlib.suppress(grpc.aio.AioRpcError, StrataError):
                     await self._stub(node.address).ReleaseSegments(
                         querynode_pb2.ReleaseSegmentsRequest(collection_id=c, segment_ids=sids), timeout=30
                     )
@@ -630,7 +630,7 @@ class QueryCoordinator:
                 resp = await self._stub(node.address).GetDataDistribution(
                     querynode_pb2.GetDataDistributionRequest(), timeout=5
                 )
-            except grpc.aio.AioRpcError:
+            except (grpc.aio.AioRpcError, StrataError):
                 continue
             dist[node_id] = NodeDist(
                 channels={

@@ -22,10 +22,10 @@ from typing import TypeVar
 
 import structlog
 
-from common.errors import ErrorCode
+from common.errors import IgnoredOperation
 from common.etcd.metastore import MetaStore
 from common.etcd.session import SessionInfo, follow_sessions
-from common.grpcutil import StubCache, raise_for_status
+from common.grpcutil import StubCache
 from common.tasks import BackgroundTasks
 from coordinator.streaming.pchannel import PChannelMeta, PChannelState
 from coordinator.streaming.policy import BalancePolicy
@@ -182,7 +182,7 @@ class StreamingBalancer:
             if node is None:
                 continue  # session gone: counts as removed
             try:
-                resp = await self._unless_gone(
+                await self._unless_gone(
                     h.node_id,
                     self._stub(node.address).Remove(
                         streaming_pb2.RemoveRequest(pchannel=meta.name, term=h.term), timeout=60
@@ -190,19 +190,17 @@ class StreamingBalancer:
                 )
             except NodeGone:
                 self._log.info("old owner gone during remove", pchannel=meta.name, term=h.term, node=h.node_id)
-                continue
-            if resp.status.code not in (ErrorCode.OK, ErrorCode.IGNORED_OPERATION):
-                raise_for_status(resp.status)
+            except IgnoredOperation:
+                pass  # removed already
         target = self._nodes.get(meta.node_id)
         if target is None:
             raise RuntimeError(f"node {meta.node_id} left while assigning {meta.name}")
-        resp = await self._unless_gone(
+        await self._unless_gone(
             meta.node_id,
             self._stub(target.address).Assign(
                 streaming_pb2.AssignRequest(pchannel=meta.name, term=meta.term), timeout=60
             ),
         )
-        raise_for_status(resp.status)
         await self._persist(meta.assign_done())
         self._log.info("pchannel assigned", pchannel=meta.name, term=meta.term, node=meta.node_id)
 

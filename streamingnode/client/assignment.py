@@ -10,7 +10,7 @@ import grpc
 import structlog
 
 from common.coordclient import CoordinatorClient
-from common.errors import NotReady
+from common.errors import NotReady, StrataError
 from common.tasks import BackgroundTasks
 from protos import coordinator_pb2
 
@@ -91,7 +91,7 @@ class DiscoverWatcher:
         return await self._cache.resolve(pchannel, newer_than_term=newer_than_term, timeout=timeout)
 
     async def report_error(self, pchannel: str, term: int, error: str) -> None:
-        with contextlib.suppress(grpc.aio.AioRpcError, NotReady):
+        with contextlib.suppress(grpc.aio.AioRpcError, StrataError):  # NotReady, or the report refused
             stub = await self._coord.stub(timeout=5)
             await stub.ReportAssignmentError(
                 coordinator_pb2.ReportAssignmentErrorRequest(pchannel=pchannel, term=term, error=error), timeout=5
