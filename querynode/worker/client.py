@@ -2,7 +2,7 @@
 
 The worker of the delegator's own node is called in-process (no gRPC, no
 Arrow IPC round trip, the query vectors passed as they are); other workers
-over gRPC. Errors come back typed (``raise_for_status``; the local worker
+over gRPC. Errors come back typed (checked stubs, ``common/rpcstatus.py``; the local worker
 raises the same ``StrataError``s); a worker that cannot be reached raises
 ``grpc.aio.AioRpcError``. Protobuf stops here.
 """
