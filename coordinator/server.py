@@ -33,7 +33,6 @@ which comes back as a standby. Tests may pass ``on_leadership_lost``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 from collections.abc import Callable
@@ -46,6 +45,7 @@ from common.etcd.metastore import MetaStore
 from common.etcd.session import Session, allocate_server_id
 from common.grpcutil import OVERALL, Health, LateServicers, start_server
 from common.storage.objectstore import ObjectStore
+from common.tasks import BackgroundTasks
 from coordinator.aliases import AliasDDL
 from coordinator.catalog import Catalog
 from coordinator.credentials import Credentials
@@ -101,6 +101,7 @@ class Coordinator:
         self.address = ""
         self._on_leadership_lost = on_leadership_lost or _exit_on_leadership_lost
         self._log = structlog.get_logger().bind(component="coordinator")
+        self._tasks = BackgroundTasks("coordinator")
 
     async def start(self) -> None:
         """Campaign (a standby blocks here), then start every component and serve.
@@ -220,7 +221,7 @@ class Coordinator:
             self._gc.start()
         else:
             self._log.warning("no object storage configured: files of dropped segments are never removed")
-        self._recovery = asyncio.create_task(self._recover(), name="ddl-recovery")
+        self._tasks.start(self._recover(), name="ddl-recovery")
         await self._health.serving(COORDINATOR_SERVICE)
 
     async def _campaign(self, info: LeaderInfo) -> None:
@@ -284,9 +285,7 @@ class Coordinator:
         await self._index_builder.close()
         if self.jobs is not None:
             await self.jobs.stop()
-        self._recovery.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._recovery
+        await self._tasks.stop()
         await self.query.stop()
         await self.balancer.stop()
         await self._producer.close()

@@ -13,7 +13,6 @@ from typing import Any
 import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
-from common.grpcutil import raise_for_status
 from common.names import check_alias, check_collection_name, check_database_name
 from protos import coordinator_pb2 as cpb
 from proxy.dbcontext import current_database
@@ -32,7 +31,6 @@ class AliasRPCs:
 
     async def _call(self, method: str, request: Any) -> Any:
         resp = await getattr(await self._stub(), method)(request, timeout=DDL_TIMEOUT)
-        raise_for_status(resp.status)
         self._cache.invalidate_all()
         return resp
 

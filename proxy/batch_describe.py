@@ -16,8 +16,7 @@ from typing import Any
 import grpc
 from pymilvus.grpc_gen import milvus_pb2
 
-from common.errors import ErrorCode
-from common.grpcutil import raise_for_status
+from common.errors import CollectionNotFound
 from common.names import collection_not_found
 from protos import coordinator_pb2
 from proxy.dbcontext import current_database
@@ -36,14 +35,14 @@ class BatchDescribeRPCs:
     async def _describe_id(
         self, collection_id: int, db_name: str, context: grpc.aio.ServicerContext
     ) -> milvus_pb2.DescribeCollectionResponse:
-        resp = await (await self._stub()).DescribeCollection(
-            coordinator_pb2.CollectionRef(collection_id=collection_id), timeout=DESCRIBE_TIMEOUT
-        )
-        if resp.status.code == ErrorCode.COLLECTION_NOT_FOUND:
+        try:
+            resp = await (await self._stub()).DescribeCollection(
+                coordinator_pb2.CollectionRef(collection_id=collection_id), timeout=DESCRIBE_TIMEOUT
+            )
+        except CollectionNotFound:
             return milvus_pb2.DescribeCollectionResponse(
                 status=milvus_status(collection_not_found(collection_id, db_name))
             )
-        raise_for_status(resp.status)
         # An id names one collection whatever the database: describe it in its own.
         request = milvus_pb2.DescribeCollectionRequest(
             db_name=resp.collection.db_name or db_name, collection_name=resp.collection.name

@@ -16,7 +16,6 @@ import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
 from common.database_properties import replica_number
-from common.grpcutil import raise_for_status
 from common.names import DEFAULT_DATABASE, check_database_name
 from protos import databases_pb2 as dpb
 from proxy.dbcontext import current_database
@@ -40,8 +39,7 @@ class DatabaseRPCs:
         raise NotImplementedError
 
     async def _database_call(self, method: str, request: Any) -> Any:
-        resp = await getattr(await self._stub(), method)(request, timeout=DATABASE_TIMEOUT)
-        raise_for_status(resp.status)
+        resp = await getattr(await self._stub(), method)(request, timeout=DATABASE_TIMEOUT)  # a checked stub: raises
         self._cache.invalidate_all()
         return resp
 
@@ -52,7 +50,6 @@ class DatabaseRPCs:
         resp = await (await self._stub()).DescribeDatabase(
             dpb.DatabaseRef(name=request.db_name or DEFAULT_DATABASE), timeout=DATABASE_TIMEOUT
         )
-        raise_for_status(resp.status)
         db = resp.database
         return milvus_pb2.DescribeDatabaseResponse(
             status=success(),
@@ -67,7 +64,6 @@ class DatabaseRPCs:
         self, request: milvus_pb2.ListDatabasesRequest, context: grpc.aio.ServicerContext
     ) -> milvus_pb2.ListDatabasesResponse:
         resp = await (await self._stub()).ListDatabases(dpb.ListDatabasesRequest(), timeout=DATABASE_TIMEOUT)
-        raise_for_status(resp.status)
         return milvus_pb2.ListDatabasesResponse(
             status=success(),
             db_names=[d.name for d in resp.databases],

@@ -21,7 +21,6 @@ from typing import Any
 import grpc
 from pymilvus.grpc_gen import milvus_pb2, schema_pb2
 
-from common.grpcutil import raise_for_status
 from common.names import DEFAULT_DATABASE
 from protos import coordinator_pb2
 from proxy.dbcontext import enter_database, leave_database
@@ -59,7 +58,6 @@ class FlushAllRPCs:
             finally:
                 leave_database(token)
         resp = await (await self._stub()).FlushAll(coordinator_pb2.FlushAllRequest(), timeout=FLUSH_ALL_TIMEOUT)
-        raise_for_status(resp.status)
         sealed_at = int(time.time())
         by_db: dict[str, list[milvus_pb2.FlushCollectionResult]] = defaultdict(list)
         for c in resp.collections:
@@ -90,7 +88,6 @@ class FlushAllRPCs:
         resp = await (await self._stub()).GetFlushAllState(
             coordinator_pb2.GetFlushAllStateRequest(flush_all_ts=request.flush_all_ts), timeout=FLUSH_ALL_TIMEOUT
         )
-        raise_for_status(resp.status)
         by_db: dict[str, dict[str, bool]] = defaultdict(dict)
         for key, flushed in resp.collections.items():
             db, _, name = key.partition("/")

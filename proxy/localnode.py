@@ -2,8 +2,9 @@
 
 In standalone the proxy runs inside the query node's process
 (``querynode.proxy_port``). Reads for delegators on that node call its
-servicer directly: the same requests, the same errors, without the gRPC hop and
-the (de)serialisation of both messages (search hits stay an Arrow table).
+servicer directly: the same requests, the same errors (raised, as a checked stub
+raises them), without the gRPC hop and the (de)serialisation of both messages
+(search hits stay an Arrow table).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
+from common.rpcstatus import raise_for_status
 from protos import querynode_pb2 as pb
 
 
@@ -37,5 +39,7 @@ class LocalQueryNode:
         return await self._servicer.search_table(request)
 
     async def Query(self, request: pb.QueryRequest, timeout: float | None = None) -> pb.QueryResponse:
+        """As a checked stub's ``Query`` (``common.rpcstatus.checked_stub``): a refused read raises its typed error."""
         response: pb.QueryResponse = await self._servicer.Query(request, None)
+        raise_for_status(response.status)
         return response

@@ -13,7 +13,6 @@ proxy's cache. While that watch is down (etcd away), entries also expire after
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from dataclasses import dataclass, field
 
@@ -23,9 +22,9 @@ from aetcd.utils import prefix_range_end
 from common.coordclient import CoordinatorClient
 from common.etcd.metastore import MetaStore
 from common.etcd.watch import EtcdWatch
-from common.grpcutil import raise_for_status
 from common.names import DEFAULT_DATABASE, DEFAULT_DATABASE_ID
 from common.schema import CollectionSchema
+from common.tasks import BackgroundTasks
 from protos import coordinator_pb2
 from protos import databases_pb2 as dpb
 from proxy.dbcontext import current_database
@@ -96,20 +95,16 @@ class MetaCache:
         self._ttl = ttl
         self._by_name: dict[tuple[str, str], tuple[float, CollectionEntry]] = {}
         self._databases: dict[str, tuple[float, dpb.DatabaseInfo]] = {}
-        self._follow: asyncio.Task[None] | None = None
         self._generation = 0  # bumped by every invalidation
         self._log = structlog.get_logger().bind(component="meta-cache")
+        self._tasks = BackgroundTasks("meta-cache")
 
     def start(self, store: MetaStore) -> None:
         """Follow the catalog in ``store`` until ``stop``."""
-        self._follow = asyncio.create_task(self._follow_catalog(store), name="meta-cache-follow")
+        self._tasks.start(self._follow_catalog(store), name="meta-cache-follow")
 
     async def stop(self) -> None:
-        if self._follow is not None:
-            self._follow.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._follow
-            self._follow = None
+        await self._tasks.stop()
 
     async def _follow_catalog(self, store: MetaStore) -> None:
         """Forget entries whose catalog keys change; everything when the watch (re)starts, since
@@ -153,7 +148,6 @@ class MetaCache:
         generation = self._generation
         stub = await self._coord.stub()
         resp = await stub.DescribeCollection(coordinator_pb2.CollectionRef(name=name, db_name=db), timeout=30)
-        raise_for_status(resp.status)
         entry = CollectionEntry.from_info(resp.collection)
         if generation == self._generation:  # else a change arrived meanwhile: the answer may predate it
             self._by_name[(db, name)] = (time.monotonic(), entry)
@@ -167,7 +161,6 @@ class MetaCache:
         generation = self._generation
         stub = await self._coord.stub()
         resp = await stub.DescribeDatabase(dpb.DatabaseRef(name=name), timeout=30)
-        raise_for_status(resp.status)
         if generation == self._generation:
             self._databases[name] = (time.monotonic(), resp.database)
         return resp.database

@@ -36,7 +36,7 @@ from common.aiogather import gather_all
 from common.arrowio import ipc_to_table
 from common.coordclient import CoordinatorClient
 from common.errors import ErrorCode, PartitionNotLoaded, SegmentLoadFailed, StrataError
-from common.grpcutil import StubCache, raise_for_status
+from common.grpcutil import StubCache
 from common.tsoutil import compose
 from common.ttl import expire_before
 from protos import coordinator_pb2, querynode_pb2, querynode_pb2_grpc
@@ -136,7 +136,6 @@ class ReadRouter:
     async def load_view(self, coll: CollectionEntry) -> coordinator_pb2.QueryViewResponse:
         stub = await self._coord.stub()
         resp = await stub.GetQueryView(coordinator_pb2.CollectionRef(collection_id=coll.collection_id), timeout=30)
-        raise_for_status(resp.status)
         return resp
 
     async def _replicas(
@@ -241,7 +240,6 @@ class ReadRouter:
             if self._local is not None and address == self._local.address:
                 return await self._local.search_table(request)
             resp = await self._stubs.get(address).Search(request, timeout=read.timeout + 5)
-            raise_for_status(resp.status)
             return ipc_to_table(resp.results)
 
         async def run(replicas: list[Replica], read: ReadOptions) -> list[pa.Table]:
@@ -285,7 +283,6 @@ class ReadRouter:
                     ),
                     timeout=read.timeout + 5,
                 )
-                raise_for_status(resp.status)
                 return (ipc_to_table(resp.results) if resp.results else None), int(resp.count)
 
             return await self._on_some_replica(vchannel, replicas, call)

@@ -19,10 +19,9 @@ from pymilvus.grpc_gen import common_pb2, milvus_pb2, milvus_pb2_grpc, schema_pb
 
 from common.config import DEFAULT_LIMITS, ProxyLimits
 from common.coordclient import CoordinatorClient
-from common.errors import ErrorCode, InvalidArgument, SegmentLoadFailed, StrataError
+from common.errors import CollectionNotFound, ErrorCode, InvalidArgument, SegmentLoadFailed, StrataError
 from common.expr.asyncparse import parse_filter_async
 from common.fulltext.functions import bm25_outputs
-from common.grpcutil import raise_for_status
 from common.names import cannot_find_collection, check_collection_name
 from common.tsoutil import physical_ms
 from protos import coordinator_pb2
@@ -119,7 +118,6 @@ class MilvusProxy(
 
     async def _fresh_ts(self) -> int:
         resp = await (await self._stub()).AllocTimestamp(coordinator_pb2.AllocTimestampRequest(count=1), timeout=10)
-        raise_for_status(resp.status)
         return int(resp.timestamp)
 
     async def _coll(self, name: str) -> CollectionEntry:
@@ -167,7 +165,7 @@ class MilvusProxy(
         schema = convert.schema_from_proto(pb, collection_name=request.collection_name or pb.name)
         props = _kv(request.properties)
         level = request.consistency_level
-        resp = await (await self._stub()).CreateCollection(
+        await (await self._stub()).CreateCollection(
             coordinator_pb2.CreateCollectionRequest(
                 name=schema.name,
                 schema_json=schema.to_json(),
@@ -179,20 +177,20 @@ class MilvusProxy(
             ),
             timeout=60,
         )
-        raise_for_status(resp.status)
         self._cache.invalidate(schema.name)
         return success()
 
     @milvus_rpc(common_pb2.Status)
     async def DropCollection(self, request: milvus_pb2.DropCollectionRequest, context: grpc.aio.ServicerContext) -> common_pb2.Status:
         check_collection_name(request.collection_name)
-        resp = await (await self._stub()).DropCollection(
-            coordinator_pb2.CollectionRef(name=request.collection_name, db_name=current_database()), timeout=60
-        )
-        self._cache.invalidate(request.collection_name)
-        if resp.status.code == ErrorCode.COLLECTION_NOT_FOUND:
-            return success()  # Milvus: dropping a missing collection is not an error
-        raise_for_status(resp.status)
+        try:
+            await (await self._stub()).DropCollection(
+                coordinator_pb2.CollectionRef(name=request.collection_name, db_name=current_database()), timeout=60
+            )
+        except CollectionNotFound:
+            pass  # Milvus: dropping a missing collection is not an error
+        finally:
+            self._cache.invalidate(request.collection_name)
         return success()
 
     @milvus_rpc(milvus_pb2.DescribeCollectionResponse)
@@ -229,12 +227,12 @@ class MilvusProxy(
     @milvus_rpc(milvus_pb2.BoolResponse)
     async def HasCollection(self, request: milvus_pb2.HasCollectionRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.BoolResponse:
         check_collection_name(request.collection_name)
-        resp = await (await self._stub()).DescribeCollection(
-            coordinator_pb2.CollectionRef(name=request.collection_name, db_name=current_database()), timeout=30
-        )
-        if resp.status.code == ErrorCode.COLLECTION_NOT_FOUND:
+        try:
+            await (await self._stub()).DescribeCollection(
+                coordinator_pb2.CollectionRef(name=request.collection_name, db_name=current_database()), timeout=30
+            )
+        except CollectionNotFound:
             return milvus_pb2.BoolResponse(status=success(), value=False)
-        raise_for_status(resp.status)
         return milvus_pb2.BoolResponse(status=success(), value=True)
 
     @milvus_rpc(milvus_pb2.ShowCollectionsResponse)
@@ -242,7 +240,6 @@ class MilvusProxy(
         resp = await (await self._stub()).ListCollections(
             coordinator_pb2.ListCollectionsRequest(db_name=current_database()), timeout=30
         )
-        raise_for_status(resp.status)
         colls = sorted(resp.collections, key=lambda c: c.collection_id)
         return milvus_pb2.ShowCollectionsResponse(
             status=success(),
@@ -266,22 +263,20 @@ class MilvusProxy(
     @milvus_rpc(common_pb2.Status)
     async def LoadCollection(self, request: milvus_pb2.LoadCollectionRequest, context: grpc.aio.ServicerContext) -> common_pb2.Status:
         coll = await self._coll(request.collection_name)
-        resp = await (await self._stub()).LoadCollection(
+        await (await self._stub()).LoadCollection(
             coordinator_pb2.LoadCollectionRequest(
                 collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
                 replica_number=request.replica_number or await default_replicas(self._cache),
             ),
             timeout=30,
         )
-        raise_for_status(resp.status)
         self._reads.forget_view(coll.collection_id)
         return success()
 
     @milvus_rpc(common_pb2.Status)
     async def ReleaseCollection(self, request: milvus_pb2.ReleaseCollectionRequest, context: grpc.aio.ServicerContext) -> common_pb2.Status:
         coll = await self._coll(request.collection_name)
-        resp = await (await self._stub()).ReleaseCollection(coordinator_pb2.CollectionRef(collection_id=coll.collection_id), timeout=30)
-        raise_for_status(resp.status)
+        await (await self._stub()).ReleaseCollection(coordinator_pb2.CollectionRef(collection_id=coll.collection_id), timeout=30)
         self._reads.forget_view(coll.collection_id)
         return success()
 
@@ -398,7 +393,6 @@ class MilvusProxy(
                 coordinator_pb2.FlushRequest(collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id)),
                 timeout=30,
             )
-            raise_for_status(resp.status)
             segments[name], flush_ts[name] = list(resp.segment_ids), int(resp.flush_ts)
         return milvus_pb2.FlushResponse(
             status=success(),
@@ -423,7 +417,6 @@ class MilvusProxy(
             ),
             timeout=10,
         )
-        raise_for_status(resp.status)
         return milvus_pb2.GetFlushStateResponse(status=success(), flushed=resp.flushed)
 
     # ---- reads ---------------------------------------------------------------------------------

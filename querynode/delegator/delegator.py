@@ -90,6 +90,7 @@ from common.storage.layout import ALL_PARTITIONS
 from common.storage.objectstore import ObjectStore
 from common.storage.segment_io import SegmentReader
 from common.storage.stats import SegmentStats
+from common.tasks import BackgroundTasks
 from protos import querynode_pb2 as qpb
 from protos.common_pb2 import Message, MessageType
 from querynode.delegator.bm25_oracle import Bm25Oracle, SegmentBm25, read_segment_bm25
@@ -230,18 +231,16 @@ class Delegator:
         self.broken = False
         self._lock = asyncio.Lock()  # data: no message, load or forward is half-applied while reading
         self._sync_lock = asyncio.Lock()  # one distribution change at a time
-        self._task: asyncio.Task[None] | None = None
         self._arrow_schema = schema.arrow_schema()
         self._pk = schema.primary_field.name
         self._log = structlog.get_logger().bind(component="delegator", vchannel=vchannel, replica=replica_id)
+        self._tasks = BackgroundTasks("delegator", vchannel=vchannel, replica=replica_id)
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name=f"delegator-{self.vchannel}")
+        self._tasks.start(self._run(), name=f"delegator-{self.vchannel}")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.wait([self._task])
+        await self._tasks.stop()
 
     @property
     def sealed_segments(self) -> list[int]:

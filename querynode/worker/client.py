@@ -2,7 +2,7 @@
 
 The worker of the delegator's own node is called in-process (no gRPC, no
 Arrow IPC round trip, the query vectors passed as they are); other workers
-over gRPC. Errors come back typed (``raise_for_status``; the local worker
+over gRPC. Errors come back typed (checked stubs, ``common/rpcstatus.py``; the local worker
 raises the same ``StrataError``s); a worker that cannot be reached raises
 ``grpc.aio.AioRpcError``. Protobuf stops here.
 """
@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from common.arrowio import ipc_to_table, table_to_ipc
 from common.errors import InvalidArgument
-from common.grpcutil import StubCache, raise_for_status
+from common.grpcutil import StubCache
 from common.schema import CollectionSchema
 from common.segment import SegmentMeta
 from common.segment_pb import segment_to_pb
@@ -74,7 +74,7 @@ class WorkerClient:
             specs = vector_index_specs(schema, ((i.field_name, i.index_id, dict(i.params)) for i in indexes))
             await worker.load(collection_id, schema, list(segments), specs, cuts)
             return
-        resp = await self._stubs.get(address).LoadSegments(
+        await self._stubs.get(address).LoadSegments(
             pb.LoadSegmentsRequest(
                 collection_id=collection_id,
                 schema_json=schema.to_json(),
@@ -84,7 +84,6 @@ class WorkerClient:
             ),
             timeout=LOAD_TIMEOUT,
         )
-        raise_for_status(resp.status)
 
     async def update_schema(self, address: str, collection_id: int, schema: CollectionSchema) -> None:
         """Give the worker's segments of the collection the fields ``schema`` added (a load of no segment)."""
@@ -97,19 +96,17 @@ class WorkerClient:
         if (worker := self._here(address)) is not None:
             await worker.release(collection_id, list(segment_ids))
             return
-        resp = await self._stubs.get(address).ReleaseSegments(
+        await self._stubs.get(address).ReleaseSegments(
             pb.ReleaseSegmentsRequest(collection_id=collection_id, segment_ids=list(segment_ids)), timeout=CALL_TIMEOUT
         )
-        raise_for_status(resp.status)
 
     async def cut(self, address: str, collection_id: int, cuts: dict[int, tuple[pa.Array, np.ndarray]]) -> None:
         if (worker := self._here(address)) is not None:
             await worker.cut(collection_id, cuts)
             return
-        resp = await self._stubs.get(address).Delete(
+        await self._stubs.get(address).Delete(
             pb.DeleteRequest(collection_id=collection_id, cuts=_cuts(cuts)), timeout=CALL_TIMEOUT
         )
-        raise_for_status(resp.status)
 
     async def search(
         self,
@@ -153,7 +150,6 @@ class WorkerClient:
             ),
             timeout=timeout,
         )
-        raise_for_status(resp.status)
         return ipc_to_table(resp.results)
 
     async def query(
@@ -187,7 +183,6 @@ class WorkerClient:
             ),
             timeout=timeout,
         )
-        raise_for_status(resp.status)
         return (ipc_to_table(resp.results) if resp.results else None), int(resp.count)
 
     async def close(self) -> None:

@@ -31,7 +31,6 @@ log (``PositionTruncated``) rather than skip what was truncated.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -50,6 +49,7 @@ from common.errors import (
 from common.failpoints import failpoint
 from common.message import DropCollection, Insert, ManualFlush, TimeTick, TypedMessage, decode
 from common.position import Position
+from common.tasks import BackgroundTasks
 from common.tsoutil import physical_ms
 from protos.common_pb2 import Message, MessageType
 from streamingnode.shard import ShardManager
@@ -148,12 +148,12 @@ class WAL:
         self._captured_at = clock()
         self._snapshot_wake = asyncio.Event()
         self._saved: Position | None = None  # the newest snapshot in the recovery store
-        self._saver: asyncio.Task[None] | None = None
         # Set when an append failed: until a TimeTick is persisted again, idle ticks try to persist one.
         self._unsettled_since: float | None = None
         self._settle_delay = 0.0
         self._settle_at = 0.0
         self._log = structlog.get_logger().bind(component="wal", pchannel=self.channel, term=self.term)
+        self._tasks = BackgroundTasks("wal", pchannel=self.channel, term=self.term)  # the writer, the snapshot saver
 
     async def start(self) -> None:
         """Restore and replay, write the first TimeTick of this term, save a snapshot, start writing.
@@ -184,9 +184,9 @@ class WAL:
         self._wab = WriteAheadBuffer(
             start_timetick=ts, start_id=tick_id, options=self._buffer_options, clock=self._clock, channel=self.channel
         )
-        self._writer = asyncio.create_task(self._write_loop(), name=f"wal-writer-{self.channel}")
+        self._writer = self._tasks.start(self._write_loop(), name=f"wal-writer-{self.channel}")
         if self._recovery is not None:
-            self._saver = asyncio.create_task(self._save_loop(), name=f"wal-snapshots-{self.channel}")
+            self._tasks.start(self._save_loop(), name=f"wal-snapshots-{self.channel}")
         self._log.info("wal open", first_timetick=ts, restored_from=None if after is None else after.seq)
 
     def _restore(self, snap: RecoverySnapshot) -> None:
@@ -540,14 +540,8 @@ class WAL:
         self._closing = True
         if self._writer is not None:
             # Let the writer finish what was accepted (it exits once the queue is empty).
-            done, _ = await asyncio.wait([self._writer], timeout=10 * self._tick_interval + 5)
-            if not done:
-                self._writer.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._writer
-        if self._saver is not None:
-            self._saver.cancel()
-            await asyncio.wait([self._saver])
+            await asyncio.wait([self._writer], timeout=10 * self._tick_interval + 5)
+        await self._tasks.stop()  # the snapshot saver, and a writer that did not finish in time
         if self._wab is not None:
             self._wab.close()
         await self.impl.close()
