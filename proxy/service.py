@@ -240,7 +240,9 @@ class MilvusProxy(
         resp = await (await self._stub()).ListCollections(
             coordinator_pb2.ListCollectionsRequest(db_name=current_database()), timeout=30
         )
-        colls = sorted(resp.collections, key=lambda c: c.collection_id)
+        visible = self._security.visible_collections(current_database())  # the caller's grants, as Milvus
+        colls = sorted((c for c in resp.collections if visible is None or c.name in visible),
+                       key=lambda c: c.collection_id)
         return milvus_pb2.ShowCollectionsResponse(
             status=success(),
             collection_names=[c.name for c in colls],
