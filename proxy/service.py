@@ -28,6 +28,7 @@ from protos import coordinator_pb2
 from proxy import convert
 from proxy.aliases import AliasRPCs
 from proxy.analyzers import AnalyzerRPCs
+from proxy.auth.backup_rpcs import RBACBackupRPCs
 from proxy.auth.rpcs import SecurityRPCs
 from proxy.batch_describe import BatchDescribeRPCs
 from proxy.consistency import guarantee_timestamp
@@ -92,6 +93,7 @@ class MilvusProxy(
     MetricsRPCs,
     LegacyRPCs,
     SecurityRPCs,
+    RBACBackupRPCs,
     AnalyzerRPCs,
     milvus_pb2_grpc.MilvusServiceServicer,
 ):
