@@ -27,7 +27,7 @@ from querynode.worker.client import WorkerClient, segment_read
 from querynode.worker.cuts import decode_cuts
 from querynode.worker.worker import Worker
 from segcore.index.base import parse_params, search_params
-from segcore.index.field_specs import vector_index_specs
+from segcore.index.field_specs import field_index_specs
 from segcore.segments.sparse_rows import queries_from_bytes
 from streamingnode.client.assignment import AssignmentSource
 
@@ -196,7 +196,7 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
     @rpc_method(pb.StatusResponse)
     async def LoadSegments(self, request: pb.LoadSegmentsRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
         schema = CollectionSchema.from_json(request.schema_json)
-        indexes = vector_index_specs(schema, ((i.field_name, i.index_id, dict(i.params)) for i in request.indexes))
+        indexes = field_index_specs(schema, ((i.field_name, i.index_id, dict(i.params)) for i in request.indexes))
         await self.worker.load(
             request.collection_id,
             schema,
@@ -212,9 +212,9 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
     ) -> pb.BuildSegmentIndexResponse:
         schema = CollectionSchema.from_json(request.schema_json)
         i = request.index
-        specs = vector_index_specs(schema, [(i.field_name, i.index_id, dict(i.params))])
+        specs = field_index_specs(schema, [(i.field_name, i.index_id, dict(i.params))])
         if not specs:
-            raise InvalidArgument(f"no vector field {i.field_name!r} to build index {i.index_id} on")
+            raise InvalidArgument(f"no field {i.field_name!r} to build index {i.index_id} on")
         built = await self.worker.build_index(request.collection_id, schema, segment_from_pb(request.segment), specs[0])
         return pb.BuildSegmentIndexResponse(status=ok_status(), built=built)
 

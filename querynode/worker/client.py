@@ -26,7 +26,7 @@ from protos import querynode_pb2_grpc
 from querynode.worker.cuts import encode_cuts
 from querynode.worker.worker import SegmentRead, Worker
 from segcore.index.base import parse_params, search_params
-from segcore.index.field_specs import vector_index_specs
+from segcore.index.field_specs import field_index_specs
 
 LOAD_TIMEOUT = 600.0
 CALL_TIMEOUT = 60.0
@@ -71,7 +71,7 @@ class WorkerClient:
         cuts: dict[int, tuple[pa.Array, np.ndarray]],
     ) -> None:
         if (worker := self._here(address)) is not None:
-            specs = vector_index_specs(schema, ((i.field_name, i.index_id, dict(i.params)) for i in indexes))
+            specs = field_index_specs(schema, ((i.field_name, i.index_id, dict(i.params)) for i in indexes))
             await worker.load(collection_id, schema, list(segments), specs, cuts)
             return
         await self._stubs.get(address).LoadSegments(

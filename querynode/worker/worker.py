@@ -51,8 +51,7 @@ from querynode.worker.segment import WorkerSegment
 from segcore.index.base import SearchParams
 from segcore.index.field_specs import FieldIndexSpec
 from segcore.segments.dedupe import newest_per_key
-from segcore.segments.growing import GrowingStore
-from segcore.segments.readmask import read_mask
+from segcore.segments.readmask import indexed_rows, read_mask
 from segcore.segments.reduce import merge_topk
 
 
@@ -63,6 +62,10 @@ class SegmentRead:
     filter_params: dict
     output_fields: tuple[str, ...]
     expire_before: int = 0  # rows written before it have expired (the collection's TTL; 0: none)
+
+
+#: A query whose filter an index answers with at most this many rows in all is answered on the event loop.
+INLINE_ROWS = 4096
 
 
 class Worker:
@@ -151,13 +154,13 @@ class Worker:
         key = (collection_id, seg.segment_id)
         try:
             async with self._build_slot:
-                if self.segments.get(key) is not seg or spec.field_name in seg.indexes:
+                if self.segments.get(key) is not seg or seg.has_index(spec.field_name, spec.index_id, spec.spec):
                     return  # released, or a coordinator's build (``build_index``) put it in place
                 with self._cores.take(self._cores.cores) as threads:
                     built, _ = await asyncio.to_thread(ensure_segment_index, self._storage, schema, seg, spec, threads)
             async with self._locks[collection_id].write():
                 if self.segments.get(key) is seg:
-                    seg.indexes[spec.field_name] = built
+                    seg.put_index(spec.field_name, built, spec.index_id)
         except asyncio.CancelledError:
             raise
         except Exception as err:  # task boundary: the segment stays searchable, exactly
@@ -179,15 +182,15 @@ class Worker:
         async with self._build_slot:
             held = self.segments.get(key)
             if held is not None:
-                if spec.field_name in held.indexes:
+                if held.has_index(spec.field_name, spec.index_id, spec.spec):
                     return False  # restored or built when loaded: saved
                 with self._cores.take(self._cores.cores) as threads:
                     index, built = await asyncio.to_thread(
                         ensure_segment_index, self._storage, schema, held, spec, threads
                     )
                 async with self._locks[collection_id].write():
-                    if self.segments.get(key) is held and spec.field_name not in held.indexes:
-                        held.indexes[spec.field_name] = index
+                    if self.segments.get(key) is held and not held.has_index(spec.field_name, spec.index_id, spec.spec):
+                        held.put_index(spec.field_name, index, spec.index_id)
                 return built
             seg, missing = await asyncio.to_thread(load_segment, self._storage, schema, meta, [spec])
             try:
@@ -270,7 +273,8 @@ class Worker:
 
         def mask(seg: WorkerSegment) -> np.ndarray | None:
             if seg.segment_id not in masks:
-                masks[seg.segment_id] = read_mask(seg.store, expr=expr, expire_before=read.expire_before)
+                masks[seg.segment_id] = read_mask(seg.store, expr=expr, expire_before=read.expire_before,
+                                                  indexes=seg.filter_indexes())
             return masks[seg.segment_id]
 
         def run(part: slice, threads: int) -> pa.Table:
@@ -310,25 +314,32 @@ class Worker:
         schema = self._schemas.get(collection_id)
         expr = await self._filter(schema, read)
 
-        def mask(store: GrowingStore) -> np.ndarray | None:
-            return read_mask(store, expr=expr, expire_before=read.expire_before)
+        def mask(seg: WorkerSegment) -> np.ndarray | None:
+            return read_mask(seg.store, expr=expr, expire_before=read.expire_before, indexes=seg.filter_indexes())
+
+        def rows(seg: WorkerSegment) -> np.ndarray | None:
+            """The rows a selective indexed filter matches, when the read has no other condition."""
+            return indexed_rows(seg.filter_indexes(), expr, seg.num_rows) if not read.expire_before else None
 
         async with self._locks[collection_id].read():
             segments = self._held(collection_id, segment_ids)
+            # Index lookups only (binary searches, slices of at most 1/32 of a segment): on the loop.
+            listed = [rows(s) for s in segments]
 
             def run() -> tuple[pa.Table | None, int]:
                 if not segments or schema is None:
                     return None, 0
                 if count_only:
-                    return None, sum(s.store.count(read_ts=read.read_ts, mask=mask(s.store)) for s in segments)
-                parts = [
-                    s.store.query(
-                        read_ts=read.read_ts,
-                        mask=mask(s.store),
-                        output_fields=read.output_fields,
-                        limit=limit,
+                    return None, sum(
+                        s.store.count(read_ts=read.read_ts, rows=r) if r is not None
+                        else s.store.count(read_ts=read.read_ts, mask=mask(s))
+                        for s, r in zip(segments, listed, strict=True)
                     )
-                    for s in segments
+                parts = [
+                    s.store.query(read_ts=read.read_ts, rows=r, output_fields=read.output_fields, limit=limit)
+                    if r is not None
+                    else s.store.query(read_ts=read.read_ts, mask=mask(s), output_fields=read.output_fields, limit=limit)
+                    for s, r in zip(segments, listed, strict=True)
                 ]
                 table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
                 if len(parts) > 1:
@@ -341,6 +352,8 @@ class Worker:
                             table = table.slice(0, limit)
                 return table, table.num_rows
 
+            if all(r is not None for r in listed) and sum(len(r) for r in listed if r is not None) <= INLINE_ROWS:
+                return run()  # a few rows' visibility and values: less than a thread hand-off costs
             return await asyncio.to_thread(run)
 
     def schema(self, collection_id: int) -> CollectionSchema:
@@ -354,6 +367,7 @@ class Worker:
         return [(c, s, seg.num_rows) for (c, s), seg in sorted(self.segments.items())]
 
     def index_ids(self, collection_id: int, segment_id: int) -> list[int]:
-        """The catalog ids of the vector indexes in place on a held segment (none: it is searched exactly)."""
+        """The catalog ids of the vector indexes in place on a held segment (none: it is searched exactly;
+        ``GetQuerySegmentInfo`` names the vector index a segment is searched through)."""
         seg = self.segments.get((collection_id, segment_id))
         return [] if seg is None else sorted(fi.index_id for fi in seg.indexes.values())
