@@ -24,10 +24,8 @@ from typing import Any
 import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
-from common.errors import IndexDuplicate, IndexNotFound, IndexNotSupported, InvalidArgument
-from common.fulltext.functions import bm25_outputs
 from common.errors import IndexDuplicate, IndexNotFound
-from common.grpcutil import raise_for_status
+from common.fulltext.functions import bm25_outputs
 from common.index_properties import check_configurable
 from protos import coordinator_pb2
 from proxy.metacache import CollectionEntry, MetaCache
