@@ -44,6 +44,7 @@ from common.coordclient import COORDINATOR_ROLE, LEADER_KEY, LeaderInfo, read_le
 from common.etcd.metastore import MetaStore
 from common.etcd.session import Session, allocate_server_id
 from common.grpcutil import OVERALL, Health, LateServicers, start_server
+from common.readiness import role_reasons
 from common.storage.objectstore import ObjectStore
 from common.tasks import BackgroundTasks
 from coordinator.aliases import AliasDDL
@@ -275,6 +276,12 @@ class Coordinator:
             except Exception as err:  # task boundary
                 log.warning("ddl recovery failed, retrying", error=str(err))
                 await asyncio.sleep(1)
+
+    async def health_reasons(self) -> list[str]:
+        """Why this coordinator cannot lead or take over now (empty: it can); a standby is healthy, as its
+        whole-server health status says, and a leader's session must be alive."""
+        health: Health | None = getattr(self, "_health", None)
+        return role_reasons(COORDINATOR_ROLE, health, getattr(self, "_session", None))
 
     async def stop(self) -> None:
         await self._health.stopping()

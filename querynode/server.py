@@ -11,6 +11,7 @@ from common.coordclient import CoordinatorClient
 from common.etcd.metastore import MetaStore
 from common.etcd.session import Session, SessionInfo, allocate_server_id
 from common.grpcutil import Health, start_server
+from common.readiness import role_reasons
 from common.storage.objectstore import ObjectStore
 from protos import querynode_pb2, querynode_pb2_grpc
 from querynode.service.service import QueryNodeService
@@ -65,6 +66,15 @@ class QueryNode:
     def service(self) -> QueryNodeService:
         """The gRPC servicer of both roles, once started (a proxy in this process reads through it)."""
         return self._service
+
+    async def health_reasons(self) -> list[str]:
+        """Why this node cannot serve reads now (empty: it can): not serving, session lost, a broken delegator."""
+        reasons = role_reasons(ROLE, self._health, getattr(self, "_session", None))
+        service: QueryNodeService | None = getattr(self, "_service", None)
+        for vchannel, d in sorted(service.delegators.items()) if service is not None else []:
+            if d.broken:
+                reasons.append(f"delegator of {vchannel} is broken (waiting to be watched again)")
+        return reasons
 
     async def stop(self) -> None:
         await self._health.stopping()

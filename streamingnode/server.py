@@ -18,6 +18,7 @@ from common.errors import InvalidArgument
 from common.etcd.metastore import MetaStore
 from common.etcd.session import Session
 from common.grpcutil import Health, start_server
+from common.readiness import role_reasons
 from common.storage.objectstore import ObjectStore
 from protos import streaming_pb2, streaming_pb2_grpc
 from streamingnode.flusher.dataclient import CoordinatorDataClient
@@ -104,6 +105,16 @@ class StreamingNode:
         )
         await self._session.start()
         await self._health.serving()
+
+    async def health_reasons(self) -> list[str]:
+        """Why this node cannot take appends now (empty: it can): not serving, session lost, a WAL unavailable."""
+        reasons = role_reasons(ROLE, self._health, self._session)
+        if self._session is None:
+            return reasons
+        for s in self.manager.states() if self.manager is not None else []:
+            if not s.available and s.error:
+                reasons.append(f"wal {s.pchannel} term {s.term} unavailable: {s.error}")
+        return reasons
 
     async def stop(self) -> None:
         await self._health.stopping()

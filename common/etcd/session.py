@@ -98,6 +98,7 @@ class Session:
         self._lease: aetcd.Lease | None = None
         self.info: SessionInfo | None = None
         self.lost_count = 0
+        self.alive = False  # registered and its lease kept alive (False from a lost lease to the next registration)
         self._log = structlog.get_logger().bind(component="session", role=role)
         self._tasks = BackgroundTasks("session", role=role)
 
@@ -117,6 +118,7 @@ class Session:
         lease = await self._store.client.lease(self._ttl)
         await self._store.put(info.key, info.to_json(), lease=lease)
         self.info, self._lease = info, lease
+        self.alive = True
         self._log.info("session registered", server_id=sid, address=self._address)
         if self._on_registered is not None:
             self._on_registered(info)
@@ -129,6 +131,7 @@ class Session:
             reason: list[str] = []
             await keep_alive(self._lease, self._ttl, reason.append, self._log)
             self.lost_count += 1
+            self.alive = False
             self._log.error("session lost", reason=reason[0] if reason else "", server_id=self.server_id)
             if self._on_lost is not None:
                 try:
@@ -149,6 +152,7 @@ class Session:
                     await asyncio.sleep(self._retry)
 
     async def stop(self) -> None:
+        self.alive = False
         await self._tasks.stop()
         if self._lease is not None:
             with contextlib.suppress(Exception):
