@@ -12,6 +12,7 @@ from common.etcd.metastore import MetaStore
 from common.etcd.session import Session, SessionInfo, allocate_server_id
 from common.grpcutil import Health, start_server
 from common.readiness import role_reasons
+from common.statemetrics import StateMetrics
 from common.storage.objectstore import ObjectStore
 from protos import querynode_pb2, querynode_pb2_grpc
 from querynode.service.service import QueryNodeService
@@ -60,6 +61,8 @@ class QueryNode:
             on_registered=registered,
         )
         await self._session.start(server_id=node_id)
+        self._state_metrics = StateMetrics(service.state_samples)
+        self._state_metrics.start()
         await self._health.serving()
 
     @property
@@ -77,6 +80,8 @@ class QueryNode:
         return reasons
 
     async def stop(self) -> None:
+        if hasattr(self, "_state_metrics"):
+            self._state_metrics.stop()
         await self._health.stopping()
         await self._session.stop()
         await self._server.stop(grace=1)

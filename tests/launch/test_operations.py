@@ -79,6 +79,25 @@ def test_counters_move_by_the_rows_and_vectors_of_each_request(client: MilvusCli
     assert moved("strata_proxy_result_bytes_count", function_name="Search") == 1
     # The hits returned: at most limit per query vector, at least one each (5 rows remain).
     assert 3 <= moved("strata_proxy_search_hits_total", collection_name=name) <= 6
+    # The same process's streaming and query nodes: the writes went through the WAL, the search
+    # through at least one delegator.
+    assert moved("milvus_streaming_node_wal_append_message_total") >= 2  # the insert's and the delete's
+    assert moved("milvus_streaming_node_wal_append_batch_duration_seconds_count") >= 2
+    assert moved("milvus_querynode_sq_req_count_total", query_type="search", status="success") >= 1
+    terms = {dict(ls)["channel_name"]: v for (n, ls), v in after.items() if n == "milvus_streaming_node_wal_term"}
+    assert terms and all(v >= 1 for v in terms.values())
+    assert all(v == 1 for (n, _), v in after.items() if n == "milvus_streaming_node_wal_available")
+    assert total(after, "strata_etcd_session_alive", role="streamingnode") == 1
+
+
+def test_the_coordinator_reports_leadership_segments_and_its_session(node: Standalone, client: MilvusClient) -> None:
+    name = f"seg_{uuid.uuid4().hex[:8]}"
+    client.create_collection(name, dimension=DIM)
+    client.insert(name, [{"id": 1, "vector": [0.1] * DIM}])
+    samples = scrape(ops_url(_log(node, "coordinator")))
+    assert total(samples, "strata_coordinator_leader") == 1
+    assert total(samples, "milvus_datacoord_segment_num", segment_state="GROWING") >= 1
+    assert total(samples, "strata_etcd_session_alive", role="coordinator") == 1
 
 
 def test_healthz_is_ok_for_both_processes(node: Standalone, base: str) -> None:
