@@ -94,9 +94,12 @@ def test_the_coordinator_reports_leadership_segments_and_its_session(node: Stand
     name = f"seg_{uuid.uuid4().hex[:8]}"
     client.create_collection(name, dimension=DIM)
     client.insert(name, [{"id": 1, "vector": [0.1] * DIM}])
-    samples = scrape(ops_url(_log(node, "coordinator")))
+    base = ops_url(_log(node, "coordinator"))
+    # The flusher registers the new growing segment with the coordinator shortly after the insert.
+    wait_until("a growing segment in the coordinator's metrics",
+               lambda: total(scrape(base), "milvus_datacoord_segment_num", segment_state="GROWING") >= 1, timeout=60)
+    samples = scrape(base)
     assert total(samples, "strata_coordinator_leader") == 1
-    assert total(samples, "milvus_datacoord_segment_num", segment_state="GROWING") >= 1
     assert total(samples, "strata_etcd_session_alive", role="coordinator") == 1
 
 
