@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -9,6 +10,11 @@ import pytest
 from common.etcd.process import EtcdProcess
 from tests.harness import Standalone
 from tests.s3server import S3Server, run_s3_server
+
+# Every role process a test starts serves its operations port on a free port, not Milvus's 9091:
+# tests run side by side (xdist, several checkouts) and a fixed port would collide.
+for _role in ("coordinator", "streamingnode", "querynode", "proxy"):
+    os.environ.setdefault(f"STRATA_{_role.upper()}_METRICS_PORT", "0")
 
 
 @pytest.fixture(scope="session")

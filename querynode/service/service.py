@@ -7,6 +7,9 @@ stops here: both roles get domain types.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+
 import grpc
 import numpy as np
 import pyarrow as pa
@@ -18,11 +21,13 @@ from common.grpcutil import ok_status, rpc_method
 from common.schema import CollectionSchema, FieldSchema
 from common.segment import SegmentLevel
 from common.segment_pb import position_from_pb, segment_from_pb
+from common.statemetrics import GaugeSample
 from common.storage.objectstore import ObjectStore
 from protos import querynode_pb2 as pb
 from protos import querynode_pb2_grpc
 from querynode.delegator.delegator import Delegator, PlacedSegment, ReadSpec
 from querynode.delegator.distribution import Placement
+from querynode.metrics import observe, tsafe_samples
 from querynode.worker.client import WorkerClient, segment_read
 from querynode.worker.cuts import decode_cuts
 from querynode.worker.worker import Worker
@@ -94,6 +99,14 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
         self._workers = WorkerClient(self.worker)
         self.delegators: dict[str, Delegator] = {}
 
+    def state_samples(self) -> Iterator[GaugeSample]:
+        """Each delegator's tsafe lag and the worker's sealed segments per collection (for ``/metrics``)."""
+        segments: dict[int, int] = {}
+        for collection_id, _ in list(self.worker.segments):
+            segments[collection_id] = segments.get(collection_id, 0) + 1
+        tsafes = [(v, d.tsafe.value) for v, d in list(self.delegators.items())]
+        return tsafe_samples(self.node_id, tsafes, segments)
+
     def serve_at(self, address: str) -> None:
         """This node's address: its delegators call its own worker in-process, not over gRPC."""
         self._workers.local_address = address
@@ -158,6 +171,15 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
 
     async def search_table(self, request: pb.SearchRequest) -> pa.Table:
         """The hits of a ``Search`` request (raises ``StrataError``); the proxy of this process calls it."""
+        started, ok = time.perf_counter(), False
+        try:
+            table = await self._search_table(request)
+            ok = True
+            return table
+        finally:
+            observe(self.node_id, "search", ok, started)
+
+    async def _search_table(self, request: pb.SearchRequest) -> pa.Table:
         delegators = [self._delegator(v) for v in (request.vchannels or [request.vchannel])]
         if len({d.collection_id for d in delegators}) != 1:
             raise InvalidArgument("one search call covers the vchannels of one collection")
@@ -183,10 +205,15 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
 
     @rpc_method(pb.QueryResponse)
     async def Query(self, request: pb.QueryRequest, context: grpc.aio.ServicerContext) -> pb.QueryResponse:
-        d = self._delegator(request.vchannel)
-        table, count = await d.query(
-            _read_spec(request.read), limit=request.limit or None, count_only=request.count_only
-        )
+        started, ok = time.perf_counter(), False
+        try:
+            d = self._delegator(request.vchannel)
+            table, count = await d.query(
+                _read_spec(request.read), limit=request.limit or None, count_only=request.count_only
+            )
+            ok = True
+        finally:
+            observe(self.node_id, "query", ok, started)
         return pb.QueryResponse(
             status=ok_status(), results=table_to_ipc(table) if table is not None else b"", count=count
         )
