@@ -1,6 +1,6 @@
 """The read plan: what one search or query reads, built once by the proxy.
 
-A ``ReadPlan`` travels unchanged from the proxy through the delegators to the
+A ``ReadPlan`` (and, for a search, its ``VectorQuery``) travels unchanged from the proxy through the delegators to the
 workers; the delegator adds only its read timestamp, passed beside it. Its
 filter is parsed and bound to the collection's schema once, by the proxy
 (``ReadFilter``): every level evaluates that tree. In one process (standalone)
@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+import numpy as np
 
 from common.errors import PartitionNotLoaded
 from common.expr import Expr
@@ -90,3 +92,14 @@ class ReadPlan:
                 raise PartitionNotLoaded(f"partition not loaded[partition={name}]")
             return self
         return replace(self, partitions=tuple(loaded) or None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class VectorQuery:
+    """What a search looks for, beside its ``ReadPlan``: the same at every level."""
+
+    anns_field: str
+    metric: str
+    vectors: np.ndarray  # the query matrix: float32 rows, uint8 codes (binary), or a padded batch of pairs (sparse)
+    topk: int  # hits per query each level returns (the proxy's offset included)
+    params: Mapping[str, Any] = field(default_factory=dict)  # the index's search params (ef, nprobe, ...)

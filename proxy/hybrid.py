@@ -49,7 +49,7 @@ from pymilvus.grpc_gen import milvus_pb2, schema_pb2
 from common.config import DEFAULT_LIMITS, ProxyLimits
 from common.errors import InvalidArgument, NotSupported, StrataError
 from common.jsonvalue import load_json
-from common.readplan import ReadFilter, ReadPlan
+from common.readplan import ReadFilter, ReadPlan, VectorQuery
 from common.schema import TIMESTAMP_COLUMN, CollectionSchema
 from proxy import convert
 from proxy.convert.pkids import check_no_primary_keys
@@ -448,15 +448,9 @@ async def hybrid_search(
 
     async def one(spec: SearchSpec, bound: ReadFilter | None, metric: str) -> SubResult:
         read = replace(shared, filter=bound, output_fields=tuple(fetch), ignore_growing=spec.ignore_growing)
-        parts = await reads.search(
-            coll,
-            read=read,
-            anns_field=spec.anns_field,
-            metric=metric,
-            vectors=spec.vectors,
-            topk=spec.topk,
-            params=spec.params,
-        )
+        query = VectorQuery(anns_field=spec.anns_field, metric=metric, vectors=spec.vectors, topk=spec.topk,
+                            params=spec.params)
+        parts = await reads.search(coll, read=read, query=query)
         merged = merge_topk(
             parts, topk=spec.topk, metric=metric, pk_field=pk, radius=spec.radius, range_filter=spec.range_filter
         )

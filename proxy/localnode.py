@@ -9,33 +9,22 @@ as over gRPC and no (de)serialisation of anything.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Protocol
 
-import numpy as np
 import pyarrow as pa
 
-from common.readplan import ReadPlan
+from common.readplan import ReadPlan, VectorQuery
 from segcore.segments.query_vectors import query_matrix
 
 
 class QueryNodeReads(Protocol):
     """The in-process read methods of ``QueryNodeService``; they raise ``StrataError``."""
 
-    async def search_vchannels(
-        self,
-        vchannels: list[str],
-        plan: ReadPlan,
-        *,
-        anns_field: str,
-        metric: str,
-        vectors: np.ndarray,
-        topk: int,
-        params: dict[str, object],
-    ) -> pa.Table: ...
+    async def search_vchannels(self, vchannels: list[str], plan: ReadPlan, query: VectorQuery) -> pa.Table: ...
 
-    async def query_vchannel(
-        self, vchannel: str, plan: ReadPlan, *, limit: int | None, count_only: bool
-    ) -> tuple[pa.Table | None, int]: ...
+    async def query_vchannel(self, vchannel: str, plan: ReadPlan, *, limit: int | None,
+                             count_only: bool) -> tuple[pa.Table | None, int]: ...
 
 
 class LocalQueryNode:
@@ -43,29 +32,10 @@ class LocalQueryNode:
         self.address = address
         self._servicer = servicer
 
-    async def search(
-        self,
-        *,
-        collection_id: int,
-        vchannels: list[str],
-        plan: ReadPlan,
-        anns_field: str,
-        metric: str,
-        vectors: np.ndarray,
-        topk: int,
-        params: dict[str, object],
-    ) -> pa.Table:
-        return await self._servicer.search_vchannels(
-            vchannels,
-            plan,
-            anns_field=anns_field,
-            metric=metric,
-            vectors=query_matrix(vectors),
-            topk=topk,
-            params=params,
-        )
+    async def search(self, collection_id: int, vchannels: list[str], plan: ReadPlan, query: VectorQuery) -> pa.Table:
+        matrix = replace(query, vectors=query_matrix(query.vectors))  # as the node would decode it from bytes
+        return await self._servicer.search_vchannels(vchannels, plan, matrix)
 
-    async def query(
-        self, *, collection_id: int, vchannel: str, plan: ReadPlan, limit: int, count_only: bool
-    ) -> tuple[pa.Table | None, int]:
+    async def query(self, collection_id: int, vchannel: str, plan: ReadPlan, limit: int,
+                    count_only: bool) -> tuple[pa.Table | None, int]:
         return await self._servicer.query_vchannel(vchannel, plan, limit=limit or None, count_only=count_only)

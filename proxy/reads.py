@@ -27,17 +27,16 @@ import itertools
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import grpc
-import numpy as np
 import pyarrow as pa
 
 from common.aiogather import gather_all
 from common.coordclient import CoordinatorClient
 from common.errors import ErrorCode, SegmentLoadFailed, StrataError
 from common.grpcutil import StubCache, raise_for_status
-from common.readplan import ReadPlan
+from common.readplan import ReadPlan, VectorQuery
 from common.tsoutil import compose
 from common.ttl import expire_before
 from protos import coordinator_pb2, querynode_pb2_grpc
@@ -167,24 +166,11 @@ class ReadRouter:
         assert last is not None
         raise last
 
-    async def search(
-        self,
-        coll: CollectionEntry,
-        *,
-        read: ReadPlan,
-        anns_field: str,
-        metric: str,
-        vectors: np.ndarray,
-        topk: int,
-        params: dict[str, Any],
-    ) -> list[pa.Table]:
+    async def search(self, coll: CollectionEntry, *, read: ReadPlan, query: VectorQuery) -> list[pa.Table]:
         """Each node's hits (a table per node or vchannel called), to be merged by the caller."""
 
         async def call(address: str, vchannels: list[str], read: ReadPlan) -> pa.Table:
-            return await self._node(address).search(
-                collection_id=coll.collection_id, vchannels=vchannels, plan=read, anns_field=anns_field,
-                metric=metric, vectors=vectors, topk=topk, params=params,
-            )
+            return await self._node(address).search(coll.collection_id, vchannels, read, query)
 
         async def run(replicas: list[Replica], read: ReadPlan) -> list[pa.Table]:
             return await gather_all([node(vs, replicas, read) for vs in _by_node(coll, replicas[0])])
@@ -217,9 +203,10 @@ class ReadRouter:
             return list(await asyncio.gather(*(one(v, replicas, read) for v in sorted(set(coll.vchannels)))))
 
         async def one(vchannel: str, replicas: list[Replica], read: ReadPlan) -> tuple[pa.Table | None, int]:
-            return await self._on_some_replica(vchannel, replicas, lambda p: self._node(p.address).query(
-                collection_id=coll.collection_id, vchannel=vchannel, plan=read, limit=limit, count_only=count_only,
-            ))
+            return await self._on_some_replica(
+                vchannel, replicas, lambda p: self._node(p.address).query(coll.collection_id, vchannel, read, limit,
+                                                                          count_only)
+            )
 
         results = await self._twice(coll, read, run)
         tables = [t for t, _ in results if t is not None]

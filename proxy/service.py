@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from typing import Any
 
 import grpc
@@ -23,7 +24,7 @@ from common.errors import ErrorCode, InvalidArgument, SegmentLoadFailed, StrataE
 from common.expr.asyncparse import filter_size, parse_filter_async
 from common.grpcutil import raise_for_status
 from common.names import DEFAULT_DATABASE, DEFAULT_DATABASE_ID, cannot_find_collection, check_collection_name
-from common.readplan import ReadFilter, ReadPlan
+from common.readplan import ReadFilter, ReadPlan, VectorQuery
 from common.tsoutil import physical_ms
 from protos import coordinator_pb2
 from proxy import convert
@@ -457,19 +458,15 @@ class MilvusProxy(
             ignore_growing=spec.ignore_growing,
         )
         spec = await resolve_key_vectors(self._reads, coll, spec, read, self._limits)  # search by primary keys
-        parts = await self._reads.search(
-            coll, read=read, anns_field=spec.anns_field, metric=metric, vectors=spec.vectors,
-            topk=per_shard, params=spec.params,
-        )
+        query = VectorQuery(anns_field=spec.anns_field, metric=metric, vectors=spec.vectors, topk=per_shard,
+                            params=spec.params)
+        parts = await self._reads.search(coll, read=read, query=query)
         while group and (
             more := next_fetch(parts, nq=spec.nq, groups_wanted=spec.topk + spec.offset, group_by=group,
                                fetched=per_shard)
         ):
             per_shard = more
-            parts = await self._reads.search(
-                coll, read=read, anns_field=spec.anns_field, metric=metric, vectors=spec.vectors,
-                topk=per_shard, params=spec.params,
-            )
+            parts = await self._reads.search(coll, read=read, query=replace(query, topk=per_shard))
         pk = coll.schema.primary_field.name
 
         def reduce() -> schema_pb2.SearchResultData:

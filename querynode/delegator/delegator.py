@@ -79,7 +79,7 @@ from common.errors import ErrorCode, NotReady, PositionTruncated, StrataError
 from common.failpoints import failpoint
 from common.message import body_table, delete_partition, header
 from common.position import Position
-from common.readplan import ReadPlan
+from common.readplan import ReadPlan, VectorQuery
 from common.schema import TIMESTAMP_COLUMN, CollectionSchema
 from common.schema_evolution import conform_table, is_newer
 from common.segment import SegmentMeta
@@ -447,13 +447,8 @@ class Delegator:
             pks, ts = pa.concat_arrays([pks, own_pks.cast(pks.type)]), np.concatenate([ts, own_ts])
         schema = self.schema
         try:
-            await self._workers.at(target.address).load(
-                collection_id=self.collection_id,
-                schema=schema,
-                segments=[meta],
-                indexes=self.indexes,
-                cuts={sid: (pks, ts)},
-            )
+            await self._workers.at(target.address).load(self.collection_id, schema, [meta], self.indexes,
+                                                         {sid: (pks, ts)})
             if self.schema is not schema:  # a field was added while it loaded
                 await self._workers.at(target.address).update_schema(self.collection_id, self.schema)
         except Exception as err:  # the worker's failure (an in-process worker raises what it met)
@@ -604,35 +599,17 @@ class Delegator:
                 out[placement] = mine
         return out
 
-    async def search(
-        self,
-        plan: ReadPlan,
-        *,
-        field: str,
-        vectors: np.ndarray,
-        metric: str,
-        topk: int,
-        params: dict[str, object],
-    ) -> pa.Table:
-        """This vchannel's top ``topk`` hits per query (``vectors``: the matrix ``query_vectors``
-        gives), the growing segments searched here, the sealed ones on their workers, merged."""
+    async def search(self, plan: ReadPlan, query: VectorQuery) -> pa.Table:
+        """This vchannel's top ``query.topk`` hits per query vector: the growing segments searched
+        here, the sealed ones on their workers, merged."""
         read_ts = await self.tsafe.wait(plan.guarantee_ts, timeout=plan.timeout, what=f"search {self.vchannel}")
         self._check_readable()
-        parsed = search_params(params)
+        field, vectors, metric, topk = query.anns_field, query.vectors, query.metric, query.topk
+        parsed = search_params(dict(query.params))
 
         def on_worker(placement: Placement, sids: list[int]) -> Awaitable[pa.Table]:
-            return self._remote(placement, sids, self._workers.at(placement.address).search(
-                collection_id=self.collection_id,
-                segment_ids=sids,
-                read_ts=read_ts,
-                plan=plan,
-                anns_field=field,
-                metric=metric,
-                vectors=vectors,
-                topk=topk,
-                params=params,
-                timeout=plan.timeout,
-            ))
+            worker = self._workers.at(placement.address)
+            return self._remote(placement, sids, worker.search(self.collection_id, sids, read_ts, plan, query))
 
         async def growing(stores: list[GrowingStore]) -> list[pa.Table]:
             if not stores:
@@ -701,15 +678,8 @@ class Delegator:
             plan = replace(plan, output_fields=(*plan.output_fields, TIMESTAMP_COLUMN))
 
         def remote(placement: Placement, sids: list[int]) -> Awaitable[tuple[pa.Table | None, int]]:
-            return self._remote(placement, sids, self._workers.at(placement.address).query(
-                collection_id=self.collection_id,
-                segment_ids=sids,
-                read_ts=read_ts,
-                plan=plan,
-                limit=limit,
-                count_only=count_only,
-                timeout=plan.timeout,
-            ))
+            worker = self._workers.at(placement.address)
+            return self._remote(placement, sids, worker.query(self.collection_id, sids, read_ts, plan, limit, count_only))
 
         async def growing(stores: list[GrowingStore]) -> list[tuple[pa.Table | None, int]]:
             if not stores:

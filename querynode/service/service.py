@@ -10,14 +10,13 @@ per request (``common/readplan_pb.py``). The proxy of this process calls
 from __future__ import annotations
 
 import grpc
-import numpy as np
 import pyarrow as pa
 
 from common.aiogather import gather_all
 from common.arrowio import table_to_ipc
 from common.errors import ErrorCode, InvalidArgument, StrataError
 from common.grpcutil import ok_status, rpc_method
-from common.readplan import ReadPlan
+from common.readplan import ReadPlan, VectorQuery
 from common.readplan_pb import decode_read_plan
 from common.schema import CollectionSchema
 from common.segment import SegmentLevel
@@ -121,38 +120,18 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
     async def Search(self, request: pb.SearchRequest, context: grpc.aio.ServicerContext) -> pb.SearchResponse:
         vchannels = list(request.vchannels or [request.vchannel])
         field = self._delegator(vchannels[0]).schema.field(request.anns_field)
-        hits = await self.search_vchannels(
-            vchannels,
-            decode_read_plan(request.read),
-            anns_field=request.anns_field,
-            metric=request.metric_type,
-            vectors=decode_queries(request.vectors, field),
-            topk=request.topk,
-            params=_params(request.params),
-        )
+        query = VectorQuery(anns_field=request.anns_field, metric=request.metric_type, topk=request.topk,
+                            vectors=decode_queries(request.vectors, field), params=_params(request.params))
+        hits = await self.search_vchannels(vchannels, decode_read_plan(request.read), query)
         return pb.SearchResponse(status=ok_status(), results=table_to_ipc(hits))
 
-    async def search_vchannels(
-        self,
-        vchannels: list[str],
-        plan: ReadPlan,
-        *,
-        anns_field: str,
-        metric: str,
-        vectors: np.ndarray,
-        topk: int,
-        params: dict[str, object],
-    ) -> pa.Table:
+    async def search_vchannels(self, vchannels: list[str], plan: ReadPlan, query: VectorQuery) -> pa.Table:
         """The hits of the delegators of ``vchannels`` (one collection's), unmerged: the proxy ranks
         every node's hits together (vchannels partition the keys). Raises ``StrataError``."""
         delegators = [self._delegator(v) for v in vchannels]
         if len({d.collection_id for d in delegators}) != 1:
             raise InvalidArgument("one search call covers the vchannels of one collection")
-        searches = [
-            d.search(plan, field=anns_field, vectors=vectors, metric=metric, topk=topk, params=params)
-            for d in delegators
-        ]
-        results = await gather_all(searches)
+        results = await gather_all([d.search(plan, query) for d in delegators])
         return results[0] if len(results) == 1 else pa.concat_tables(results)
 
     @rpc_method(pb.QueryResponse)

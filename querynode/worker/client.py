@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from common.arrowio import ipc_to_table, table_to_ipc
 from common.grpcutil import StubCache, raise_for_status
-from common.readplan import ReadPlan
+from common.readplan import ReadPlan, VectorQuery
 from common.readplan_pb import encode_read_plan
 from common.schema import CollectionSchema
 from common.segment import SegmentMeta
@@ -45,17 +45,12 @@ def _cuts(cuts: Cuts) -> list[pb.SegmentCuts]:
 
 
 class WorkerHandle(Protocol):
-    """One worker as a delegator uses it; the methods raise ``StrataError`` (or ``AioRpcError``)."""
+    """One worker as a delegator uses it; the methods raise ``StrataError`` (or ``AioRpcError``).
+    ``load`` loads ``segments`` with their ``cuts`` applied before they are readable; a read waits
+    up to ``plan.timeout`` for the worker."""
 
-    async def load(
-        self,
-        *,
-        collection_id: int,
-        schema: CollectionSchema,
-        segments: Sequence[SegmentMeta],
-        indexes: Sequence[pb.IndexSpec],
-        cuts: Cuts,
-    ) -> None: ...
+    async def load(self, collection_id: int, schema: CollectionSchema, segments: Sequence[SegmentMeta],
+                   indexes: Sequence[pb.IndexSpec], cuts: Cuts) -> None: ...
 
     async def update_schema(self, collection_id: int, schema: CollectionSchema) -> None: ...
 
@@ -63,32 +58,11 @@ class WorkerHandle(Protocol):
 
     async def cut(self, collection_id: int, cuts: Cuts) -> None: ...
 
-    async def search(
-        self,
-        *,
-        collection_id: int,
-        segment_ids: Sequence[int],
-        read_ts: int,
-        plan: ReadPlan,
-        anns_field: str,
-        metric: str,
-        vectors: np.ndarray,
-        topk: int,
-        params: dict[str, object],
-        timeout: float,
-    ) -> pa.Table: ...
+    async def search(self, collection_id: int, segment_ids: Sequence[int], read_ts: int, plan: ReadPlan,
+                     query: VectorQuery) -> pa.Table: ...
 
-    async def query(
-        self,
-        *,
-        collection_id: int,
-        segment_ids: Sequence[int],
-        read_ts: int,
-        plan: ReadPlan,
-        limit: int | None,
-        count_only: bool,
-        timeout: float,
-    ) -> tuple[pa.Table | None, int]: ...
+    async def query(self, collection_id: int, segment_ids: Sequence[int], read_ts: int, plan: ReadPlan,
+                    limit: int | None, count_only: bool) -> tuple[pa.Table | None, int]: ...
 
 
 class LocalWorker:
@@ -97,15 +71,8 @@ class LocalWorker:
     def __init__(self, worker: Worker) -> None:
         self._worker = worker
 
-    async def load(
-        self,
-        *,
-        collection_id: int,
-        schema: CollectionSchema,
-        segments: Sequence[SegmentMeta],
-        indexes: Sequence[pb.IndexSpec],
-        cuts: Cuts,
-    ) -> None:
+    async def load(self, collection_id: int, schema: CollectionSchema, segments: Sequence[SegmentMeta],
+                   indexes: Sequence[pb.IndexSpec], cuts: Cuts) -> None:
         specs = vector_index_specs(schema, ((i.field_name, i.index_id, dict(i.params)) for i in indexes))
         await self._worker.load(collection_id, schema, list(segments), specs, cuts)
 
@@ -118,43 +85,15 @@ class LocalWorker:
     async def cut(self, collection_id: int, cuts: Cuts) -> None:
         await self._worker.cut(collection_id, cuts)
 
-    async def search(
-        self,
-        *,
-        collection_id: int,
-        segment_ids: Sequence[int],
-        read_ts: int,
-        plan: ReadPlan,
-        anns_field: str,
-        metric: str,
-        vectors: np.ndarray,
-        topk: int,
-        params: dict[str, object],
-        timeout: float,
-    ) -> pa.Table:
+    async def search(self, collection_id: int, segment_ids: Sequence[int], read_ts: int, plan: ReadPlan,
+                     query: VectorQuery) -> pa.Table:
         return await self._worker.search(
-            collection_id,
-            list(segment_ids),
-            plan,
-            read_ts=read_ts,
-            field_name=anns_field,
-            queries=vectors,
-            metric=metric,
-            topk=topk,
-            params=search_params(params),
+            collection_id, list(segment_ids), plan, read_ts=read_ts, field_name=query.anns_field,
+            queries=query.vectors, metric=query.metric, topk=query.topk, params=search_params(dict(query.params)),
         )
 
-    async def query(
-        self,
-        *,
-        collection_id: int,
-        segment_ids: Sequence[int],
-        read_ts: int,
-        plan: ReadPlan,
-        limit: int | None,
-        count_only: bool,
-        timeout: float,
-    ) -> tuple[pa.Table | None, int]:
+    async def query(self, collection_id: int, segment_ids: Sequence[int], read_ts: int, plan: ReadPlan,
+                    limit: int | None, count_only: bool) -> tuple[pa.Table | None, int]:
         return await self._worker.query(
             collection_id, list(segment_ids), plan, read_ts=read_ts, limit=limit or None, count_only=count_only
         )
@@ -166,94 +105,44 @@ class RemoteWorker:
     def __init__(self, stub: querynode_pb2_grpc.QueryNodeStub) -> None:
         self._stub = stub
 
-    async def load(
-        self,
-        *,
-        collection_id: int,
-        schema: CollectionSchema,
-        segments: Sequence[SegmentMeta],
-        indexes: Sequence[pb.IndexSpec],
-        cuts: Cuts,
-    ) -> None:
-        resp = await self._stub.LoadSegments(
-            pb.LoadSegmentsRequest(
-                collection_id=collection_id,
-                schema_json=schema.to_json(),
-                segments=[segment_to_pb(m) for m in segments],
-                indexes=list(indexes),
-                cuts=_cuts(cuts),
-            ),
-            timeout=LOAD_TIMEOUT,
+    async def load(self, collection_id: int, schema: CollectionSchema, segments: Sequence[SegmentMeta],
+                   indexes: Sequence[pb.IndexSpec], cuts: Cuts) -> None:
+        request = pb.LoadSegmentsRequest(
+            collection_id=collection_id, schema_json=schema.to_json(), segments=[segment_to_pb(m) for m in segments],
+            indexes=list(indexes), cuts=_cuts(cuts),
         )
-        raise_for_status(resp.status)
+        raise_for_status((await self._stub.LoadSegments(request, timeout=LOAD_TIMEOUT)).status)
 
     async def update_schema(self, collection_id: int, schema: CollectionSchema) -> None:
         """A load of no segment: the RPC form of ``Worker.update_schema``."""
-        await self.load(collection_id=collection_id, schema=schema, segments=(), indexes=(), cuts={})
+        await self.load(collection_id, schema, (), (), {})
 
     async def release(self, collection_id: int, segment_ids: Sequence[int]) -> None:
-        resp = await self._stub.ReleaseSegments(
-            pb.ReleaseSegmentsRequest(collection_id=collection_id, segment_ids=list(segment_ids)), timeout=CALL_TIMEOUT
-        )
-        raise_for_status(resp.status)
+        request = pb.ReleaseSegmentsRequest(collection_id=collection_id, segment_ids=list(segment_ids))
+        raise_for_status((await self._stub.ReleaseSegments(request, timeout=CALL_TIMEOUT)).status)
 
     async def cut(self, collection_id: int, cuts: Cuts) -> None:
-        resp = await self._stub.Delete(pb.DeleteRequest(collection_id=collection_id, cuts=_cuts(cuts)), timeout=CALL_TIMEOUT)
-        raise_for_status(resp.status)
+        request = pb.DeleteRequest(collection_id=collection_id, cuts=_cuts(cuts))
+        raise_for_status((await self._stub.Delete(request, timeout=CALL_TIMEOUT)).status)
 
-    async def search(
-        self,
-        *,
-        collection_id: int,
-        segment_ids: Sequence[int],
-        read_ts: int,
-        plan: ReadPlan,
-        anns_field: str,
-        metric: str,
-        vectors: np.ndarray,
-        topk: int,
-        params: dict[str, object],
-        timeout: float,
-    ) -> pa.Table:
-        resp = await self._stub.SearchSegments(
-            pb.SearchSegmentsRequest(
-                collection_id=collection_id,
-                segment_ids=list(segment_ids),
-                read_ts=read_ts,
-                read=encode_read_plan(plan),
-                anns_field=anns_field,
-                metric_type=metric,
-                vectors=encode_queries(vectors),
-                topk=topk,
-                params=json.dumps(params),
-            ),
-            timeout=timeout,
+    async def search(self, collection_id: int, segment_ids: Sequence[int], read_ts: int, plan: ReadPlan,
+                     query: VectorQuery) -> pa.Table:
+        request = pb.SearchSegmentsRequest(
+            collection_id=collection_id, segment_ids=list(segment_ids), read_ts=read_ts, read=encode_read_plan(plan),
+            anns_field=query.anns_field, metric_type=query.metric, vectors=encode_queries(query.vectors),
+            topk=query.topk, params=json.dumps(query.params),
         )
+        resp = await self._stub.SearchSegments(request, timeout=plan.timeout)
         raise_for_status(resp.status)
         return ipc_to_table(resp.results)
 
-    async def query(
-        self,
-        *,
-        collection_id: int,
-        segment_ids: Sequence[int],
-        read_ts: int,
-        plan: ReadPlan,
-        limit: int | None,
-        count_only: bool,
-        timeout: float,
-    ) -> tuple[pa.Table | None, int]:
-        resp = await self._stub.QuerySegments(
-            pb.QuerySegmentsRequest(
-                collection_id=collection_id,
-                segment_ids=list(segment_ids),
-                read_ts=read_ts,
-                read=encode_read_plan(plan),
-                limit=limit or 0,
-                count_only=count_only,
-            ),
-            timeout=timeout,
+    async def query(self, collection_id: int, segment_ids: Sequence[int], read_ts: int, plan: ReadPlan,
+                    limit: int | None, count_only: bool) -> tuple[pa.Table | None, int]:
+        request = pb.QuerySegmentsRequest(
+            collection_id=collection_id, segment_ids=list(segment_ids), read_ts=read_ts, read=encode_read_plan(plan),
+            limit=limit or 0, count_only=count_only,
         )
+        resp = await self._stub.QuerySegments(request, timeout=plan.timeout)
         raise_for_status(resp.status)
         return (ipc_to_table(resp.results) if resp.results else None), int(resp.count)
 

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pytest
 
 from common.message import new_delete
-from common.readplan import ReadPlan
+from common.readplan import ReadPlan, VectorQuery
 from common.storage.objectstore import ObjectStore
 from protos import querynode_pb2 as qpb
 from querynode.delegator.delegator import Delegator
@@ -54,8 +54,8 @@ async def _reads(d: Delegator, guarantee: int) -> tuple[int, list[int]]:
     """``count(*)`` and the keys of a top-10 search near key 50, sent together."""
     (_, count), hits = await asyncio.gather(
         d.query(_spec(guarantee), limit=None, count_only=True),
-        d.search(_spec(guarantee), field="v", vectors=np.array([[50.0, 1.0]], np.float32),
-                 metric="L2", topk=10, params={}),
+        d.search(_spec(guarantee), VectorQuery(anns_field="v", metric="L2", topk=10,
+                                               vectors=np.array([[50.0, 1.0]], np.float32))),
     )
     return count, sorted(hits.column("id").to_pylist())
 

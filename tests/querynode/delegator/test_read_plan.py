@@ -20,23 +20,14 @@ import pytest
 
 from common.arrowio import ipc_to_table
 from common.expr import parser
-from common.readplan import ReadFilter, ReadPlan
+from common.readplan import ReadFilter, ReadPlan, VectorQuery
 from common.readplan_pb import decode_read_plan, encode_read_plan
 from common.storage.objectstore import ObjectStore
 from protos import querynode_pb2 as qpb
 from querynode.service.service import QueryNodeService
 from segcore.segments.query_vectors import encode_queries
-from tests.querynode.delegator.walnode import (
-    LOCAL,
-    SCHEMA,
-    C,
-    Node,
-    V,
-    create_and_insert,
-    flushed_segment,
-    placement,
-    watch_request,
-)
+from tests.querynode.delegator import walnode
+from tests.querynode.delegator.walnode import SCHEMA, C, Node, V
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -54,10 +45,10 @@ async def test_no_query_node_parses_the_filter_again(
     node: Node, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = ObjectStore.from_uri((tmp_path / "storage").as_uri())
-    created, inserted = await create_and_insert(node, GROWING, range(50, 100))
-    sealed = flushed_segment(store, SEALED, range(50), created.timetick)
+    created, inserted = await walnode.create_and_insert(node, GROWING, range(50, 100))
+    sealed = walnode.flushed_segment(store, SEALED, range(50), created.timetick)
     service = QueryNodeService(1, node.source, store)
-    service.serve_at(LOCAL)
+    service.serve_at(walnode.LOCAL)
     plan = ReadPlan(guarantee_ts=inserted.timetick, filter=ReadFilter.parse(EVEN, SCHEMA, {"top": 90}), timeout=5)
     parses: list[str] = []
     real_parse = parser._parse
@@ -70,13 +61,13 @@ async def test_no_query_node_parses_the_filter_again(
     vectors = np.array([[50.0, 1.0]], np.float32)
     evens = list(range(0, 90, 2))
     try:
-        await service.WatchChannel(watch_request(created, placements=[placement(sealed)]), None)  # type: ignore[arg-type]
+        await service.WatchChannel(walnode.watch_request(created, placements=[walnode.placement(sealed)]), None)  # type: ignore[arg-type]
         d = service.delegators[V]
         await _until(lambda: d.serviceable and d.tsafe.value >= inserted.timetick)
 
         # The proxy of this process: the plan as it is.
-        hits = await service.search_vchannels([V], plan, anns_field="v", metric="L2", vectors=vectors, topk=100,
-                                              params={})
+        query = VectorQuery(anns_field="v", metric="L2", vectors=vectors, topk=100)
+        hits = await service.search_vchannels([V], plan, query)
         assert sorted(hits.column("id").to_pylist()) == evens
         rows, count = await service.query_vchannel(V, plan, limit=None, count_only=False)
         assert rows is not None and rows.column("id").to_pylist() == evens and count == len(evens)

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pytest
 
 from common.message import new_delete
-from common.readplan import ReadFilter, ReadPlan
+from common.readplan import ReadFilter, ReadPlan, VectorQuery
 from common.storage.objectstore import ObjectStore
 from querynode import offload
 from querynode.delegator import delegator
@@ -47,7 +47,7 @@ async def _search(d: Delegator, guarantee: int) -> pa.Table:
     """``NQ`` identical queries near key 50, top 5 each: every query's hits are keys 48 to 52."""
     vectors = np.tile(np.array([[50.0, 1.0]], np.float32), (NQ, 1))
     spec = ReadPlan(guarantee_ts=guarantee, filter=ReadFilter.parse("id >= 0", d.schema), timeout=5)
-    return await d.search(spec, field="v", vectors=vectors, metric="L2", topk=5, params={})
+    return await d.search(spec, VectorQuery(anns_field="v", metric="L2", vectors=vectors, topk=5))
 
 
 class _Lock(asyncio.Lock):
