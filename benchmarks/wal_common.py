@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import statistics
 import sys
@@ -10,11 +9,11 @@ import time
 
 import structlog
 
+from common.message import Insert
 from coordinator.tso import LOGICAL_BITS
-from protos.common_pb2 import Message, MessageType
+from protos.common_pb2 import Message
 
 VCHANNEL = "v0"
-_HEADER = json.dumps({"collection_id": 1, "rows": 1}).encode()
 
 
 class MonotonicTSO:
@@ -40,7 +39,7 @@ class MonotonicTSO:
 
 def insert_message(size: int) -> Message:
     """An Insert of one row into collection 1 on :data:`VCHANNEL` whose body is ``size`` bytes."""
-    return Message(type=MessageType.INSERT, vchannel=VCHANNEL, header=_HEADER, body=b"b" * size)
+    return Insert(vchannel=VCHANNEL, collection_id=1, partition_id=0, rows=1, ipc=b"b" * size).encode()
 
 
 def percentile_ms(values: list[float], q: int) -> float:

@@ -79,6 +79,64 @@ def check_nats_replicas(value: int) -> None:
         raise ValueError(f"nats replicas must be 1 to {NATS_MAX_REPLICAS}, got {value}")
 
 
+#: ``common.security.tlsMode``: 0 plaintext, 1 one-way TLS, 2 mutual TLS (Milvus's values).
+TLS_MODES = (0, 1, 2)
+
+
+def check_tls_mode(value: int) -> None:
+    if value not in TLS_MODES:
+        raise ValueError(f"tlsMode must be 0 (off), 1 (one-way TLS) or 2 (mutual TLS), got {value}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SecurityConfig:
+    """Authentication, RBAC and TLS of the proxy (Milvus's ``common.security`` and ``tls`` keys).
+
+    The coordinator reads ``default_root_password`` once, when it creates the ``root`` user on
+    the cluster's first start; the proxy reads the rest. Never logged (``repr=False``).
+    """
+
+    # common.security.authorizationEnabled: off by default, as in Milvus.
+    authorization_enabled: bool = False
+    # common.security.defaultRootPassword: root's password when the cluster is first started.
+    default_root_password: str = field(default="Milvus", repr=False)
+    # common.security.defaultRootPasswordFile (Strata's own): a file holding that password instead
+    # (a Kubernetes or Compose secret), read by the coordinator when it starts; wins over the above.
+    default_root_password_file: str = ""
+    # common.security.tlsMode: 0 off, 1 one-way (server certificate), 2 mutual (client certificate too).
+    tls_mode: int = 0
+    # tls.serverPemPath, tls.serverKeyPath, tls.caPemPath: PEM files of the proxy's certificate chain,
+    # its private key, and the CA that signs client certificates (mutual TLS).
+    server_pem_path: str = ""
+    server_key_path: str = field(default="", repr=False)
+    ca_pem_path: str = ""
+
+    def validate(self) -> None:
+        check_tls_mode(self.tls_mode)
+        if not self.default_root_password:
+            raise ValueError("common.security.defaultRootPassword must not be empty")
+        if self.tls_mode >= 1 and not (self.server_pem_path and self.server_key_path):
+            raise ValueError("tlsMode 1 and 2 need tls.serverPemPath and tls.serverKeyPath")
+        if self.tls_mode == 2 and not self.ca_pem_path:
+            raise ValueError("tlsMode 2 (mutual TLS) needs tls.caPemPath")
+
+    def root_password(self) -> str:
+        """root's first password: the file's content (one trailing newline dropped), else the setting.
+
+        Raises ``ValueError`` if the file cannot be read or is empty.
+        """
+        if not self.default_root_password_file:
+            return self.default_root_password
+        try:
+            with open(self.default_root_password_file, encoding="utf-8") as f:
+                password = f.read().removesuffix("\n").removesuffix("\r")
+        except OSError as err:
+            raise ValueError(f"cannot read common.security.defaultRootPasswordFile: {err.strerror or err}") from err
+        if not password:
+            raise ValueError("common.security.defaultRootPasswordFile is empty")
+        return password
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CommonConfig:
     etcd: str
@@ -86,11 +144,13 @@ class CommonConfig:
     host: str = "127.0.0.1"
     port: int = 0
     session_ttl_seconds: int = 15
+    security: SecurityConfig = field(default_factory=SecurityConfig)
 
     def validate(self) -> None:
         check_etcd_endpoint(self.etcd)
         check_port(self.port)
         check_positive(self.session_ttl_seconds)
+        self.security.validate()
 
 
 def check_spark_master(value: str) -> None:

@@ -14,6 +14,9 @@ The file has one section per role plus ``common``; every key is listed in
     querynode: {port: 0, storage: "s3://bucket/strata"}
     proxy: {port: 19530, server_max_recv_size: 67108864, max_topk: 16384}   # limits: README.md
     jobs: {spark_master: "local[*]", compaction_interval_seconds: 60}   # read by the coordinator
+    # Milvus's security keys, nested as in milvus.yaml (README.md, "Security"):
+    # common: {security: {authorizationEnabled: true, tlsMode: 1}}
+    # tls: {serverPemPath: /certs/server.pem, serverKeyPath: /certs/server.key, caPemPath: /certs/ca.pem}
 
 Each key is also ``STRATA_<SECTION>_<KEY>`` in the environment
 (``STRATA_STREAMINGNODE_WAL_DIR``); ``STRATA_ETCD`` and ``STRATA_ETCD_ROOT``
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
@@ -43,6 +46,7 @@ from common.config import (
     ProxyConfig,
     ProxyLimits,
     QueryNodeConfig,
+    SecurityConfig,
     StreamingNodeConfig,
     check_etcd_endpoint,
     check_message_size,
@@ -53,12 +57,14 @@ from common.config import (
     check_positive,
     check_spark_master,
     check_storage_uri,
+    check_tls_mode,
     check_wal_backend,
 )
 
 ROLES = ("coordinator", "streamingnode", "querynode", "proxy")
 #: Sections of the file besides the roles': ``jobs`` configures the coordinator's Spark jobs.
-SECTIONS = ("common", *ROLES, "jobs")
+#: ``tls`` holds the proxy's certificate files under Milvus's names (``tls.serverPemPath``, ...).
+SECTIONS = ("common", *ROLES, "jobs", "tls")
 ENV_PREFIX = "STRATA_"
 ENV_CONFIG_FILE = "STRATA_CONFIG"
 ENV_ALIASES = {"STRATA_ETCD": "common.etcd", "STRATA_ETCD_ROOT": "common.etcd_root"}
@@ -93,7 +99,8 @@ class Setting:
 
     @property
     def env(self) -> str:
-        return f"{ENV_PREFIX}{self.section.upper()}_{self.key.upper()}"
+        # Milvus's nested keys (common.security.tlsMode): STRATA_COMMON_SECURITY_TLSMODE.
+        return f"{ENV_PREFIX}{self.section.upper()}_{self.key.upper().replace('.', '_')}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +217,22 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(section="proxy", key="max_expr_length", target=ProxyLimits, field="max_expr_length",
             help="characters of a filter expression at most (Strata's own; Milvus has no such limit)",
             check=check_positive),
+    # Authentication, RBAC and TLS (Milvus's names): common/config.py SecurityConfig, README "Security".
+    Setting(section="common", key="security.authorizationEnabled", target=SecurityConfig,
+            field="authorization_enabled", help="require users and check privileges on every Milvus RPC"),
+    Setting(section="common", key="security.defaultRootPassword", target=SecurityConfig,
+            field="default_root_password", help="password of root, set when the cluster first starts"),
+    Setting(section="common", key="security.defaultRootPasswordFile", target=SecurityConfig,
+            field="default_root_password_file",
+            help="a file holding root's first password (a secret), instead of defaultRootPassword"),
+    Setting(section="common", key="security.tlsMode", target=SecurityConfig, field="tls_mode",
+            help="TLS of the proxy: 0 off, 1 one-way, 2 mutual", check=check_tls_mode),
+    Setting(section="tls", key="serverPemPath", target=SecurityConfig, field="server_pem_path",
+            help="PEM certificate (chain) of the proxy"),
+    Setting(section="tls", key="serverKeyPath", target=SecurityConfig, field="server_key_path",
+            help="PEM private key of the proxy"),
+    Setting(section="tls", key="caPemPath", target=SecurityConfig, field="ca_pem_path",
+            help="PEM CA certificate that signs client certificates (tlsMode 2)"),
     Setting(section="jobs", key="spark_master", target=JobsConfig, field="spark_master",
             help="Spark master of compaction and import jobs: local[*], spark://HOST:PORT, k8s://...",
             check=check_spark_master),
@@ -303,11 +326,30 @@ def _as_type(tp: Any, raw: object) -> object:
         if isinstance(raw, int | float) and not isinstance(raw, bool):
             return float(raw)
         raise TypeError(f"expected a number, got {type(raw).__name__} {raw!r}")
+    if tp is bool:
+        if isinstance(raw, bool):
+            return raw
+        if isinstance(raw, str) and raw.strip().lower() in _BOOLS:
+            return _BOOLS[raw.strip().lower()]
+        raise ValueError(f"expected true or false, got {raw!r}")
     if tp is str:
         if isinstance(raw, str):
             return raw
         raise TypeError(f"expected a string, got {type(raw).__name__} {raw!r} (quote it in YAML)")
     raise TypeError(f"unsupported config field type {tp!r}")  # a programming error in SETTINGS
+
+
+_BOOLS = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False, "off": False}
+
+
+def _flatten(body: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, object]]:
+    """Keys of a section, nested mappings joined by dots (``security: {tlsMode: 1}``: ``security.tlsMode``)."""
+    for key, raw in body.items():
+        name = f"{prefix}{key}"
+        if isinstance(raw, dict):
+            yield from _flatten(raw, f"{name}.")
+        else:
+            yield name, raw
 
 
 def read_file(path: str) -> dict[str, Value]:
@@ -332,7 +374,7 @@ def read_file(path: str) -> dict[str, Value]:
             continue
         if not isinstance(body, dict):
             raise ConfigError(f"{source}: section {section!r} must be a mapping of keys")
-        for key, raw in body.items():
+        for key, raw in _flatten(body):
             name = f"{section}.{key}"
             if name not in BY_NAME:
                 known = ", ".join(s.key for s in SETTINGS if s.section == section)
@@ -389,7 +431,7 @@ def _kwargs(cls: type, sections: tuple[str, ...], values: Mapping[str, object]) 
             kwargs[setting.field] = setting.default
     given_or_default = {f.name: kwargs.get(f.name, f.default) for f in fields(cls)}
     for f in fields(cls):
-        if f.name in kwargs or f.name in ("common", "jobs", "limits", "proxy_limits"):
+        if f.name in kwargs or f.name in ("common", "jobs", "limits", "proxy_limits", "security"):
             continue
         field_setting = next((s for s in SETTINGS if s.target is cls and s.field == f.name), None)
         required = f.default is MISSING and f.default_factory is MISSING
@@ -412,7 +454,8 @@ def build(role: str, values: Mapping[str, object]) -> RoleConfig:
     """Build and validate the config of ``role`` from resolved values."""
     if role not in ROLES:
         raise ValueError(f"unknown role {role!r}")
-    common = CommonConfig(**_kwargs(CommonConfig, ("common", role), values))
+    security = SecurityConfig(**_kwargs(SecurityConfig, ("common", "tls"), values))
+    common = CommonConfig(**_kwargs(CommonConfig, ("common", role), values), security=security)
     cls = _ROLE_CLASSES[role]
     extra: dict[str, Any] = {}
     if cls is CoordinatorConfig:

@@ -22,7 +22,6 @@ there is one per coordinator address ever seen, i.e. per failover.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from dataclasses import dataclass
 
@@ -33,6 +32,8 @@ from common.errors import NotReady
 from common.etcd.metastore import MetaStore
 from common.etcd.watch import EtcdWatch
 from common.grpcutil import insecure_channel
+from common.rpcstatus import checked_stub
+from common.tasks import BackgroundTasks
 from protos import coordinator_pb2_grpc
 
 COORDINATOR_ROLE = "coordinator"
@@ -66,7 +67,11 @@ async def read_leader(store: MetaStore) -> LeaderInfo | None:
 
 
 class CoordinatorClient:
-    """A stub to the active coordinator that follows the leader key in etcd."""
+    """A stub to the active coordinator that follows the leader key in etcd.
+
+    The stub is checked (``common.rpcstatus.checked_stub``): a unary call answered with a
+    non-OK status raises its typed error.
+    """
 
     def __init__(self, store: MetaStore) -> None:
         self._store = store
@@ -77,6 +82,7 @@ class CoordinatorClient:
         self._watch_task: asyncio.Task[None] | None = None
         self._closed = False
         self._log = structlog.get_logger().bind(component="coordinator-client")
+        self._tasks = BackgroundTasks("coordinator-client")
 
     @property
     def address(self) -> str | None:
@@ -95,7 +101,7 @@ class CoordinatorClient:
             if self._closed:
                 raise NotReady("coordinator client is closed")
             if self._watch_task is None:
-                self._watch_task = asyncio.create_task(self._follow_leader(), name="coordinator-leader-watch")
+                self._watch_task = self._tasks.start(self._follow_leader(), name="coordinator-leader-watch")
             loop = asyncio.get_running_loop()
             deadline = loop.time() + timeout
             while self._stub is None:
@@ -109,12 +115,22 @@ class CoordinatorClient:
             assert self._stub is not None
             return self._stub
 
+    async def channel(self, *, timeout: float = 30.0) -> grpc.aio.Channel:
+        """The channel to the active coordinator, for its other services (``strata.security.Security``)."""
+        await self.stub(timeout=timeout)
+        address = self._address
+        if address is None:  # reset() between the two lines: look the leader up again
+            await self.stub(timeout=timeout)
+            address = self._address
+        assert address is not None
+        return self._channels[address]
+
     def _use(self, address: str) -> None:
         channel = self._channels.get(address)
         if channel is None:
             channel = self._channels[address] = insecure_channel(address)
         self._address = address
-        self._stub = coordinator_pb2_grpc.CoordinatorStub(channel)
+        self._stub = checked_stub(coordinator_pb2_grpc.CoordinatorStub(channel))
         self._log.info("coordinator found", address=address)
 
     async def reset(self) -> None:
@@ -156,11 +172,8 @@ class CoordinatorClient:
         """Stop following the leader and close every channel; later ``stub()`` calls raise ``NotReady``."""
         async with self._lock:
             self._closed = True
-            if self._watch_task is not None:
-                self._watch_task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._watch_task
-                self._watch_task = None
+            await self._tasks.stop()
+            self._watch_task = None
             self._stub = self._address = None
             channels, self._channels = list(self._channels.values()), {}
         for channel in channels:

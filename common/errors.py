@@ -56,6 +56,12 @@ class ErrorCode(IntEnum):
     COLLECTION_NOT_FULLY_LOADED = 53
     METRIC_NOT_FOUND = 54
     SCHEMA_MISMATCH = 43
+    DATABASE_INVALID_NAME = 32
+    DATABASE_NUM_LIMIT_EXCEEDED = 33
+    COLLECTION_NUM_LIMIT_EXCEEDED = 34
+    FORCE_DENIED = 35
+    PRIVILEGE_NOT_PERMITTED = 55
+    NOT_AUTHENTICATED = 56
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +133,18 @@ CODE_TABLE: dict[ErrorCode, CodeInfo] = {
     # merr.ErrCollectionSchemaMismatch (109), which Milvus reports as commonpb.ErrorCode_SchemaMismatch
     # (62): pymilvus then refreshes its cached schema and sends the insert again.
     ErrorCode.SCHEMA_MISMATCH: CodeInfo(grpc.StatusCode.FAILED_PRECONDITION, 62, 109),
+    # merr.ErrDatabaseInvalidName, ErrDatabaseNumLimitExceeded, ErrCollectionNumLimitExceeded (databases).
+    ErrorCode.DATABASE_INVALID_NAME: CodeInfo(grpc.StatusCode.INVALID_ARGUMENT, 1, 802),
+    ErrorCode.DATABASE_NUM_LIMIT_EXCEEDED: CodeInfo(grpc.StatusCode.RESOURCE_EXHAUSTED, 1, 801),
+    ErrorCode.COLLECTION_NUM_LIMIT_EXCEEDED: CodeInfo(grpc.StatusCode.RESOURCE_EXHAUSTED, 1, 102),
+    # A database's database.force.deny.writing / reading: commonpb.ErrorCode_ForceDeny (48), which
+    # merr turns into ErrServiceQuotaExceeded (9).
+    ErrorCode.FORCE_DENIED: CodeInfo(grpc.StatusCode.PERMISSION_DENIED, 48, 9),
+    # merr.ErrPrivilegeNotPermitted (commonpb.ErrorCode_PermissionDenied): the proxy's interceptor answers a
+    # denied call with gRPC PERMISSION_DENIED itself, as Milvus's does (proxy/auth/interceptor.py).
+    ErrorCode.PRIVILEGE_NOT_PERMITTED: CodeInfo(grpc.StatusCode.PERMISSION_DENIED, 3, 1401),
+    # merr.ErrPrivilegeNotAuthenticated; a failed login is gRPC UNAUTHENTICATED, as in Milvus.
+    ErrorCode.NOT_AUTHENTICATED: CodeInfo(grpc.StatusCode.UNAUTHENTICATED, 1, 1400),
 }
 
 
@@ -149,6 +167,10 @@ class InvalidArgument(StrataError):
     code = ErrorCode.INVALID_ARGUMENT
 
 
+class MalformedMessage(InvalidArgument):
+    """A WAL message whose type or header ``common.message.decode`` cannot read."""
+
+
 class CollectionNotFound(StrataError):
     code = ErrorCode.COLLECTION_NOT_FOUND
 
@@ -159,6 +181,24 @@ class AliasNotFound(StrataError):
 
 class DatabaseNotFound(StrataError):
     code = ErrorCode.DATABASE_NOT_FOUND
+
+
+class DatabaseInvalidName(StrataError):
+    code = ErrorCode.DATABASE_INVALID_NAME
+
+
+class DatabaseNumLimitExceeded(StrataError):
+    code = ErrorCode.DATABASE_NUM_LIMIT_EXCEEDED
+
+
+class CollectionNumLimitExceeded(StrataError):
+    code = ErrorCode.COLLECTION_NUM_LIMIT_EXCEEDED
+
+
+class ForceDenied(StrataError):
+    """A write or read of a database whose properties deny it (``database.force.deny.*``)."""
+
+    code = ErrorCode.FORCE_DENIED
 
 
 class ResourceGroupNotFound(StrataError):
@@ -273,6 +313,18 @@ class SchemaMismatch(StrataError):
     """A write converted with a schema older than the collection's (a client's cached schema)."""
 
     code = ErrorCode.SCHEMA_MISMATCH
+
+
+class PrivilegeNotPermitted(StrataError):
+    """The caller's roles do not grant what the call needs (``proxy/auth``)."""
+
+    code = ErrorCode.PRIVILEGE_NOT_PERMITTED
+
+
+class NotAuthenticated(StrataError):
+    """No valid user and password (or a wrong one) came with the call."""
+
+    code = ErrorCode.NOT_AUTHENTICATED
 
 
 class SegmentNotFound(StrataError):

@@ -1,9 +1,8 @@
-"""gRPC bootstrap and the translation of errors into response statuses."""
+"""gRPC bootstrap: servers, channels, stubs, health; the status rules are in ``common/rpcstatus.py``."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar, cast
 
 import grpc
@@ -11,9 +10,16 @@ import structlog
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 
-from common.errors import ErrorCode, StrataError, error_from_code
 from common.grpcdecode import DecodeGuard
-from protos import common_pb2
+from common.rpcstatus import (
+    Handler,
+    checked_stub,
+    error_boundary,
+    error_status,
+    ok_status,
+    raise_for_status,
+    type_and_message,
+)
 
 log = structlog.get_logger().bind(component="rpc")
 
@@ -44,47 +50,13 @@ def message_size_options(*, max_receive: int, max_send: int) -> list[tuple[str, 
     return [(key, sizes.get(key, value)) for key, value in SERVER_OPTIONS]
 
 
-def ok_status() -> common_pb2.Status:
-    return common_pb2.Status(code=ErrorCode.OK, reason="")
-
-
-def error_status(err: StrataError) -> common_pb2.Status:
-    return common_pb2.Status(code=int(err.code), reason=err.message)
-
-
-def raise_for_status(status: common_pb2.Status) -> None:
-    """Turn a non-OK status received from another component back into its typed error."""
-    if status.code != ErrorCode.OK:
-        raise error_from_code(status.code, status.reason)
-
-
-Resp = TypeVar("Resp")
-
-
-def rpc_method(
-    response_type: type[Any],
-) -> Callable[[Callable[..., Awaitable[Any]]], Callable[..., Awaitable[Any]]]:
+def rpc_method(response_type: type[Any]) -> Callable[[Handler], Handler]:
     """Decorate a unary servicer method: a ``StrataError`` becomes ``response_type(status=...)``.
 
-    Any other exception is logged and answered as UNEXPECTED; the server keeps running.
+    Any other exception is logged and answered as UNEXPECTED; the server keeps running
+    (``common.rpcstatus.error_boundary``).
     """
-
-    def wrap(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-        @functools.wraps(fn)
-        async def handler(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
-            try:
-                return await fn(self, request, context)
-            except StrataError as err:
-                return response_type(status=error_status(err))
-            except Exception as err:  # RPC boundary: log, answer, keep serving
-                log.exception("rpc failed", method=fn.__name__)
-                return response_type(
-                    status=common_pb2.Status(code=ErrorCode.UNEXPECTED, reason=f"{type(err).__name__}: {err}")
-                )
-
-        return handler
-
-    return wrap
+    return error_boundary(response_type, error_status, lambda method: type_and_message, log)
 
 
 OVERALL = ""  # the health-check name of the whole server (grpc.health.v1)
@@ -173,20 +145,24 @@ async def start_server(
     port: int = 0,
     health: Health | None = None,
     options: Sequence[tuple[str, int]] = tuple(SERVER_OPTIONS),
+    interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+    credentials: grpc.ServerCredentials | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """Start a grpc.aio server on ``host:port`` (0 = a free port); returns it and its port.
 
     With ``health``, the server also answers ``grpc.health.v1.Health`` (NOT_SERVING until the role says so).
     Every method answers INVALID_ARGUMENT to a request whose bytes do not decode.
-    ``options``: the server's channel options (default ``SERVER_OPTIONS``).
+    ``options``: the server's channel options (default ``SERVER_OPTIONS``); ``interceptors`` run
+    before every handler; with ``credentials`` the port speaks TLS only.
     """
-    server = grpc.aio.server(options=list(options))
+    server = grpc.aio.server(options=list(options), interceptors=list(interceptors) or None)
     # Servicers register through a guard: undecodable requests answer INVALID_ARGUMENT (grpcdecode.py).
     registrar = cast(grpc.aio.Server, DecodeGuard(server))
     add_servicers(registrar)
     if health is not None:
         await health.attach(registrar)
-    bound = server.add_insecure_port(f"{host}:{port}")
+    address = f"{host}:{port}"
+    bound = server.add_insecure_port(address) if credentials is None else server.add_secure_port(address, credentials)
     if bound == 0:
         raise OSError(f"cannot bind {host}:{port}")
     await server.start()
@@ -201,7 +177,11 @@ Stub = TypeVar("Stub")
 
 
 class StubCache(Generic[Stub]):
-    """One channel and stub per address, kept for reuse; ``close()`` closes every channel."""
+    """One channel and stub per address, kept for reuse; ``close()`` closes every channel.
+
+    The stubs are checked (``common.rpcstatus.checked_stub``): a unary call whose response
+    carries a non-OK status raises its typed error.
+    """
 
     def __init__(self, stub_type: Callable[[grpc.aio.Channel], Stub]) -> None:
         self._stub_type = stub_type
@@ -211,10 +191,27 @@ class StubCache(Generic[Stub]):
         entry = self._entries.get(address)
         if entry is None:
             channel = insecure_channel(address)
-            entry = self._entries[address] = (channel, self._stub_type(channel))
+            entry = self._entries[address] = (channel, checked_stub(self._stub_type(channel)))
         return entry[1]
 
     async def close(self) -> None:
         for channel, _ in self._entries.values():
             await channel.close()
         self._entries.clear()
+
+
+__all__ = [
+    "CHANNEL_OPTIONS",
+    "OVERALL",
+    "SERVER_OPTIONS",
+    "Health",
+    "LateServicers",
+    "StubCache",
+    "error_status",
+    "insecure_channel",
+    "message_size_options",
+    "ok_status",
+    "raise_for_status",
+    "rpc_method",
+    "start_server",
+]

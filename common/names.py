@@ -10,9 +10,12 @@ which pymilvus and the SDKs show verbatim:
   ``-``; a plain error in Milvus (code 65535) in sentence case;
 - field names: as collection names; code 1701, ``...: field name invalid[field=<name>]``.
 
+- database names: the same rules (not stripped); code 802,
+  ``<reason>: invalid database name[database=<name>]`` (``ValidateDatabaseName``).
+
 Milvus checks the name with surrounding white space removed (the lookup that follows uses the
 name as given) and counts bytes, so ``"é"`` fails on its first byte. Not-found errors carry the
-database, ``[database=default]``: Strata has that one database (``DEFAULT_DATABASE``).
+database the name was looked up in, ``[database=<db>]`` (``DEFAULT_DATABASE`` unless given).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 from common.errors import (
     AliasNotFound,
     CollectionNotFound,
+    DatabaseInvalidName,
     DatabaseNotFound,
     FieldNameInvalid,
     InvalidArgument,
@@ -116,20 +120,37 @@ def check_field_name(name: str) -> None:
         raise FieldNameInvalid(f"{invalid}Field name can only contain numbers, letters, and underscores.{suffix}")
 
 
-def collection_not_found(name: str | int) -> CollectionNotFound:
-    """Milvus' ``collection not found[database=default][collection=<name>]`` (code 100)."""
-    return CollectionNotFound(f"collection not found[database={DEFAULT_DATABASE}][collection={name}]")
+def check_database_name(name: str) -> None:
+    """Refuse ``name`` as a database name (``DatabaseInvalidName``, Milvus code 802)."""
+
+    def invalid(reason: str) -> DatabaseInvalidName:
+        return DatabaseInvalidName(f"{reason}: invalid database name[database={name}]")
+
+    if not name:
+        raise invalid("database name couldn't be empty")
+    raw = name.encode()
+    if len(raw) > MAX_NAME_LENGTH:
+        raise invalid(f"the length of a database name must be less than {MAX_NAME_LENGTH} characters")
+    if not _first_ok(raw, _FIRST):
+        raise invalid("the first character of a database name must be an underscore or letter")
+    if not _rest_ok(raw, _WORD):
+        raise invalid("database name can only contain numbers, letters and underscores")
 
 
-def cannot_find_collection(name: str) -> CollectionNotFound:
+def collection_not_found(name: str | int, db: str = DEFAULT_DATABASE) -> CollectionNotFound:
+    """Milvus' ``collection not found[database=<db>][collection=<name>]`` (code 100)."""
+    return CollectionNotFound(f"collection not found[database={db or DEFAULT_DATABASE}][collection={name}]")
+
+
+def cannot_find_collection(name: str, db: str = DEFAULT_DATABASE) -> CollectionNotFound:
     """DescribeCollection's wording for a missing collection (code 100), which Milvus keeps for the
-    SDKs: ``can't find collection[database=default][collection=<name>]``."""
-    return CollectionNotFound(f"can't find collection[database={DEFAULT_DATABASE}][collection={name}]")
+    SDKs: ``can't find collection[database=<db>][collection=<name>]``."""
+    return CollectionNotFound(f"can't find collection[database={db or DEFAULT_DATABASE}][collection={name}]")
 
 
-def alias_not_found(alias: str) -> AliasNotFound:
-    """Milvus' ``alias not found[database=default][alias=<alias>]`` (code 1600)."""
-    return AliasNotFound(f"alias not found[database={DEFAULT_DATABASE}][alias={alias}]")
+def alias_not_found(alias: str, db: str = DEFAULT_DATABASE) -> AliasNotFound:
+    """Milvus' ``alias not found[database=<db>][alias=<alias>]`` (code 1600)."""
+    return AliasNotFound(f"alias not found[database={db or DEFAULT_DATABASE}][alias={alias}]")
 
 
 def database_not_found(name: str) -> DatabaseNotFound:

@@ -202,6 +202,20 @@ class FieldSchema:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FunctionSchema:
+    """A function of the collection (Milvus ``FunctionSchema``): the server computes its output
+    fields from its input fields. ``kind`` is Milvus' ``FunctionType`` number (1 = BM25; see
+    ``common/fulltext/functions.py``)."""
+
+    name: str
+    kind: int
+    input_field_names: tuple[str, ...]
+    output_field_names: tuple[str, ...]
+    description: str = ""
+    params: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CollectionSchema:
     """A collection's fields. Field order is the user's order; a field added to a live collection
     (``AddCollectionField``) comes last, with the next field id.
@@ -216,6 +230,7 @@ class CollectionSchema:
     description: str = ""
     enable_dynamic_field: bool = False
     version: int = 0
+    functions: tuple[FunctionSchema, ...] = ()
 
     @property
     def primary_field(self) -> FieldSchema:
@@ -259,6 +274,8 @@ class CollectionSchema:
     def to_json(self) -> str:
         d = asdict(self)
         d["fields"] = [_field_dict(f) for f in self.fields]
+        if not self.functions:
+            d.pop("functions")  # the JSON of a schema without functions stays as it was
         return json.dumps(d, sort_keys=True)
 
     @staticmethod
@@ -266,7 +283,12 @@ class CollectionSchema:
         """The schema ``to_json`` wrote; JSON from before ARRAY fields (or versions) reads too."""
         d = json.loads(text)
         fields = tuple(_field_from_dict(f) for f in d.pop("fields"))
-        return CollectionSchema(fields=fields, **d)
+        functions = tuple(
+            FunctionSchema(**{**f, "input_field_names": tuple(f["input_field_names"]),
+                              "output_field_names": tuple(f["output_field_names"])})
+            for f in d.pop("functions", ())
+        )
+        return CollectionSchema(fields=fields, functions=functions, **d)
 
 
 def field_to_json(field: FieldSchema) -> str:

@@ -3,7 +3,7 @@
 Milvus gives every new collection a ``timezone`` property: the one the request sets, else its
 database's, else ``UTC`` (rootcoord ``createCollectionTask.Prepare``), so ``describe_collection``
 shows ``{"timezone": "UTC"}`` for a collection created without properties. Altering it must name a
-zone the IANA database knows. Strata's one database has no properties: a collection gets ``UTC``.
+zone the IANA database knows, on a collection and on a database alike.
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ TIMEZONE_PROPERTY = "timezone"
 DEFAULT_TIMEZONE = "UTC"
 
 
-def with_default_timezone(properties: Mapping[str, str]) -> dict[str, str]:
-    """``properties`` with ``timezone`` set to ``UTC`` unless it is set."""
-    return {**properties} if TIMEZONE_PROPERTY in properties else {**properties, TIMEZONE_PROPERTY: DEFAULT_TIMEZONE}
+def with_default_timezone(properties: Mapping[str, str], database: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``properties`` with ``timezone`` set, unless it is, to the ``database`` properties' one, else ``UTC``."""
+    if TIMEZONE_PROPERTY in properties:
+        return {**properties}
+    return {**properties, TIMEZONE_PROPERTY: (database or {}).get(TIMEZONE_PROPERTY, DEFAULT_TIMEZONE)}
 
 
 def check_timezone(properties: Mapping[str, str]) -> None:

@@ -1,4 +1,10 @@
-"""The collection catalog in etcd (key layout in ``coordinator/README.md``)."""
+"""The collection catalog in etcd (key layout in ``coordinator/README.md``).
+
+Collection names and aliases are scoped by database: the "default" database's keep the keys
+they always had (``rootcoord/collection-name/<name>``, ``rootcoord/alias/<alias>``), another
+database's are ``.../<database id>/<name>`` (a name cannot start with a digit, so the two never
+meet). ``db_id`` defaults to the "default" database's.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 
 from common.etcd.metastore import MetaStore, Op
+from common.names import DEFAULT_DATABASE, DEFAULT_DATABASE_ID
 from common.schema import CollectionSchema
 
 _COLL = "rootcoord/collection/"
@@ -16,6 +23,25 @@ _ALIAS = "rootcoord/alias/"
 _INDEX = "rootcoord/index/"
 _LOAD = "querycoord/load/"
 _REPLICA = "querycoord/replica/"
+
+
+def _scoped(db_id: int, name: str) -> str:
+    return name if db_id == DEFAULT_DATABASE_ID else f"{db_id}/{name}"
+
+
+def name_key(db_id: int, name: str) -> str:
+    return f"{_NAME}{_scoped(db_id, name)}"
+
+
+def alias_key(db_id: int, alias: str) -> str:
+    return f"{_ALIAS}{_scoped(db_id, alias)}"
+
+
+def _split_alias_key(key: str) -> tuple[int, str]:
+    """``rootcoord/alias/...`` -> (database id, alias)."""
+    rest = key.removeprefix(_ALIAS)
+    head, _, tail = rest.partition("/")
+    return (int(head), tail) if tail and head.isdigit() else (DEFAULT_DATABASE_ID, rest)
 
 
 class CollectionState(str, Enum):
@@ -52,6 +78,9 @@ class CollectionMeta:
     # A schema change (a field added) on its way to the WAL: the next one until every vchannel has
     # it, then ``schema`` (``coordinator/schema_ddl.py``). Readers of the data take it already.
     pending_schema: CollectionSchema | None = None
+    # The database it belongs to (metadata written before databases existed: "default").
+    db_id: int = DEFAULT_DATABASE_ID
+    db_name: str = DEFAULT_DATABASE
 
     @property
     def update_ts(self) -> int:
@@ -164,8 +193,8 @@ class Catalog:
         raw = await self._store.get(f"{_COLL}{collection_id}")
         return None if raw is None else CollectionMeta.from_json(raw)
 
-    async def collection_id_by_name(self, name: str) -> int | None:
-        raw = await self._store.get(f"{_NAME}{name}")
+    async def collection_id_by_name(self, name: str, db_id: int = DEFAULT_DATABASE_ID) -> int | None:
+        raw = await self._store.get(name_key(db_id, name))
         return None if raw is None else int(raw)
 
     async def reserve_name(self, meta: CollectionMeta) -> bool:
@@ -175,35 +204,46 @@ class Catalog:
         (which nothing would ever finish or remove).
         """
         return await self._store.create_if_absent(
-            f"{_NAME}{meta.name}",
+            name_key(meta.db_id, meta.name),
             str(meta.collection_id).encode(),
             also=[Op(key=f"{_COLL}{meta.collection_id}", value=meta.to_json())],
         )
 
-    async def rename(self, meta: CollectionMeta, new_name: str) -> bool:
-        """Move ``meta``'s name reservation to ``new_name`` and save it renamed, in one transaction;
-        False if a collection already has ``new_name``."""
+    async def rename(
+        self, meta: CollectionMeta, new_name: str, *, db_id: int | None = None, db_name: str = ""
+    ) -> bool:
+        """Move ``meta``'s name reservation to ``new_name`` (in database ``db_id``, else its own)
+        and save it renamed, in one transaction; False if a collection there already has ``new_name``."""
+        moved = replace(meta, name=new_name)
+        if db_id is not None:
+            moved = replace(moved, db_id=db_id, db_name=db_name)
         return await self._store.create_if_absent(
-            f"{_NAME}{new_name}",
+            name_key(moved.db_id, new_name),
             str(meta.collection_id).encode(),
             also=[
-                Op(key=f"{_NAME}{meta.name}", value=None),
-                Op(key=f"{_COLL}{meta.collection_id}", value=replace(meta, name=new_name).to_json()),
+                Op(key=name_key(meta.db_id, meta.name), value=None),
+                Op(key=f"{_COLL}{meta.collection_id}", value=moved.to_json()),
             ],
         )
 
-    async def alias_target(self, alias: str) -> int | None:
-        raw = await self._store.get(f"{_ALIAS}{alias}")
+    async def alias_target(self, alias: str, db_id: int = DEFAULT_DATABASE_ID) -> int | None:
+        raw = await self._store.get(alias_key(db_id, alias))
         return None if raw is None else int(raw)
 
-    async def list_aliases(self) -> dict[str, int]:
-        return {kv.key.removeprefix(_ALIAS): int(kv.value) for kv in await self._store.scan(_ALIAS)}
+    async def list_aliases(self, db_id: int | None = None) -> dict[str, int]:
+        """Alias -> collection id, of database ``db_id`` (None: every database's, which may repeat a name)."""
+        out: dict[str, int] = {}
+        for kv in await self._store.scan(_ALIAS):
+            alias_db, alias = _split_alias_key(kv.key)
+            if db_id is None or alias_db == db_id:
+                out[alias] = int(kv.value)
+        return out
 
-    async def save_alias(self, alias: str, collection_id: int) -> None:
-        await self._store.put(f"{_ALIAS}{alias}", str(collection_id).encode())
+    async def save_alias(self, alias: str, collection_id: int, db_id: int = DEFAULT_DATABASE_ID) -> None:
+        await self._store.put(alias_key(db_id, alias), str(collection_id).encode())
 
-    async def remove_alias(self, alias: str) -> None:
-        await self._store.delete(f"{_ALIAS}{alias}")
+    async def remove_alias(self, alias: str, db_id: int = DEFAULT_DATABASE_ID) -> None:
+        await self._store.delete(alias_key(db_id, alias))
 
     async def replace_collection(
         self,
@@ -217,11 +257,11 @@ class Catalog:
         config, and ``old`` (now DROPPING) is left for the drop to finish."""
         ops = [
             Op(key=f"{_COLL}{new.collection_id}", value=new.to_json()),
-            Op(key=f"{_NAME}{new.name}", value=str(new.collection_id).encode()),
+            Op(key=name_key(new.db_id, new.name), value=str(new.collection_id).encode()),
             Op(key=f"{_COLL}{old.collection_id}", value=old.to_json()),
         ]
         ops += [Op(key=f"{_INDEX}{i.collection_id}/{i.index_name}", value=i.to_json()) for i in indexes]
-        ops += [Op(key=f"{_ALIAS}{a}", value=str(new.collection_id).encode()) for a in aliases]
+        ops += [Op(key=alias_key(new.db_id, a), value=str(new.collection_id).encode()) for a in aliases]
         if load is not None:
             ops.append(Op(key=f"{_LOAD}{load.collection_id}", value=load.to_json()))
         await self._store.multi(ops)
@@ -240,8 +280,8 @@ class Catalog:
             Op(key=f"{_COLL}{meta.collection_id}", value=None),
             Op(key=f"{_LOAD}{meta.collection_id}", value=None),
         ]
-        if await self.collection_id_by_name(meta.name) == meta.collection_id:  # truncate gave it to a successor
-            ops.append(Op(key=f"{_NAME}{meta.name}", value=None))
+        if await self.collection_id_by_name(meta.name, meta.db_id) == meta.collection_id:  # else truncate's successor has it
+            ops.append(Op(key=name_key(meta.db_id, meta.name), value=None))
         ops += [Op(key=kv.key, value=None) for kv in await self._store.scan(f"{_INDEX}{meta.collection_id}/")]
         await self._store.multi(ops)
 

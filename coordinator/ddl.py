@@ -16,14 +16,16 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
+from common.database_properties import check_collection_count
 from common.errors import ErrorCode, InvalidArgument, StrataError
-from common.message import new_create_collection, new_drop_collection
-from common.names import check_collection_name, collection_not_found
+from common.message import CreateCollection, DropCollection
+from common.names import DEFAULT_DATABASE, DEFAULT_DATABASE_ID, check_collection_name, collection_not_found
 from common.position import Position
 from common.schema import CollectionSchema
 from common.timezone import with_default_timezone
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState, PartitionInfo, vchannel_name
 from coordinator.data.datacoord import DataCoordinator
+from coordinator.databases import DatabaseMeta, Databases
 from coordinator.idalloc import IDAllocator
 from coordinator.partitions import initial_partitions
 from coordinator.tso import TimestampOracle
@@ -42,8 +44,10 @@ class DDL:
         pchannels: list[str],
         release: Callable[[int], Awaitable[None]],
         data: DataCoordinator,
+        databases: Databases | None = None,
     ) -> None:
         self._catalog = catalog
+        self._databases = databases
         self._data = data
         self._ids = ids
         self._tso = tso
@@ -52,6 +56,17 @@ class DDL:
         self._release = release
         self.lock = self._lock = asyncio.Lock()  # DDL is rare; one at a time keeps name checks simple
         self._log = structlog.get_logger().bind(component="ddl")
+        if databases is not None:
+            databases.bind(self._lock, self.has_collections)
+
+    async def _database(self, name: str) -> DatabaseMeta:
+        if self._databases is None:
+            return DatabaseMeta(name=DEFAULT_DATABASE, database_id=DEFAULT_DATABASE_ID, created_ns=0)
+        return await self._databases.get(name)
+
+    async def has_collections(self, db_id: int) -> bool:
+        """Whether database ``db_id`` holds a collection (one being created or dropped counts)."""
+        return any(m.db_id == db_id for m in await self._catalog.list_collections())
 
     async def recover(self) -> None:
         for meta in await self._catalog.list_collections():
@@ -74,20 +89,24 @@ class DDL:
         consistency_level: int,
         properties: dict[str, str],
         num_partitions: int = 0,
+        db_name: str = "",
     ) -> CollectionMeta:
         if shards_num < 1 or shards_num > MAX_SHARDS:
             raise InvalidArgument(f"shards_num must be between 1 and {MAX_SHARDS}, got {shards_num}")
         check_collection_name(schema.name)
-        properties = with_default_timezone(properties)
         partition_names = initial_partitions(schema, num_partitions)
         async with self._lock:
-            if await self._catalog.alias_target(schema.name) is not None:
+            db = await self._database(db_name)
+            properties = with_default_timezone(properties, db.properties)
+            if await self._catalog.alias_target(schema.name, db.database_id) is not None:
                 raise InvalidArgument(f"{schema.name} is an alias: it cannot be used as a collection name")
-            taken_by = await self._catalog.collection_id_by_name(schema.name)
+            taken_by = await self._catalog.collection_id_by_name(schema.name, db.database_id)
             if taken_by is not None:
                 return await self._resume_create(
                     taken_by, schema, shards_num=shards_num, consistency_level=consistency_level, properties=properties
                 )
+            in_db = sum(m.db_id == db.database_id for m in await self._catalog.list_collections())
+            check_collection_count(db.name, db.properties, in_db)
             counts = await self.vchannel_counts()
             chosen = sorted(self._pchannels, key=lambda p: (counts[p], p))
             collection_id = await self._ids.allocate(1 + len(partition_names))
@@ -105,6 +124,8 @@ class DDL:
                 partitions=tuple(
                     PartitionInfo(collection_id + 1 + i, name, created_ts) for i, name in enumerate(partition_names)
                 ),
+                db_id=db.database_id,
+                db_name=db.name,
             )
             if not await self._catalog.reserve_name(meta):
                 raise StrataError(f"collection {schema.name} already exists", ErrorCode.COLLECTION_ALREADY_EXISTS)
@@ -142,10 +163,11 @@ class DDL:
         return meta
 
     async def finish_create(self, meta: CollectionMeta) -> CollectionMeta:
-        schema_json = meta.schema.to_json()
         appended = await asyncio.gather(
             *(
-                self._producer.append(p, [new_create_collection(v, meta.collection_id, schema_json)])
+                self._producer.append(
+                    p, [CreateCollection(vchannel=v, collection_id=meta.collection_id, schema=meta.schema).encode()]
+                )
                 for v, p in zip(meta.vchannels, meta.pchannels, strict=True)
             )
         )
@@ -166,7 +188,7 @@ class DDL:
         await self._release(meta.collection_id)
         await asyncio.gather(
             *(
-                self._producer.append(p, [new_drop_collection(v, meta.collection_id)])
+                self._producer.append(p, [DropCollection(vchannel=v, collection_id=meta.collection_id).encode()])
                 for v, p in zip(meta.vchannels, meta.pchannels, strict=True)
             )
         )
@@ -174,16 +196,18 @@ class DDL:
         await self._catalog.remove_collection(meta)
         self._log.info("collection dropped", name=meta.name, collection_id=meta.collection_id)
 
-    async def get(self, *, name: str = "", collection_id: int = 0) -> CollectionMeta:
-        """A CREATED collection by name or id."""
+    async def get(self, *, name: str = "", collection_id: int = 0, db_name: str = "") -> CollectionMeta:
+        """A CREATED collection by id, or by name (or alias) in database ``db_name`` ("": "default";
+        ``DatabaseNotFound`` if there is no such database)."""
         if not collection_id:
-            found = await self._catalog.collection_id_by_name(name)
+            db = await self._database(db_name)
+            found = await self._catalog.collection_id_by_name(name, db.database_id)
             if found is None:
-                found = await self._catalog.alias_target(name)
+                found = await self._catalog.alias_target(name, db.database_id)
             if found is None:
-                raise collection_not_found(name)
+                raise collection_not_found(name, db.name)
             collection_id = found
         meta = await self._catalog.get_collection(collection_id)
         if meta is None or meta.state != CollectionState.CREATED:
-            raise collection_not_found(name or collection_id)
+            raise collection_not_found(name or collection_id, db_name)
         return meta

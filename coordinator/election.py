@@ -31,6 +31,7 @@ import structlog
 from common.coordclient import LEADER_KEY, LeaderInfo
 from common.etcd.lease import keep_alive
 from common.etcd.metastore import MetaStore
+from common.tasks import BackgroundTasks
 
 __all__ = ["LEADER_KEY", "Election", "LeaderInfo", "LeadershipLost"]
 
@@ -65,6 +66,7 @@ class Election:
         self._leading = False
         self._create_revision = 0
         self._log = structlog.get_logger().bind(component="election", key=key)
+        self._tasks = BackgroundTasks("election", key=key)
 
     @property
     def is_leader(self) -> bool:
@@ -140,7 +142,7 @@ class Election:
         await self._stop_keepalive()
         self._lease_lost.clear()
         self._lease = await self._store.client.lease(self._ttl)
-        self._keepalive_task = asyncio.create_task(self._keepalive(self._lease), name="election-keepalive")
+        self._keepalive_task = self._tasks.start(self._keepalive(self._lease), name="election-keepalive")
 
     async def _keepalive(self, lease: aetcd.Lease) -> None:
         await keep_alive(lease, self._ttl, self._lost, self._log)
@@ -180,7 +182,7 @@ class Election:
 
     async def _stop_keepalive(self) -> None:
         if self._keepalive_task is not None:
-            await _cancel_all([self._keepalive_task])
+            await self._tasks.cancel(self._keepalive_task)
             self._keepalive_task = None
 
 

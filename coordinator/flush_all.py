@@ -42,7 +42,9 @@ class FlushAllRPCs:
             status=ok_status(),
             flush_all_ts=flush_all_ts,
             collections=[
-                pb.CollectionFlush(name=m.name, segment_ids=f.result()[0], flush_ts=f.result()[1])
+                pb.CollectionFlush(
+                    name=m.name, segment_ids=f.result()[0], flush_ts=f.result()[1], db_name=m.db_name
+                )
                 for m, f in zip(metas, flushes, strict=True)
             ],
         )
@@ -53,6 +55,8 @@ class FlushAllRPCs:
     ) -> pb.GetFlushAllStateResponse:
         ts = request.flush_all_ts
         states = {
-            m.name: self._data.flush_state(m, [], ts) for m in await self._created() if m.created_ts <= ts
+            f"{m.db_name}/{m.name}": self._data.flush_state(m, [], ts)
+            for m in await self._created()
+            if m.created_ts <= ts
         }
         return pb.GetFlushAllStateResponse(status=ok_status(), flushed=all(states.values()), collections=states)

@@ -22,7 +22,7 @@ from dataclasses import replace
 import structlog
 
 from common.errors import InvalidArgument
-from common.message import new_drop_partition
+from common.message import DropPartition
 from common.names import check_partition_name, collection_not_found
 from common.schema import CollectionSchema, DataType
 from coordinator.catalog import DEFAULT_PARTITION, Catalog, CollectionMeta, PartitionInfo
@@ -116,9 +116,10 @@ class PartitionDDL:
                 raise InvalidArgument(
                     f"partition cannot be dropped, partition is loaded, please release it first: {name}"
                 )
+            cid, pid = meta.collection_id, info.partition_id
             await asyncio.gather(
                 *(
-                    self._producer.append(p, [new_drop_partition(v, meta.collection_id, info.partition_id)])
+                    self._producer.append(p, [DropPartition(vchannel=v, collection_id=cid, partition_id=pid).encode()])
                     for v, p in zip(meta.vchannels, meta.pchannels, strict=True)
                 )
             )

@@ -23,7 +23,7 @@ from dataclasses import replace
 import structlog
 
 from common.errors import CollectionNotFound, InvalidArgument
-from common.message import new_schema_change
+from common.message import SchemaChange
 from common.schema import DataType, FieldSchema
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState
 from coordinator.ddl import DDL
@@ -83,7 +83,9 @@ class SchemaDDL:
         assert schema is not None
         appended = await asyncio.gather(
             *(
-                self._producer.append(p, [new_schema_change(v, meta.collection_id, schema.to_json())])
+                self._producer.append(
+                    p, [SchemaChange(vchannel=v, collection_id=meta.collection_id, schema=schema).encode()]
+                )
                 for v, p in zip(meta.vchannels, meta.pchannels, strict=True)
             )
         )

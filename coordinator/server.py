@@ -33,7 +33,6 @@ which comes back as a standby. Tests may pass ``on_leadership_lost``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 from collections.abc import Callable
@@ -46,8 +45,10 @@ from common.etcd.metastore import MetaStore
 from common.etcd.session import Session, allocate_server_id
 from common.grpcutil import OVERALL, Health, LateServicers, start_server
 from common.storage.objectstore import ObjectStore
+from common.tasks import BackgroundTasks
 from coordinator.aliases import AliasDDL
 from coordinator.catalog import Catalog
+from coordinator.credentials import Credentials
 from coordinator.data.build_client import GrpcIndexBuilder
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.data.gc import GarbageCollector
@@ -61,12 +62,13 @@ from coordinator.indexes import IndexDDL
 from coordinator.partitions import PartitionDDL
 from coordinator.query.coord import QueryCoordinator
 from coordinator.schema_ddl import SchemaDDL
+from coordinator.security_service import SecurityService
 from coordinator.service import CoordinatorService
 from coordinator.streaming.balancer import StreamingBalancer
 from coordinator.streaming.local_source import BalancerAssignmentSource
 from coordinator.truncate import Truncator
 from coordinator.tso import TimestampOracle
-from protos import coordinator_pb2, coordinator_pb2_grpc
+from protos import coordinator_pb2, coordinator_pb2_grpc, security_pb2_grpc
 from streamingnode.client.producer import Producer
 
 
@@ -99,6 +101,7 @@ class Coordinator:
         self.address = ""
         self._on_leadership_lost = on_leadership_lost or _exit_on_leadership_lost
         self._log = structlog.get_logger().bind(component="coordinator")
+        self._tasks = BackgroundTasks("coordinator")
 
     async def start(self) -> None:
         """Campaign (a standby blocks here), then start every component and serve.
@@ -140,15 +143,20 @@ class Coordinator:
         self.ids = IDAllocator(meta)
         await self.ids.start()
         self.catalog = Catalog(meta)
-        self.databases = Databases(meta)
+        self.databases = Databases(meta, allocate_id=self.ids.allocate)
         await self.databases.start()
+        # Users, roles and grants; root and the built-in roles on the cluster's first start.
+        self.credentials = Credentials(meta, default_root_password=c.common.security.root_password())
+        await self.credentials.start()
         names = pchannel_names(c.cluster_name, c.pchannel_count)
         self.balancer = StreamingBalancer(meta, names, rebalance_cooldown_seconds=c.rebalance_cooldown_seconds)
         self._producer = Producer(BalancerAssignmentSource(self.balancer))
         self.data = DataCoordinator(meta, self.catalog, self.tso, self._producer)
         await self.data.start()
         self.query = QueryCoordinator(meta, self.catalog, self.tso, self.data)
-        self.ddl = DDL(self.catalog, self.ids, self.tso, self._producer, names, self.query.release, self.data)
+        self.ddl = DDL(
+            self.catalog, self.ids, self.tso, self._producer, names, self.query.release, self.data, self.databases
+        )
         self.schema_ddl = SchemaDDL(self.ddl, self.catalog, self.tso, self._producer)
         # Compaction and bulk import on Spark need the object storage the segments live in.
         storage = None if c.storage is None else await asyncio.to_thread(ObjectStore.from_uri, c.storage)
@@ -188,9 +196,12 @@ class Coordinator:
             imports=None if self.jobs is None else self.jobs.imports,
             storage=storage,
             build_failures=None if self._index_builds is None else self._index_builds.failures,
+            credentials=self.credentials,
         )
 
         self._late.add(lambda server: coordinator_pb2_grpc.add_CoordinatorServicer_to_server(service, server))
+        security = SecurityService(self.credentials)
+        self._late.add(lambda server: security_pb2_grpc.add_SecurityServicer_to_server(security, server))
         # Other roles find us through the leader key; streaming nodes need us for timestamps
         # before they can open a WAL, so publish the address before balancing.
         await self._election.proclaim(LeaderInfo(server_id=server_id, address=self.address))
@@ -210,7 +221,7 @@ class Coordinator:
             self._gc.start()
         else:
             self._log.warning("no object storage configured: files of dropped segments are never removed")
-        self._recovery = asyncio.create_task(self._recover(), name="ddl-recovery")
+        self._tasks.start(self._recover(), name="ddl-recovery")
         await self._health.serving(COORDINATOR_SERVICE)
 
     async def _campaign(self, info: LeaderInfo) -> None:
@@ -274,9 +285,7 @@ class Coordinator:
         await self._index_builder.close()
         if self.jobs is not None:
             await self.jobs.stop()
-        self._recovery.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._recovery
+        await self._tasks.stop()
         await self.query.stop()
         await self.balancer.stop()
         await self._producer.close()

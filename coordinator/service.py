@@ -16,6 +16,7 @@ from common.storage.objectstore import ObjectStore
 from coordinator.aliases import AliasDDL
 from coordinator.catalog import Catalog, CollectionMeta
 from coordinator.cluster_service import ClusterRPCs
+from coordinator.credentials import Credentials
 from coordinator.data.build_policy import BuildKey
 from coordinator.data.compaction import CompactionManager
 from coordinator.data.datacoord import DataCoordinator
@@ -58,6 +59,8 @@ def collection_info(meta: CollectionMeta) -> pb.CollectionInfo:
         properties=meta.properties,
         created_timestamp=meta.created_ts,
         update_timestamp=meta.update_ts,
+        db_name=meta.db_name,
+        db_id=meta.db_id,
         default_partition_id=meta.default_partition_id,
         partitions=[
             pb.PartitionInfo(partition_id=p.partition_id, name=p.name, created_timestamp=p.created_ts)
@@ -110,9 +113,11 @@ class CoordinatorService(
         imports: ImportManager | None = None,
         storage: ObjectStore | None = None,
         build_failures: Callable[[int], Mapping[BuildKey, str]] | None = None,
+        credentials: Credentials | None = None,
     ) -> None:
         self._storage = storage  # where query nodes save built indexes (index progress); None: unknown
         self._build_failures = build_failures  # builds refused for good, per collection (index_builds.py)
+        self._credentials = credentials  # grants on a collection go with it (dropped, renamed)
         self._indexes = indexes
         self._compaction = compaction
         self._imports = imports
@@ -130,7 +135,14 @@ class CoordinatorService(
         self._query = query
 
     async def _meta(self, ref: pb.CollectionRef) -> CollectionMeta:
-        return await self._ddl.get(name=ref.name, collection_id=ref.collection_id)
+        return await self._ddl.get(name=ref.name, collection_id=ref.collection_id, db_name=ref.db_name)
+
+    async def _alias_target(self, request: pb.AliasRequest) -> CollectionMeta:
+        """The collection an alias request names, looked up in the request's database."""
+        ref = pb.CollectionRef()
+        ref.CopyFrom(request.collection)
+        ref.db_name = ref.db_name or request.db_name
+        return await self._meta(ref)
 
     @rpc_method(pb.AllocTimestampResponse)
     async def AllocTimestamp(
@@ -159,6 +171,7 @@ class CoordinatorService(
             consistency_level=request.consistency_level,
             properties=dict(request.properties),
             num_partitions=request.num_partitions,
+            db_name=request.db_name,
         )
         return pb.CollectionResponse(status=ok_status(), collection=collection_info(meta))
 
@@ -167,6 +180,8 @@ class CoordinatorService(
         meta = await self._meta(request)
         await self._aliases.check_drop(request.name, meta)
         await self._ddl.drop_collection(meta)
+        if self._credentials is not None:
+            await self._credentials.collection_dropped(meta.db_name, meta.name)
         return pb.StatusResponse(status=ok_status())
 
     @rpc_method(pb.StatusResponse)
@@ -178,37 +193,51 @@ class CoordinatorService(
 
     @rpc_method(pb.StatusResponse)
     async def CreateAlias(self, request: pb.AliasRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
-        await self._aliases.create(request.alias, await self._meta(request.collection))
+        await self._aliases.create(request.alias, await self._alias_target(request))
         return pb.StatusResponse(status=ok_status())
 
     @rpc_method(pb.StatusResponse)
     async def AlterAlias(self, request: pb.AliasRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
-        await self._aliases.alter(request.alias, await self._meta(request.collection))
+        await self._aliases.alter(request.alias, await self._alias_target(request))
         return pb.StatusResponse(status=ok_status())
 
     @rpc_method(pb.StatusResponse)
     async def DropAlias(self, request: pb.AliasRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
-        await self._aliases.drop(request.alias)
+        db = await self._databases.get(request.db_name)
+        await self._aliases.drop(request.alias, db.database_id)
         return pb.StatusResponse(status=ok_status())
 
     @rpc_method(pb.AliasResponse)
     async def DescribeAlias(self, request: pb.AliasRequest, context: grpc.aio.ServicerContext) -> pb.AliasResponse:
-        meta = await self._ddl.get(collection_id=await self._aliases.describe(request.alias))
+        db = await self._databases.get(request.db_name)
+        meta = await self._ddl.get(collection_id=await self._aliases.describe(request.alias, db.database_id, db.name))
         return pb.AliasResponse(status=ok_status(), alias=request.alias, collection_name=meta.name)
 
     @rpc_method(pb.ListAliasesResponse)
     async def ListAliases(self, request: pb.CollectionRef, context: grpc.aio.ServicerContext) -> pb.ListAliasesResponse:
         if request.name or request.collection_id:
-            aliases = await self._aliases.aliases_of((await self._meta(request)).collection_id)
+            meta = await self._meta(request)
+            aliases = await self._aliases.aliases_of(meta.collection_id, meta.db_id)
         else:
-            aliases = sorted(await self._catalog.list_aliases())
+            aliases = sorted(await self._catalog.list_aliases((await self._databases.get(request.db_name)).database_id))
         return pb.ListAliasesResponse(status=ok_status(), aliases=aliases)
 
     @rpc_method(pb.StatusResponse)
     async def RenameCollection(
         self, request: pb.RenameCollectionRequest, context: grpc.aio.ServicerContext
     ) -> pb.StatusResponse:
-        await self._aliases.rename(await self._meta(request.collection), request.new_name)
+        meta = await self._meta(request.collection)
+        if request.new_db_name:
+            new_db = await self._databases.get(request.new_db_name)
+            await self._aliases.rename(meta, request.new_name, new_db_id=new_db.database_id, new_db_name=new_db.name)
+        else:
+            await self._aliases.rename(meta, request.new_name)
+        if self._credentials is not None:
+            if request.new_db_name and request.new_db_name != meta.db_name:
+                # Grants name a database: they do not follow a collection into another one.
+                await self._credentials.collection_dropped(meta.db_name, meta.name)
+            else:
+                await self._credentials.collection_renamed(meta.db_name, meta.name, request.new_name)
         return pb.StatusResponse(status=ok_status())
 
     @rpc_method(pb.StatusResponse)
@@ -225,7 +254,7 @@ class CoordinatorService(
     ) -> pb.CollectionResponse:
         meta = await self._meta(request)
         info = collection_info(meta)
-        info.aliases.extend(await self._aliases.aliases_of(meta.collection_id))
+        info.aliases.extend(await self._aliases.aliases_of(meta.collection_id, meta.db_id))
         info.indexes.extend(
             pb.IndexInfo(field_name=i.field_name, index_name=i.index_name, index_id=i.index_id, params=i.params)
             for i in await self._catalog.list_indexes(meta.collection_id)
@@ -237,6 +266,9 @@ class CoordinatorService(
         self, request: pb.ListCollectionsRequest, context: grpc.aio.ServicerContext
     ) -> pb.ListCollectionsResponse:
         metas = [m for m in await self._catalog.list_collections() if m.state.value == "CREATED"]
+        if request.db_name:  # one database's (else every database's)
+            db_id = (await self._databases.get(request.db_name)).database_id
+            metas = [m for m in metas if m.db_id == db_id]
         return pb.ListCollectionsResponse(status=ok_status(), collections=[collection_info(m) for m in metas])
 
     @rpc_method(pb.StatusResponse)

@@ -67,7 +67,7 @@ class Truncator:
                 replace(i, collection_id=new_id, index_id=await self._ids.allocate())
                 for i in await self._catalog.list_indexes(old.collection_id)
             ]
-            aliases = sorted(a for a, c in (await self._catalog.list_aliases()).items() if c == old.collection_id)
+            aliases = sorted(a for a, c in (await self._catalog.list_aliases(old.db_id)).items() if c == old.collection_id)
             old_load = await self._catalog.get_load(old.collection_id)
             load = None
             if old_load is not None:

@@ -20,6 +20,7 @@ naming the file and the field. The rules follow the proxy's insert path:
   packed pairs as binary (``sparse_conform.py``);
 * FLOAT16_VECTOR, BFLOAT16_VECTOR, INT8_VECTOR: the rows' bytes or their values
   (``narrow_import.py``);
+* a BM25 function's output: never in the file; computed from its input text;
 * VARCHAR: at most ``max_length`` bytes; ARRAY: at most ``max_capacity``
   elements; JSON and ``$meta``: JSON text (``$meta`` an object).
 
@@ -38,6 +39,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from common.errors import InvalidArgument
+from common.fulltext.functions import is_function_output
+from common.fulltext.outputs import with_function_outputs
 from common.jsonvalue import load_json
 from common.schema import DYNAMIC_FIELD_NAME, CollectionSchema, DataType, FieldSchema
 from jobs.narrow_import import narrow_column, narrow_type_fits
@@ -63,8 +66,9 @@ class ImportFileError(InvalidArgument):
 
 
 def expected_columns(schema: CollectionSchema) -> list[FieldSchema]:
-    """The fields an import file provides (every field but an auto-id primary key)."""
-    return [f for f in schema.fields if not (f.is_primary and f.auto_id)]
+    """The fields an import file provides (every field but an auto-id primary key and a function's
+    output, which the import computes from its input as an insert does)."""
+    return [f for f in schema.fields if not (f.is_primary and f.auto_id) and not is_function_output(schema, f.name)]
 
 
 def check_columns(columns: Mapping[str, pa.DataType], schema: CollectionSchema, *, file: str) -> None:
@@ -78,6 +82,8 @@ def check_columns(columns: Mapping[str, pa.DataType], schema: CollectionSchema, 
         raise ImportFileError(file, "the primary key is auto_id: the file must not provide it", field=pk.name)
     known = {f.name for f in schema.fields}
     for name in columns:
+        if is_function_output(schema, name):
+            raise ImportFileError(file, "the field is a function output: the import computes it", field=name)
         if name not in known:
             hint = " (the collection has no dynamic field)" if schema.dynamic_field is None else ""
             raise ImportFileError(file, f"column is not a field of collection {schema.name}{hint}", field=name)
@@ -132,8 +138,8 @@ def conform(
     check_columns({n: c.type for n, c in columns.items()}, schema, file=file)
     out = []
     for f in schema.fields:
-        if f.is_primary and f.auto_id:
-            out.append(pa.nulls(rows, f.arrow_type()))
+        if (f.is_primary and f.auto_id) or is_function_output(schema, f.name):
+            out.append(pa.nulls(rows, f.arrow_type()))  # assigned later / computed below
             continue
         column = columns.get(f.name)
         if isinstance(column, pa.ChunkedArray):
@@ -148,7 +154,7 @@ def conform(
             raise ImportFileError(file, err.message, field=f.name) from None
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError, ValueError) as err:
             raise ImportFileError(file, f"values do not fit {f.dtype.name}: {err}", field=f.name) from None
-    return pa.Table.from_arrays(out, schema=schema.arrow_schema(with_timestamp=False))
+    return with_function_outputs(schema, pa.Table.from_arrays(out, schema=schema.arrow_schema(with_timestamp=False)))
 
 
 def _field(f: FieldSchema, column: pa.Array | None, rows: int) -> pa.Array:

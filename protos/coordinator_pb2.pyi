@@ -60,15 +60,17 @@ class AllocIDResponse(_message.Message):
     def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., begin: _Optional[int] = ..., count: _Optional[int] = ...) -> None: ...
 
 class CollectionRef(_message.Message):
-    __slots__ = ("name", "collection_id")
+    __slots__ = ("name", "collection_id", "db_name")
     NAME_FIELD_NUMBER: _ClassVar[int]
     COLLECTION_ID_FIELD_NUMBER: _ClassVar[int]
+    DB_NAME_FIELD_NUMBER: _ClassVar[int]
     name: str
     collection_id: int
-    def __init__(self, name: _Optional[str] = ..., collection_id: _Optional[int] = ...) -> None: ...
+    db_name: str
+    def __init__(self, name: _Optional[str] = ..., collection_id: _Optional[int] = ..., db_name: _Optional[str] = ...) -> None: ...
 
 class CreateCollectionRequest(_message.Message):
-    __slots__ = ("name", "schema_json", "shards_num", "consistency_level", "properties", "num_partitions")
+    __slots__ = ("name", "schema_json", "shards_num", "consistency_level", "properties", "num_partitions", "db_name")
     class PropertiesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -82,13 +84,15 @@ class CreateCollectionRequest(_message.Message):
     CONSISTENCY_LEVEL_FIELD_NUMBER: _ClassVar[int]
     PROPERTIES_FIELD_NUMBER: _ClassVar[int]
     NUM_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    DB_NAME_FIELD_NUMBER: _ClassVar[int]
     name: str
     schema_json: str
     shards_num: int
     consistency_level: int
     properties: _containers.ScalarMap[str, str]
     num_partitions: int
-    def __init__(self, name: _Optional[str] = ..., schema_json: _Optional[str] = ..., shards_num: _Optional[int] = ..., consistency_level: _Optional[int] = ..., properties: _Optional[_Mapping[str, str]] = ..., num_partitions: _Optional[int] = ...) -> None: ...
+    db_name: str
+    def __init__(self, name: _Optional[str] = ..., schema_json: _Optional[str] = ..., shards_num: _Optional[int] = ..., consistency_level: _Optional[int] = ..., properties: _Optional[_Mapping[str, str]] = ..., num_partitions: _Optional[int] = ..., db_name: _Optional[str] = ...) -> None: ...
 
 class PartitionInfo(_message.Message):
     __slots__ = ("partition_id", "name", "created_timestamp")
@@ -109,12 +113,14 @@ class PartitionRequest(_message.Message):
     def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., partition_names: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class AliasRequest(_message.Message):
-    __slots__ = ("alias", "collection")
+    __slots__ = ("alias", "collection", "db_name")
     ALIAS_FIELD_NUMBER: _ClassVar[int]
     COLLECTION_FIELD_NUMBER: _ClassVar[int]
+    DB_NAME_FIELD_NUMBER: _ClassVar[int]
     alias: str
     collection: CollectionRef
-    def __init__(self, alias: _Optional[str] = ..., collection: _Optional[_Union[CollectionRef, _Mapping]] = ...) -> None: ...
+    db_name: str
+    def __init__(self, alias: _Optional[str] = ..., collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., db_name: _Optional[str] = ...) -> None: ...
 
 class AliasResponse(_message.Message):
     __slots__ = ("status", "alias", "collection_name")
@@ -135,12 +141,14 @@ class ListAliasesResponse(_message.Message):
     def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., aliases: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RenameCollectionRequest(_message.Message):
-    __slots__ = ("collection", "new_name")
+    __slots__ = ("collection", "new_name", "new_db_name")
     COLLECTION_FIELD_NUMBER: _ClassVar[int]
     NEW_NAME_FIELD_NUMBER: _ClassVar[int]
+    NEW_DB_NAME_FIELD_NUMBER: _ClassVar[int]
     collection: CollectionRef
     new_name: str
-    def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., new_name: _Optional[str] = ...) -> None: ...
+    new_db_name: str
+    def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., new_name: _Optional[str] = ..., new_db_name: _Optional[str] = ...) -> None: ...
 
 class AlterCollectionRequest(_message.Message):
     __slots__ = ("collection", "properties", "delete_keys")
@@ -181,7 +189,7 @@ class AlterSchemaRequest(_message.Message):
     def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., add_field_json: _Optional[str] = ..., field_name: _Optional[str] = ..., properties: _Optional[_Mapping[str, str]] = ..., delete_keys: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class CollectionInfo(_message.Message):
-    __slots__ = ("collection_id", "name", "schema_json", "vchannels", "pchannels", "consistency_level", "properties", "created_timestamp", "default_partition_id", "partitions", "aliases", "indexes", "update_timestamp")
+    __slots__ = ("collection_id", "name", "schema_json", "vchannels", "pchannels", "consistency_level", "properties", "created_timestamp", "default_partition_id", "partitions", "aliases", "indexes", "update_timestamp", "db_name", "db_id")
     class PropertiesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -202,6 +210,8 @@ class CollectionInfo(_message.Message):
     ALIASES_FIELD_NUMBER: _ClassVar[int]
     INDEXES_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    DB_NAME_FIELD_NUMBER: _ClassVar[int]
+    DB_ID_FIELD_NUMBER: _ClassVar[int]
     collection_id: int
     name: str
     schema_json: str
@@ -215,7 +225,9 @@ class CollectionInfo(_message.Message):
     aliases: _containers.RepeatedScalarFieldContainer[str]
     indexes: _containers.RepeatedCompositeFieldContainer[IndexInfo]
     update_timestamp: int
-    def __init__(self, collection_id: _Optional[int] = ..., name: _Optional[str] = ..., schema_json: _Optional[str] = ..., vchannels: _Optional[_Iterable[str]] = ..., pchannels: _Optional[_Iterable[str]] = ..., consistency_level: _Optional[int] = ..., properties: _Optional[_Mapping[str, str]] = ..., created_timestamp: _Optional[int] = ..., default_partition_id: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[PartitionInfo, _Mapping]]] = ..., aliases: _Optional[_Iterable[str]] = ..., indexes: _Optional[_Iterable[_Union[IndexInfo, _Mapping]]] = ..., update_timestamp: _Optional[int] = ...) -> None: ...
+    db_name: str
+    db_id: int
+    def __init__(self, collection_id: _Optional[int] = ..., name: _Optional[str] = ..., schema_json: _Optional[str] = ..., vchannels: _Optional[_Iterable[str]] = ..., pchannels: _Optional[_Iterable[str]] = ..., consistency_level: _Optional[int] = ..., properties: _Optional[_Mapping[str, str]] = ..., created_timestamp: _Optional[int] = ..., default_partition_id: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[PartitionInfo, _Mapping]]] = ..., aliases: _Optional[_Iterable[str]] = ..., indexes: _Optional[_Iterable[_Union[IndexInfo, _Mapping]]] = ..., update_timestamp: _Optional[int] = ..., db_name: _Optional[str] = ..., db_id: _Optional[int] = ...) -> None: ...
 
 class CollectionResponse(_message.Message):
     __slots__ = ("status", "collection")
@@ -226,8 +238,10 @@ class CollectionResponse(_message.Message):
     def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., collection: _Optional[_Union[CollectionInfo, _Mapping]] = ...) -> None: ...
 
 class ListCollectionsRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("db_name",)
+    DB_NAME_FIELD_NUMBER: _ClassVar[int]
+    db_name: str
+    def __init__(self, db_name: _Optional[str] = ...) -> None: ...
 
 class ListCollectionsResponse(_message.Message):
     __slots__ = ("status", "collections")
@@ -462,24 +476,28 @@ class FlushRequest(_message.Message):
     def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ...) -> None: ...
 
 class FlushResponse(_message.Message):
-    __slots__ = ("status", "segment_ids", "flush_ts")
+    __slots__ = ("status", "segment_ids", "flush_ts", "db_name")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     SEGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
     FLUSH_TS_FIELD_NUMBER: _ClassVar[int]
+    DB_NAME_FIELD_NUMBER: _ClassVar[int]
     status: _common_pb2.Status
     segment_ids: _containers.RepeatedScalarFieldContainer[int]
     flush_ts: int
-    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., segment_ids: _Optional[_Iterable[int]] = ..., flush_ts: _Optional[int] = ...) -> None: ...
+    db_name: str
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., segment_ids: _Optional[_Iterable[int]] = ..., flush_ts: _Optional[int] = ..., db_name: _Optional[str] = ...) -> None: ...
 
 class GetFlushStateRequest(_message.Message):
-    __slots__ = ("collection", "segment_ids", "flush_ts")
+    __slots__ = ("collection", "segment_ids", "flush_ts", "db_name")
     COLLECTION_FIELD_NUMBER: _ClassVar[int]
     SEGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
     FLUSH_TS_FIELD_NUMBER: _ClassVar[int]
+    DB_NAME_FIELD_NUMBER: _ClassVar[int]
     collection: CollectionRef
     segment_ids: _containers.RepeatedScalarFieldContainer[int]
     flush_ts: int
-    def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., segment_ids: _Optional[_Iterable[int]] = ..., flush_ts: _Optional[int] = ...) -> None: ...
+    db_name: str
+    def __init__(self, collection: _Optional[_Union[CollectionRef, _Mapping]] = ..., segment_ids: _Optional[_Iterable[int]] = ..., flush_ts: _Optional[int] = ..., db_name: _Optional[str] = ...) -> None: ...
 
 class GetFlushStateResponse(_message.Message):
     __slots__ = ("status", "flushed")
@@ -603,14 +621,16 @@ class FlushAllRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class CollectionFlush(_message.Message):
-    __slots__ = ("name", "segment_ids", "flush_ts")
+    __slots__ = ("name", "segment_ids", "flush_ts", "db_name")
     NAME_FIELD_NUMBER: _ClassVar[int]
     SEGMENT_IDS_FIELD_NUMBER: _ClassVar[int]
     FLUSH_TS_FIELD_NUMBER: _ClassVar[int]
+    DB_NAME_FIELD_NUMBER: _ClassVar[int]
     name: str
     segment_ids: _containers.RepeatedScalarFieldContainer[int]
     flush_ts: int
-    def __init__(self, name: _Optional[str] = ..., segment_ids: _Optional[_Iterable[int]] = ..., flush_ts: _Optional[int] = ...) -> None: ...
+    db_name: str
+    def __init__(self, name: _Optional[str] = ..., segment_ids: _Optional[_Iterable[int]] = ..., flush_ts: _Optional[int] = ..., db_name: _Optional[str] = ...) -> None: ...
 
 class FlushAllResponse(_message.Message):
     __slots__ = ("status", "flush_all_ts", "collections")

@@ -76,6 +76,21 @@ class CoordinatorStub:
                 request_serializer=protos_dot_databases__pb2.ListDatabasesRequest.SerializeToString,
                 response_deserializer=protos_dot_databases__pb2.ListDatabasesResponse.FromString,
                 _registered_method=True)
+        self.CreateDatabase = channel.unary_unary(
+                '/strata.coordinator.Coordinator/CreateDatabase',
+                request_serializer=protos_dot_databases__pb2.CreateDatabaseRequest.SerializeToString,
+                response_deserializer=protos_dot_databases__pb2.DatabaseResponse.FromString,
+                _registered_method=True)
+        self.DropDatabase = channel.unary_unary(
+                '/strata.coordinator.Coordinator/DropDatabase',
+                request_serializer=protos_dot_databases__pb2.DropDatabaseRequest.SerializeToString,
+                response_deserializer=protos_dot_databases__pb2.DatabaseResponse.FromString,
+                _registered_method=True)
+        self.AlterDatabase = channel.unary_unary(
+                '/strata.coordinator.Coordinator/AlterDatabase',
+                request_serializer=protos_dot_databases__pb2.AlterDatabaseRequest.SerializeToString,
+                response_deserializer=protos_dot_databases__pb2.DatabaseResponse.FromString,
+                _registered_method=True)
         self.CreateIndex = channel.unary_unary(
                 '/strata.coordinator.Coordinator/CreateIndex',
                 request_serializer=protos_dot_coordinator__pb2.CreateIndexRequest.SerializeToString,
@@ -334,6 +349,24 @@ class CoordinatorServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateDatabase(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DropDatabase(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AlterDatabase(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def CreateIndex(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -555,7 +588,7 @@ class CoordinatorServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ManualCompaction(self, request, context):
-        """Offline jobs on Spark (services/jobs): compaction requests and bulk imports.
+        """Offline jobs on Spark (jobs): compaction requests and bulk imports.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -639,6 +672,21 @@ def add_CoordinatorServicer_to_server(servicer, server):
                     servicer.ListDatabases,
                     request_deserializer=protos_dot_databases__pb2.ListDatabasesRequest.FromString,
                     response_serializer=protos_dot_databases__pb2.ListDatabasesResponse.SerializeToString,
+            ),
+            'CreateDatabase': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateDatabase,
+                    request_deserializer=protos_dot_databases__pb2.CreateDatabaseRequest.FromString,
+                    response_serializer=protos_dot_databases__pb2.DatabaseResponse.SerializeToString,
+            ),
+            'DropDatabase': grpc.unary_unary_rpc_method_handler(
+                    servicer.DropDatabase,
+                    request_deserializer=protos_dot_databases__pb2.DropDatabaseRequest.FromString,
+                    response_serializer=protos_dot_databases__pb2.DatabaseResponse.SerializeToString,
+            ),
+            'AlterDatabase': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterDatabase,
+                    request_deserializer=protos_dot_databases__pb2.AlterDatabaseRequest.FromString,
+                    response_serializer=protos_dot_databases__pb2.DatabaseResponse.SerializeToString,
             ),
             'CreateIndex': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateIndex,
@@ -1062,6 +1110,87 @@ class Coordinator:
             '/strata.coordinator.Coordinator/ListDatabases',
             protos_dot_databases__pb2.ListDatabasesRequest.SerializeToString,
             protos_dot_databases__pb2.ListDatabasesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateDatabase(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/CreateDatabase',
+            protos_dot_databases__pb2.CreateDatabaseRequest.SerializeToString,
+            protos_dot_databases__pb2.DatabaseResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DropDatabase(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/DropDatabase',
+            protos_dot_databases__pb2.DropDatabaseRequest.SerializeToString,
+            protos_dot_databases__pb2.DatabaseResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterDatabase(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.coordinator.Coordinator/AlterDatabase',
+            protos_dot_databases__pb2.AlterDatabaseRequest.SerializeToString,
+            protos_dot_databases__pb2.DatabaseResponse.FromString,
             options,
             channel_credentials,
             insecure,

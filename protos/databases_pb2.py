@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from protos import common_pb2 as protos_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16protos/databases.proto\x12\x10strata.databases\x1a\x13protos/common.proto\"\x1b\n\x0b\x44\x61tabaseRef\x12\x0c\n\x04name\x18\x01 \x01(\t\"\xba\x01\n\x0c\x44\x61tabaseInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\x03\x12\x19\n\x11\x63reated_timestamp\x18\x03 \x01(\x04\x12\x42\n\nproperties\x18\x04 \x03(\x0b\x32..strata.databases.DatabaseInfo.PropertiesEntry\x1a\x31\n\x0fPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"k\n\x10\x44\x61tabaseResponse\x12%\n\x06status\x18\x01 \x01(\x0b\x32\x15.strata.common.Status\x12\x30\n\x08\x64\x61tabase\x18\x02 \x01(\x0b\x32\x1e.strata.databases.DatabaseInfo\"\x16\n\x14ListDatabasesRequest\"q\n\x15ListDatabasesResponse\x12%\n\x06status\x18\x01 \x01(\x0b\x32\x15.strata.common.Status\x12\x31\n\tdatabases\x18\x02 \x03(\x0b\x32\x1e.strata.databases.DatabaseInfob\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16protos/databases.proto\x12\x10strata.databases\x1a\x13protos/common.proto\"\x1b\n\x0b\x44\x61tabaseRef\x12\x0c\n\x04name\x18\x01 \x01(\t\"\xba\x01\n\x0c\x44\x61tabaseInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\x03\x12\x19\n\x11\x63reated_timestamp\x18\x03 \x01(\x04\x12\x42\n\nproperties\x18\x04 \x03(\x0b\x32..strata.databases.DatabaseInfo.PropertiesEntry\x1a\x31\n\x0fPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"k\n\x10\x44\x61tabaseResponse\x12%\n\x06status\x18\x01 \x01(\x0b\x32\x15.strata.common.Status\x12\x30\n\x08\x64\x61tabase\x18\x02 \x01(\x0b\x32\x1e.strata.databases.DatabaseInfo\"\x16\n\x14ListDatabasesRequest\"q\n\x15ListDatabasesResponse\x12%\n\x06status\x18\x01 \x01(\x0b\x32\x15.strata.common.Status\x12\x31\n\tdatabases\x18\x02 \x03(\x0b\x32\x1e.strata.databases.DatabaseInfo\"\xa5\x01\n\x15\x43reateDatabaseRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12K\n\nproperties\x18\x02 \x03(\x0b\x32\x37.strata.databases.CreateDatabaseRequest.PropertiesEntry\x1a\x31\n\x0fPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"#\n\x13\x44ropDatabaseRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\xb8\x01\n\x14\x41lterDatabaseRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12J\n\nproperties\x18\x02 \x03(\x0b\x32\x36.strata.databases.AlterDatabaseRequest.PropertiesEntry\x12\x13\n\x0b\x64\x65lete_keys\x18\x03 \x03(\t\x1a\x31\n\x0fPropertiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,6 +34,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_DATABASEINFO_PROPERTIESENTRY']._loaded_options = None
   _globals['_DATABASEINFO_PROPERTIESENTRY']._serialized_options = b'8\001'
+  _globals['_CREATEDATABASEREQUEST_PROPERTIESENTRY']._loaded_options = None
+  _globals['_CREATEDATABASEREQUEST_PROPERTIESENTRY']._serialized_options = b'8\001'
+  _globals['_ALTERDATABASEREQUEST_PROPERTIESENTRY']._loaded_options = None
+  _globals['_ALTERDATABASEREQUEST_PROPERTIESENTRY']._serialized_options = b'8\001'
   _globals['_DATABASEREF']._serialized_start=65
   _globals['_DATABASEREF']._serialized_end=92
   _globals['_DATABASEINFO']._serialized_start=95
@@ -46,4 +50,14 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LISTDATABASESREQUEST']._serialized_end=414
   _globals['_LISTDATABASESRESPONSE']._serialized_start=416
   _globals['_LISTDATABASESRESPONSE']._serialized_end=529
+  _globals['_CREATEDATABASEREQUEST']._serialized_start=532
+  _globals['_CREATEDATABASEREQUEST']._serialized_end=697
+  _globals['_CREATEDATABASEREQUEST_PROPERTIESENTRY']._serialized_start=232
+  _globals['_CREATEDATABASEREQUEST_PROPERTIESENTRY']._serialized_end=281
+  _globals['_DROPDATABASEREQUEST']._serialized_start=699
+  _globals['_DROPDATABASEREQUEST']._serialized_end=734
+  _globals['_ALTERDATABASEREQUEST']._serialized_start=737
+  _globals['_ALTERDATABASEREQUEST']._serialized_end=921
+  _globals['_ALTERDATABASEREQUEST_PROPERTIESENTRY']._serialized_start=232
+  _globals['_ALTERDATABASEREQUEST_PROPERTIESENTRY']._serialized_end=281
 # @@protoc_insertion_point(module_scope)

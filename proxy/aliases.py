@@ -1,9 +1,9 @@
 """Alias, rename, truncate and property RPCs of the proxy (mixed into ``MilvusProxy``).
 
 The coordinator owns the names (``coordinator/aliases.py``); the proxy
-forwards, then forgets every cached entry, since an alias or a rename
-changes which collection a cached name means. Other proxies see the change
-when their entries expire (``metacache.ENTRY_TTL_SECONDS``).
+forwards them with the request's database (``dbcontext``), then forgets every
+cached entry, since an alias or a rename changes which collection a cached
+name means. Other proxies see the change when their catalog watch does.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
-from common.grpcutil import raise_for_status
-from common.names import DEFAULT_DATABASE, check_alias, check_collection_name, database_not_found
+from common.names import check_alias, check_collection_name, check_database_name
 from protos import coordinator_pb2 as cpb
+from proxy.dbcontext import current_database
 from proxy.metacache import MetaCache
 from proxy.rpc import milvus_rpc
 from proxy.status import success
@@ -31,7 +31,6 @@ class AliasRPCs:
 
     async def _call(self, method: str, request: Any) -> Any:
         resp = await getattr(await self._stub(), method)(request, timeout=DDL_TIMEOUT)
-        raise_for_status(resp.status)
         self._cache.invalidate_all()
         return resp
 
@@ -43,7 +42,11 @@ class AliasRPCs:
         check_collection_name(request.collection_name)
         await self._call(
             "CreateAlias",
-            cpb.AliasRequest(alias=request.alias, collection=cpb.CollectionRef(name=request.collection_name)),
+            cpb.AliasRequest(
+                alias=request.alias,
+                collection=cpb.CollectionRef(name=request.collection_name),
+                db_name=current_database(),
+            ),
         )
         return success()
 
@@ -55,7 +58,11 @@ class AliasRPCs:
         check_collection_name(request.collection_name)
         await self._call(
             "AlterAlias",
-            cpb.AliasRequest(alias=request.alias, collection=cpb.CollectionRef(name=request.collection_name)),
+            cpb.AliasRequest(
+                alias=request.alias,
+                collection=cpb.CollectionRef(name=request.collection_name),
+                db_name=current_database(),
+            ),
         )
         return success()
 
@@ -64,43 +71,54 @@ class AliasRPCs:
         self, request: milvus_pb2.DropAliasRequest, context: grpc.aio.ServicerContext
     ) -> common_pb2.Status:
         check_alias(request.alias)
-        await self._call("DropAlias", cpb.AliasRequest(alias=request.alias))
+        await self._call("DropAlias", cpb.AliasRequest(alias=request.alias, db_name=current_database()))
         return success()
 
     @milvus_rpc(milvus_pb2.DescribeAliasResponse)
     async def DescribeAlias(
         self, request: milvus_pb2.DescribeAliasRequest, context: grpc.aio.ServicerContext
     ) -> milvus_pb2.DescribeAliasResponse:
-        resp = await self._call("DescribeAlias", cpb.AliasRequest(alias=request.alias))
+        resp = await self._call("DescribeAlias", cpb.AliasRequest(alias=request.alias, db_name=current_database()))
         return milvus_pb2.DescribeAliasResponse(
-            status=success(), db_name="default", alias=resp.alias, collection=resp.collection_name
+            status=success(), db_name=current_database(), alias=resp.alias, collection=resp.collection_name
         )
 
     @milvus_rpc(milvus_pb2.ListAliasesResponse)
     async def ListAliases(
         self, request: milvus_pb2.ListAliasesRequest, context: grpc.aio.ServicerContext
     ) -> milvus_pb2.ListAliasesResponse:
-        resp = await self._call("ListAliases", cpb.CollectionRef(name=request.collection_name))
+        resp = await self._call(
+            "ListAliases", cpb.CollectionRef(name=request.collection_name, db_name=current_database())
+        )
         return milvus_pb2.ListAliasesResponse(
-            status=success(), db_name="default", collection_name=request.collection_name, aliases=list(resp.aliases)
+            status=success(),
+            db_name=current_database(),
+            collection_name=request.collection_name,
+            aliases=list(resp.aliases),
         )
 
     @milvus_rpc(common_pb2.Status)
     async def RenameCollection(
         self, request: milvus_pb2.RenameCollectionRequest, context: grpc.aio.ServicerContext
     ) -> common_pb2.Status:
-        if request.newDBName and request.newDBName != DEFAULT_DATABASE:
-            raise database_not_found(request.newDBName)  # "default" is the one database (issue #29)
+        if request.newDBName:
+            check_database_name(request.newDBName)
         check_collection_name(request.newName)
         await self._call(
             "RenameCollection",
-            cpb.RenameCollectionRequest(collection=cpb.CollectionRef(name=request.oldName), new_name=request.newName),
+            cpb.RenameCollectionRequest(
+                collection=cpb.CollectionRef(name=request.oldName, db_name=current_database()),
+                new_name=request.newName,
+                new_db_name=request.newDBName,
+            ),
         )
         return success()
 
     @milvus_rpc(milvus_pb2.TruncateCollectionResponse)
     async def TruncateCollection(self, request: milvus_pb2.TruncateCollectionRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.TruncateCollectionResponse:
-        await self._call("TruncateCollection", cpb.CollectionRef(name=request.collection_name))
+        await self._call(
+            "TruncateCollection", cpb.CollectionRef(name=request.collection_name, db_name=current_database())
+        )
         return milvus_pb2.TruncateCollectionResponse(status=success())
 
     @milvus_rpc(common_pb2.Status)
@@ -110,7 +128,7 @@ class AliasRPCs:
         await self._call(
             "AlterCollection",
             cpb.AlterCollectionRequest(
-                collection=cpb.CollectionRef(name=request.collection_name),
+                collection=cpb.CollectionRef(name=request.collection_name, db_name=current_database()),
                 properties={p.key: p.value for p in request.properties},
                 delete_keys=list(request.delete_keys),
             ),

@@ -5,7 +5,7 @@ ids, in the order given, each from the proxy's own ``DescribeCollection`` (the
 same checks, texts and fields). As in Milvus, a collection that cannot be
 described does not fail the batch: its answer carries the error status. An
 id is turned into its collection's name by the coordinator first; an unknown
-id is Milvus's ``collection not found[database=default][collection=<id>]``.
+id is Milvus's ``collection not found[database=<db>][collection=<id>]``.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from typing import Any
 import grpc
 from pymilvus.grpc_gen import milvus_pb2
 
-from common.errors import ErrorCode
-from common.grpcutil import raise_for_status
+from common.errors import CollectionNotFound
 from common.names import collection_not_found
 from protos import coordinator_pb2
+from proxy.dbcontext import current_database
 from proxy.rpc import milvus_rpc
 from proxy.status import milvus_status, success
 
@@ -35,13 +35,18 @@ class BatchDescribeRPCs:
     async def _describe_id(
         self, collection_id: int, db_name: str, context: grpc.aio.ServicerContext
     ) -> milvus_pb2.DescribeCollectionResponse:
-        resp = await (await self._stub()).DescribeCollection(
-            coordinator_pb2.CollectionRef(collection_id=collection_id), timeout=DESCRIBE_TIMEOUT
+        try:
+            resp = await (await self._stub()).DescribeCollection(
+                coordinator_pb2.CollectionRef(collection_id=collection_id), timeout=DESCRIBE_TIMEOUT
+            )
+        except CollectionNotFound:
+            return milvus_pb2.DescribeCollectionResponse(
+                status=milvus_status(collection_not_found(collection_id, db_name))
+            )
+        # An id names one collection whatever the database: describe it in its own.
+        request = milvus_pb2.DescribeCollectionRequest(
+            db_name=resp.collection.db_name or db_name, collection_name=resp.collection.name
         )
-        if resp.status.code == ErrorCode.COLLECTION_NOT_FOUND:
-            return milvus_pb2.DescribeCollectionResponse(status=milvus_status(collection_not_found(collection_id)))
-        raise_for_status(resp.status)
-        request = milvus_pb2.DescribeCollectionRequest(db_name=db_name, collection_name=resp.collection.name)
         return await self.DescribeCollection(request, context)
 
     @milvus_rpc(milvus_pb2.BatchDescribeCollectionResponse)
@@ -54,5 +59,5 @@ class BatchDescribeRPCs:
             )
             for name in request.collection_name
         ]
-        answers += [await self._describe_id(cid, request.db_name, context) for cid in request.collectionID]
+        answers += [await self._describe_id(cid, current_database(), context) for cid in request.collectionID]
         return milvus_pb2.BatchDescribeCollectionResponse(status=success(), responses=answers)

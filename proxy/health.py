@@ -18,7 +18,7 @@ import grpc
 import structlog
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
-from common.errors import ErrorCode, NotReady, StrataError
+from common.errors import NotReady, StrataError
 from protos import coordinator_pb2
 from proxy.component import ProxyComponent, ProxyState
 from proxy.rpc import milvus_rpc
@@ -70,8 +70,6 @@ class HealthRPCs:
             resp = await (await self._stub()).CheckHealth(
                 coordinator_pb2.CheckHealthRequest(), timeout=CHECK_TIMEOUT_SECONDS
             )
-            if resp.status.code != ErrorCode.OK:
-                raise StrataError(resp.status.reason)
         except (StrataError, grpc.aio.AioRpcError) as err:
             detail = err.message if isinstance(err, StrataError) else f"{err.code().name}: {err.details()}"
             log.warning("check health fail", role="coordinator", error=detail)

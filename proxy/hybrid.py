@@ -23,7 +23,7 @@ How it runs, as in Milvus:
      being a sub search's best hit;
    * weighted: ``sum(w_i * s_i)``, ``s_i`` the sub search's distance mapped to
      ``[0, 1]`` with ``norm_score`` (L2: ``1 - 2 atan(d) / pi``, IP:
-     ``0.5 + atan(d) / pi``, COSINE: ``(1 + d) / 2``); without it the raw
+     ``0.5 + atan(d) / pi``, COSINE: ``(1 + d) / 2``, BM25: ``2 atan(d) / pi``); without it the raw
      distance (an L2 distance is still mapped when the metrics mix directions,
      so that larger is better throughout);
 4. keys rank by fused score, larger first (smaller first only for unmapped,
@@ -282,6 +282,8 @@ def normalize_distances(distances: np.ndarray, metric: str) -> np.ndarray:
             return 0.5 + np.arctan(d) / np.pi
         case Metric.COSINE:
             return (1.0 + d) / 2.0
+        case Metric.BM25:  # Milvus: scores are >= 0
+            return 2.0 * np.arctan(d) / np.pi
         case Metric.HAMMING | Metric.JACCARD | Metric.SUBSTRUCTURE | Metric.SUPERSTRUCTURE:
             return 1.0 - 2.0 * np.arctan(d) / np.pi  # Milvus' default branch, as for L2
 

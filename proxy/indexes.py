@@ -25,7 +25,7 @@ import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
 from common.errors import IndexDuplicate, IndexNotFound, IndexNotSupported, InvalidArgument
-from common.grpcutil import raise_for_status
+from common.fulltext.functions import bm25_outputs
 from common.index_properties import check_configurable
 from protos import coordinator_pb2
 from proxy.metacache import CollectionEntry, MetaCache
@@ -84,7 +84,7 @@ class IndexRPCs:
         field = coll.schema.field(request.field_name)
         if field.dtype.is_vector:
             # Defaults filled in; InvalidArgument naming a bad metric, index type or build parameter.
-            params = vector_index_params(field, params)
+            params = vector_index_params(field, params, bm25=field.name in bm25_outputs(coll.schema))
         else:
             # Refused before anything is written: a worker builds vector indexes only, and an index
             # it cannot build must not be accepted (and then fail every load).
@@ -94,7 +94,7 @@ class IndexRPCs:
                 "(FLAT, HNSW, AUTOINDEX, the IVF families, SCANN, HNSW_SQ/PQ/PRQ, DISKANN); filters on scalar "
                 "and JSON fields scan the column"
             )
-        resp = await (await self._stub()).CreateIndex(
+        await (await self._stub()).CreateIndex(
             coordinator_pb2.CreateIndexRequest(
                 collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
                 index=coordinator_pb2.IndexInfo(
@@ -103,7 +103,6 @@ class IndexRPCs:
             ),
             timeout=INDEX_TIMEOUT,
         )
-        raise_for_status(resp.status)
         self._cache.invalidate(coll.name)
         return success()
 
@@ -112,7 +111,6 @@ class IndexRPCs:
         resp = await (await self._stub()).DescribeIndex(
             coordinator_pb2.CollectionRef(collection_id=coll.collection_id), timeout=INDEX_TIMEOUT
         )
-        raise_for_status(resp.status)
         return [i for i in resp.indexes if not index_name or i.index_name == index_name]
 
     async def _descriptions(
@@ -185,7 +183,7 @@ class IndexRPCs:
         params = {p.key: p.value for p in request.extra_params}
         check_configurable([*params, *request.delete_keys])
         coll = await self._coll(request.collection_name)
-        resp = await (await self._stub()).AlterIndex(
+        await (await self._stub()).AlterIndex(
             coordinator_pb2.AlterIndexRequest(
                 collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
                 index_name=request.index_name,
@@ -194,7 +192,6 @@ class IndexRPCs:
             ),
             timeout=INDEX_TIMEOUT,
         )
-        raise_for_status(resp.status)
         self._cache.invalidate(coll.name)
         return success()
 
@@ -203,13 +200,12 @@ class IndexRPCs:
         self, request: milvus_pb2.DropIndexRequest, context: grpc.aio.ServicerContext
     ) -> common_pb2.Status:
         coll = await self._coll(request.collection_name)
-        resp = await (await self._stub()).DropIndex(
+        await (await self._stub()).DropIndex(
             coordinator_pb2.DropIndexRequest(
                 collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
                 index_name=request.index_name,
             ),
             timeout=INDEX_TIMEOUT,
         )
-        raise_for_status(resp.status)
         self._cache.invalidate(coll.name)
         return success()

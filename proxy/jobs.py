@@ -18,8 +18,7 @@ from typing import Any
 import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
-from common.errors import InvalidArgument, NotSupported
-from common.grpcutil import raise_for_status
+from common.errors import InvalidArgument, NotSupported, StrataError
 from protos import coordinator_pb2, jobs_pb2
 from proxy.metacache import CollectionEntry
 from proxy.rpc import milvus_rpc
@@ -70,7 +69,6 @@ class JobRPCs:
         resp = await (await self._stub()).GetRowDelta(
             jobs_pb2.RowDeltaRequest(collection_id=coll.collection_id), timeout=JOB_TIMEOUT
         )
-        raise_for_status(resp.status)
         return int(resp.rows)
 
     async def _collection_for(self, name: str, collection_id: int) -> CollectionEntry:
@@ -81,7 +79,6 @@ class JobRPCs:
         resp = await (await self._stub()).DescribeCollection(
             coordinator_pb2.CollectionRef(collection_id=collection_id), timeout=JOB_TIMEOUT
         )
-        raise_for_status(resp.status)
         return CollectionEntry.from_info(resp.collection)
 
     @milvus_rpc(milvus_pb2.ManualCompactionResponse)
@@ -101,14 +98,12 @@ class JobRPCs:
             ),
             timeout=JOB_TIMEOUT,
         )
-        raise_for_status(resp.status)
         return milvus_pb2.ManualCompactionResponse(status=success(), compactionID=resp.compaction_id)
 
     async def _compaction_state(self, compaction_id: int) -> jobs_pb2.CompactionStateResponse:
         resp = await (await self._stub()).GetCompactionState(
             jobs_pb2.CompactionStateRequest(compaction_id=compaction_id), timeout=JOB_TIMEOUT
         )
-        raise_for_status(resp.status)
         return resp  # type: ignore[no-any-return]
 
     @milvus_rpc(milvus_pb2.GetCompactionStateResponse)
@@ -153,7 +148,6 @@ class JobRPCs:
             ),
             timeout=JOB_TIMEOUT,
         )
-        raise_for_status(resp.status)
         return milvus_pb2.ImportResponse(status=success(), tasks=[resp.job_id])
 
     @milvus_rpc(milvus_pb2.GetImportStateResponse)
@@ -163,7 +157,6 @@ class JobRPCs:
         resp = await (await self._stub()).GetImportState(
             jobs_pb2.ImportStateRequest(job_id=request.task), timeout=JOB_TIMEOUT
         )
-        raise_for_status(resp.status)
         return import_state(resp.job, await self._name_of(resp.job.collection_id))
 
     @milvus_rpc(milvus_pb2.ListImportTasksResponse)
@@ -174,7 +167,6 @@ class JobRPCs:
         resp = await (await self._stub()).ListImports(
             jobs_pb2.ListImportsRequest(collection_id=collection_id, limit=max(0, request.limit)), timeout=JOB_TIMEOUT
         )
-        raise_for_status(resp.status)
         names: dict[int, str] = {}
         tasks = []
         for job in resp.jobs:
@@ -184,10 +176,13 @@ class JobRPCs:
         return milvus_pb2.ListImportTasksResponse(status=success(), tasks=tasks)
 
     async def _name_of(self, collection_id: int) -> str:
-        resp = await (await self._stub()).DescribeCollection(
-            coordinator_pb2.CollectionRef(collection_id=collection_id), timeout=JOB_TIMEOUT
-        )
-        return str(resp.collection.name) if resp.status.code == 0 else ""
+        try:
+            resp = await (await self._stub()).DescribeCollection(
+                coordinator_pb2.CollectionRef(collection_id=collection_id), timeout=JOB_TIMEOUT
+            )
+        except StrataError:  # gone (or not answered): a job of it is listed without a name
+            return ""
+        return str(resp.collection.name)
 
     @milvus_rpc(milvus_pb2.GetPersistentSegmentInfoResponse)
     async def GetPersistentSegmentInfo(
@@ -197,7 +192,6 @@ class JobRPCs:
         resp = await (await self._stub()).ListSegments(
             jobs_pb2.ListSegmentsRequest(collection_id=coll.collection_id), timeout=JOB_TIMEOUT
         )
-        raise_for_status(resp.status)
         return milvus_pb2.GetPersistentSegmentInfoResponse(
             status=success(),
             infos=[

@@ -1,4 +1,6 @@
-"""The proxy's cache of collection metadata, keyed by name.
+"""The proxy's cache of collection metadata, keyed by (database, name), and of database records.
+
+A name is looked up in the database of the RPC being served (``dbcontext.current_database``).
 
 DDL through this proxy invalidates what it changed at once. DDL through another proxy
 (a field added, properties altered, a rename, an index) is seen within milliseconds:
@@ -11,7 +13,6 @@ proxy's cache. While that watch is down (etcd away), entries also expire after
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from dataclasses import dataclass, field
 
@@ -21,9 +22,12 @@ from aetcd.utils import prefix_range_end
 from common.coordclient import CoordinatorClient
 from common.etcd.metastore import MetaStore
 from common.etcd.watch import EtcdWatch
-from common.grpcutil import raise_for_status
+from common.names import DEFAULT_DATABASE, DEFAULT_DATABASE_ID
 from common.schema import CollectionSchema
+from common.tasks import BackgroundTasks
 from protos import coordinator_pb2
+from protos import databases_pb2 as dpb
+from proxy.dbcontext import current_database
 
 DEFAULT_PARTITION = "_default"
 ENTRY_TTL_SECONDS = 5.0  # how long a proxy may act on metadata another proxy changed, if not told
@@ -49,6 +53,8 @@ class CollectionEntry:
     index_metrics: dict[str, str] = field(default_factory=dict)  # vector field -> its index's metric
     index_types: dict[str, str] = field(default_factory=dict)  # vector field -> its index_type, upper case
     update_ts: int = 0  # when the schema last changed (the creation until then): Milvus' update_timestamp
+    db_name: str = DEFAULT_DATABASE
+    db_id: int = DEFAULT_DATABASE_ID
 
     @property
     def key_partitions(self) -> list[tuple[str, int]]:
@@ -75,6 +81,8 @@ class CollectionEntry:
             index_metrics={i.field_name: i.params.get("metric_type", "").upper() for i in info.indexes},
             index_types={i.field_name: i.params.get("index_type", "").upper() for i in info.indexes},
             update_ts=info.update_timestamp or info.created_timestamp,
+            db_name=info.db_name or DEFAULT_DATABASE,
+            db_id=info.db_id or DEFAULT_DATABASE_ID,
         )
 
 
@@ -85,21 +93,18 @@ class MetaCache:
     def __init__(self, coord: CoordinatorClient, ttl: float = ENTRY_TTL_SECONDS) -> None:
         self._coord = coord
         self._ttl = ttl
-        self._by_name: dict[str, tuple[float, CollectionEntry]] = {}
-        self._follow: asyncio.Task[None] | None = None
+        self._by_name: dict[tuple[str, str], tuple[float, CollectionEntry]] = {}
+        self._databases: dict[str, tuple[float, dpb.DatabaseInfo]] = {}
         self._generation = 0  # bumped by every invalidation
         self._log = structlog.get_logger().bind(component="meta-cache")
+        self._tasks = BackgroundTasks("meta-cache")
 
     def start(self, store: MetaStore) -> None:
         """Follow the catalog in ``store`` until ``stop``."""
-        self._follow = asyncio.create_task(self._follow_catalog(store), name="meta-cache-follow")
+        self._tasks.start(self._follow_catalog(store), name="meta-cache-follow")
 
     async def stop(self) -> None:
-        if self._follow is not None:
-            self._follow.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._follow
-            self._follow = None
+        await self._tasks.stop()
 
     async def _follow_catalog(self, store: MetaStore) -> None:
         """Forget entries whose catalog keys change; everything when the watch (re)starts, since
@@ -134,25 +139,39 @@ class MetaCache:
             del self._by_name[key]
 
     async def get(self, name: str, *, refresh: bool = False) -> CollectionEntry:
-        """The collection ``name``; raises ``CollectionNotFound`` if it does not exist."""
-        cached = None if refresh else self._by_name.get(name)
+        """The collection ``name`` in the current database; raises ``CollectionNotFound`` if it
+        does not exist there (``DatabaseNotFound`` if the database does not)."""
+        db = current_database()
+        cached = None if refresh else self._by_name.get((db, name))
         if cached is not None and time.monotonic() - cached[0] < self._ttl:
             return cached[1]
         generation = self._generation
         stub = await self._coord.stub()
-        resp = await stub.DescribeCollection(coordinator_pb2.CollectionRef(name=name), timeout=30)
-        raise_for_status(resp.status)
+        resp = await stub.DescribeCollection(coordinator_pb2.CollectionRef(name=name, db_name=db), timeout=30)
         entry = CollectionEntry.from_info(resp.collection)
         if generation == self._generation:  # else a change arrived meanwhile: the answer may predate it
-            self._by_name[name] = (time.monotonic(), entry)
+            self._by_name[(db, name)] = (time.monotonic(), entry)
         return entry
 
+    async def database(self, name: str) -> dpb.DatabaseInfo:
+        """The database ``name`` (its properties); raises ``DatabaseNotFound`` if there is none."""
+        cached = self._databases.get(name)
+        if cached is not None and time.monotonic() - cached[0] < self._ttl:
+            return cached[1]
+        generation = self._generation
+        stub = await self._coord.stub()
+        resp = await stub.DescribeDatabase(dpb.DatabaseRef(name=name), timeout=30)
+        if generation == self._generation:
+            self._databases[name] = (time.monotonic(), resp.database)
+        return resp.database
+
     def invalidate(self, name: str) -> None:
+        """Forget ``name`` (a collection name or alias) in every database: a conservative reach."""
         self._generation += 1
-        self._by_name.pop(name, None)
-        for key in [k for k, (_, e) in self._by_name.items() if e.name == name or name in e.aliases]:
+        for key in [k for k, (_, e) in self._by_name.items() if k[1] == name or e.name == name or name in e.aliases]:
             del self._by_name[key]
 
     def invalidate_all(self) -> None:
         self._generation += 1
         self._by_name.clear()
+        self._databases.clear()

@@ -5,7 +5,8 @@
 the answer decoded from Arrow IPC. ``LocalQueryNode`` (``localnode.py``) calls
 the servicer of this process with the plan and the vectors as they are. The
 router (``reads.py``) picks one per address. Both raise ``StrataError`` for a
-node's error; an unreachable node raises ``grpc.aio.AioRpcError``.
+node's error (the remote one through a checked stub, ``common/rpcstatus.py``); an
+unreachable node raises ``grpc.aio.AioRpcError``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from typing import Protocol
 import pyarrow as pa
 
 from common.arrowio import ipc_to_table
-from common.grpcutil import raise_for_status
 from common.readplan import ReadPlan, VectorQuery
 from common.readplan_pb import encode_read_plan
 from protos import querynode_pb2 as pb
@@ -48,7 +48,6 @@ class RemoteQueryNode:
             vectors=encode_queries(query.vectors), topk=query.topk, params=json.dumps(query.params),
         )
         resp = await self._stub.Search(request, timeout=plan.timeout + RPC_GRACE_SECONDS)
-        raise_for_status(resp.status)
         return ipc_to_table(resp.results)
 
     async def query(self, collection_id: int, vchannel: str, plan: ReadPlan, limit: int,
@@ -56,5 +55,4 @@ class RemoteQueryNode:
         request = pb.QueryRequest(collection_id=collection_id, vchannel=vchannel, read=encode_read_plan(plan),
                                   limit=limit, count_only=count_only)
         resp = await self._stub.Query(request, timeout=plan.timeout + RPC_GRACE_SECONDS)
-        raise_for_status(resp.status)
         return (ipc_to_table(resp.results) if resp.results else None), int(resp.count)

@@ -16,9 +16,9 @@ import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
 from common.errors import InvalidArgument, PartitionNotFound
-from common.grpcutil import raise_for_status
 from common.names import check_collection_name, check_partition_name
 from protos import coordinator_pb2, jobs_pb2
+from proxy.databases import default_replicas
 from proxy.metacache import CollectionEntry, MetaCache
 from proxy.reads import ReadRouter
 from proxy.rpc import milvus_rpc
@@ -78,8 +78,7 @@ class PartitionRPCs:
         req = coordinator_pb2.PartitionRequest(
             collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id), partition_names=list(names)
         )
-        resp = await getattr(await self._stub(), method)(req, timeout=60)
-        raise_for_status(resp.status)
+        await getattr(await self._stub(), method)(req, timeout=60)
         self._cache.invalidate(coll.name)
         self._reads.forget_view(coll.collection_id)
 
@@ -142,15 +141,14 @@ class PartitionRPCs:
             raise InvalidArgument("partition names should not be empty")
         for n in request.partition_names:
             await partition_id(self._cache, coll, n)
-        resp = await (await self._stub()).LoadCollection(
+        await (await self._stub()).LoadCollection(
             coordinator_pb2.LoadCollectionRequest(
                 collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
-                replica_number=request.replica_number or 1,
+                replica_number=request.replica_number or await default_replicas(self._cache),
                 partition_names=list(request.partition_names),
             ),
             timeout=30,
         )
-        raise_for_status(resp.status)
         self._reads.forget_view(coll.collection_id)
         return success()
 
@@ -175,7 +173,6 @@ class PartitionRPCs:
         resp = await (await self._stub()).ListSegments(
             jobs_pb2.ListSegmentsRequest(collection_id=coll.collection_id), timeout=STATS_TIMEOUT
         )
-        raise_for_status(resp.status)
         rows = sum(s.rows for s in resp.segments if s.partition_id == pid)
         return milvus_pb2.GetPartitionStatisticsResponse(
             status=success(), stats=[common_pb2.KeyValuePair(key="row_count", value=str(rows))]

@@ -35,7 +35,7 @@ import pyarrow as pa
 from common.aiogather import gather_all
 from common.coordclient import CoordinatorClient
 from common.errors import ErrorCode, SegmentLoadFailed, StrataError
-from common.grpcutil import StubCache, raise_for_status
+from common.grpcutil import StubCache
 from common.readplan import ReadPlan, VectorQuery
 from common.tsoutil import compose
 from common.ttl import expire_before
@@ -96,7 +96,6 @@ class ReadRouter:
     async def load_view(self, coll: CollectionEntry) -> coordinator_pb2.QueryViewResponse:
         stub = await self._coord.stub()
         resp = await stub.GetQueryView(coordinator_pb2.CollectionRef(collection_id=coll.collection_id), timeout=30)
-        raise_for_status(resp.status)
         return resp
 
     async def _replicas(

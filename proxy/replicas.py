@@ -16,7 +16,6 @@ from typing import Any
 import grpc
 from pymilvus.grpc_gen import milvus_pb2
 
-from common.grpcutil import raise_for_status
 from common.resource_groups import DEFAULT_RESOURCE_GROUP
 from protos import coordinator_pb2
 from proxy.metacache import CollectionEntry
@@ -61,7 +60,6 @@ class ReplicaRPCs:
         resp = await (await self._stub()).GetReplicas(
             coordinator_pb2.CollectionRef(collection_id=collection_id), timeout=30
         )
-        raise_for_status(resp.status)
         return milvus_pb2.GetReplicasResponse(
             status=success(), replicas=[_replica(r, resp, request.with_shard_nodes) for r in resp.replicas]
         )

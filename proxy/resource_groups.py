@@ -24,7 +24,6 @@ import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2, rg_pb2
 
 from common.errors import ResourceGroupNotFound
-from common.grpcutil import raise_for_status
 from common.resource_groups import (
     DEFAULT_CAPACITY,
     DEFAULT_RESOURCE_GROUP,
@@ -76,9 +75,7 @@ class ResourceGroupRPCs:
         group = await stub.DescribeResourceGroup(
             coordinator_pb2.ResourceGroupRequest(name=request.resource_group), timeout=RESOURCE_GROUP_TIMEOUT
         )
-        raise_for_status(group.status)
         listed = await stub.ListCollections(coordinator_pb2.ListCollectionsRequest(), timeout=RESOURCE_GROUP_TIMEOUT)
-        raise_for_status(listed.status)
         names = {c.collection_id: c.name for c in listed.collections}
         return milvus_pb2.DescribeResourceGroupResponse(
             status=success(),
@@ -113,7 +110,6 @@ class ResourceGroupRPCs:
         group = await (await self._stub()).DescribeResourceGroup(
             coordinator_pb2.ResourceGroupRequest(name=DEFAULT_RESOURCE_GROUP), timeout=RESOURCE_GROUP_TIMEOUT
         )
-        raise_for_status(group.status)
         if group.loaded_replicas:
             loaded = min(group.loaded_replicas)
             raise invalid_parameter(

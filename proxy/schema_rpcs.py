@@ -22,7 +22,6 @@ import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2, schema_pb2
 
 from common.errors import CollectionLoaded, InvalidArgument, SchemaMismatch
-from common.grpcutil import raise_for_status
 from common.schema import field_to_json
 from protos import coordinator_pb2
 from proxy.convert.added_field import added_field_from_proto, field_change
@@ -67,14 +66,13 @@ class SchemaRPCs:
         raise NotImplementedError
 
     async def _alter_schema(self, coll: CollectionEntry, **fields: Any) -> None:
-        resp = await (await self._stub()).AlterSchema(
+        await (await self._stub()).AlterSchema(
             coordinator_pb2.AlterSchemaRequest(
                 collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id), **fields
             ),
             timeout=DDL_TIMEOUT,
         )
         self._cache.invalidate(coll.name)
-        raise_for_status(resp.status)
 
     @milvus_rpc(common_pb2.Status)
     async def AddCollectionField(

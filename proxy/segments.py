@@ -25,7 +25,6 @@ import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
 from common.errors import CollectionNotFullyLoaded, ErrorCode, NotSupported, StrataError
-from common.grpcutil import raise_for_status
 from protos import coordinator_pb2
 from proxy.metacache import CollectionEntry
 from proxy.rpc import milvus_rpc
@@ -50,7 +49,6 @@ class SegmentRPCs:
         resp = await (await self._stub()).GetQuerySegments(
             coordinator_pb2.CollectionRef(collection_id=coll.collection_id), timeout=SEGMENTS_TIMEOUT
         )
-        raise_for_status(resp.status)
         return list(resp.segments)
 
     @milvus_rpc(milvus_pb2.GetQuerySegmentInfoResponse)
@@ -84,11 +82,9 @@ class SegmentRPCs:
         cid, src = coll.collection_id, request.src_nodeID
         stub = await self._stub()
         view = await stub.GetQueryView(coordinator_pb2.CollectionRef(collection_id=cid), timeout=SEGMENTS_TIMEOUT)
-        raise_for_status(view.status)
         if view.state != coordinator_pb2.LOAD_STATE_LOADED:
             raise CollectionNotFullyLoaded(f"collection not fully loaded[collection={cid}]")
         replicas = await stub.GetReplicas(coordinator_pb2.CollectionRef(collection_id=cid), timeout=SEGMENTS_TIMEOUT)
-        raise_for_status(replicas.status)
         replica = next((r for r in replicas.replicas if src in r.node_ids), None)
         if replica is None:
             raise _node_not_found(src, f"source node not found in any replica of collection {cid}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import grpc
+import structlog
 from pymilvus.grpc_gen import milvus_pb2, milvus_pb2_grpc
 
 from common.config import ProxyConfig
@@ -10,6 +11,12 @@ from common.coordclient import CoordinatorClient
 from common.etcd.metastore import MetaStore
 from common.etcd.session import Session
 from common.grpcutil import Health, message_size_options, start_server
+from proxy.auth.authenticator import Authenticator
+from proxy.auth.interceptor import AuthInterceptor
+from proxy.auth.resolve import collection_resolver
+from proxy.auth.rpcs import Security
+from proxy.auth.state import SecurityStateCache
+from proxy.auth.tls import server_credentials
 from proxy.component import ProxyComponent
 from proxy.localnode import LocalQueryNode
 from proxy.metacache import MetaCache
@@ -42,6 +49,7 @@ class Proxy:
         self.address = ""
         self._health = Health([MILVUS_SERVICE])
         self.component = ProxyComponent()  # GetComponentStates / CheckHealth report it
+        self._log = structlog.get_logger().bind(component="proxy")
 
     async def start(self) -> None:
         c = self.config
@@ -56,6 +64,14 @@ class Proxy:
         self._cache.start(self._store)
         service = MilvusProxy(self._coord, self._producer, self._cache, self._reads, self._stats, limits=c.limits)
         service.attach_component(self.component)
+        # Users, roles and grants: served always; checked on every call with authorizationEnabled.
+        security = c.common.security
+        self._states = SecurityStateCache(self._store)
+        await self._states.start()
+        self._authenticator = authenticator = Authenticator(self._states)
+        service.attach_security(Security(self._coord, self._states, authenticator))
+        resolve = collection_resolver(self._cache)
+        interceptors = [AuthInterceptor(authenticator, self._states, resolve)] if security.authorization_enabled else []
         # Milvus's deploy modes: the proxy of ``strata standalone`` shares its process with the WAL.
         mode = STANDALONE if self._local_wal is not None else DISTRIBUTED
 
@@ -64,8 +80,16 @@ class Proxy:
 
         sizes = message_size_options(max_receive=c.limits.server_max_recv_size, max_send=c.limits.server_max_send_size)
         self._server, port = await start_server(
-            add, host=c.common.host, port=c.common.port, health=self._health, options=sizes
+            add,
+            host=c.common.host,
+            port=c.common.port,
+            health=self._health,
+            options=sizes,
+            interceptors=interceptors,
+            credentials=server_credentials(security),
         )
+        self._log.info("proxy serving", address=f"{c.common.host}:{port}", tls_mode=security.tls_mode,
+                       authorization=security.authorization_enabled)
         self.address = f"{c.common.host}:{port}"
         service.attach_deployment(Deployment(mode=mode, version=SERVER_VERSION, address=self.address))
         self._session = Session(
@@ -84,6 +108,8 @@ class Proxy:
         await self._session.stop()
         await self._server.stop(grace=2)
         await self._cache.stop()
+        await self._states.stop()
+        self._authenticator.close()
         await self._reads.close()
         await self._stats.close()
         await self._producer.close()

@@ -20,20 +20,23 @@ from pymilvus.grpc_gen import common_pb2, milvus_pb2, milvus_pb2_grpc, schema_pb
 
 from common.config import DEFAULT_LIMITS, ProxyLimits
 from common.coordclient import CoordinatorClient
-from common.errors import ErrorCode, InvalidArgument, SegmentLoadFailed, StrataError
+from common.errors import CollectionNotFound, ErrorCode, InvalidArgument, SegmentLoadFailed, StrataError
 from common.expr.asyncparse import filter_size, parse_filter_async
-from common.grpcutil import raise_for_status
-from common.names import DEFAULT_DATABASE, DEFAULT_DATABASE_ID, cannot_find_collection, check_collection_name
+from common.fulltext.functions import bm25_outputs
+from common.names import cannot_find_collection, check_collection_name
 from common.readplan import ReadFilter, ReadPlan, VectorQuery
 from common.tsoutil import physical_ms
 from protos import coordinator_pb2
 from proxy import convert
 from proxy.aliases import AliasRPCs
+from proxy.analyzers import AnalyzerRPCs
+from proxy.auth.rpcs import SecurityRPCs
 from proxy.batch_describe import BatchDescribeRPCs
 from proxy.consistency import guarantee_timestamp
 from proxy.convert.groups import group_by_values
 from proxy.convert.search import check_index_search_params, check_range
-from proxy.databases import DatabaseRPCs
+from proxy.databases import DatabaseRPCs, default_replicas
+from proxy.dbcontext import current_database, request_database
 from proxy.flush_all import FlushAllRPCs
 from proxy.grouped_fetch import first_fetch, next_fetch
 from proxy.health import HealthRPCs
@@ -55,7 +58,7 @@ from proxy.rpc import milvus_rpc
 from proxy.schema_rpcs import SchemaRPCs, check_schema_timestamp, schema_guarantee
 from proxy.segments import SegmentRPCs
 from proxy.stats import WALStats
-from proxy.status import success
+from proxy.status import milvus_status, success
 from proxy.unsupported import answer_unsupported
 from proxy.upserts import live_rows, plan_upsert
 from proxy.vectorindex import search_metric
@@ -91,6 +94,8 @@ class MilvusProxy(
     ResourceGroupRPCs,
     MetricsRPCs,
     LegacyRPCs,
+    SecurityRPCs,
+    AnalyzerRPCs,
     milvus_pb2_grpc.MilvusServiceServicer,
 ):
     def __init__(
@@ -116,7 +121,6 @@ class MilvusProxy(
 
     async def _fresh_ts(self) -> int:
         resp = await (await self._stub()).AllocTimestamp(coordinator_pb2.AllocTimestampRequest(count=1), timeout=10)
-        raise_for_status(resp.status)
         return int(resp.timestamp)
 
     async def _coll(self, name: str) -> CollectionEntry:
@@ -131,6 +135,10 @@ class MilvusProxy(
 
     # ---- connection ----------------------------------------------------------------------------
     async def Connect(self, request: milvus_pb2.ConnectRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.ConnectResponse:
+        try:  # as Milvus: a client whose ``dbname`` names no database cannot connect
+            await self._cache.database(request_database(request, context))
+        except StrataError as err:
+            return milvus_pb2.ConnectResponse(status=milvus_status(err))
         identifier = await self._fresh_ts()
         return milvus_pb2.ConnectResponse(
             status=success(),
@@ -160,7 +168,7 @@ class MilvusProxy(
         schema = convert.schema_from_proto(pb, collection_name=request.collection_name or pb.name)
         props = _kv(request.properties)
         level = request.consistency_level
-        resp = await (await self._stub()).CreateCollection(
+        await (await self._stub()).CreateCollection(
             coordinator_pb2.CreateCollectionRequest(
                 name=schema.name,
                 schema_json=schema.to_json(),
@@ -168,21 +176,24 @@ class MilvusProxy(
                 consistency_level=level,
                 properties=props,
                 num_partitions=request.num_partitions,
+                db_name=current_database(),
             ),
             timeout=60,
         )
-        raise_for_status(resp.status)
         self._cache.invalidate(schema.name)
         return success()
 
     @milvus_rpc(common_pb2.Status)
     async def DropCollection(self, request: milvus_pb2.DropCollectionRequest, context: grpc.aio.ServicerContext) -> common_pb2.Status:
         check_collection_name(request.collection_name)
-        resp = await (await self._stub()).DropCollection(coordinator_pb2.CollectionRef(name=request.collection_name), timeout=60)
-        self._cache.invalidate(request.collection_name)
-        if resp.status.code == ErrorCode.COLLECTION_NOT_FOUND:
-            return success()  # Milvus: dropping a missing collection is not an error
-        raise_for_status(resp.status)
+        try:
+            await (await self._stub()).DropCollection(
+                coordinator_pb2.CollectionRef(name=request.collection_name, db_name=current_database()), timeout=60
+            )
+        except CollectionNotFound:
+            pass  # Milvus: dropping a missing collection is not an error
+        finally:
+            self._cache.invalidate(request.collection_name)
         return success()
 
     @milvus_rpc(milvus_pb2.DescribeCollectionResponse)
@@ -193,7 +204,7 @@ class MilvusProxy(
         except StrataError as err:
             if err.code != ErrorCode.COLLECTION_NOT_FOUND:
                 raise
-            raise cannot_find_collection(request.collection_name) from None
+            raise cannot_find_collection(request.collection_name, current_database()) from None
         properties = [common_pb2.KeyValuePair(key=k, value=v) for k, v in coll.properties.items()]
         schema = convert.schema_to_proto(coll.schema)
         schema.properties.extend(properties)  # Milvus' rootcoord puts them in both places
@@ -211,24 +222,27 @@ class MilvusProxy(
             collection_name=coll.name,
             aliases=list(coll.aliases),
             properties=properties,
-            db_name=DEFAULT_DATABASE,
-            db_id=DEFAULT_DATABASE_ID,
+            db_name=coll.db_name,
+            db_id=coll.db_id,
             num_partitions=len(coll.partitions),
         )
 
     @milvus_rpc(milvus_pb2.BoolResponse)
     async def HasCollection(self, request: milvus_pb2.HasCollectionRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.BoolResponse:
         check_collection_name(request.collection_name)
-        resp = await (await self._stub()).DescribeCollection(coordinator_pb2.CollectionRef(name=request.collection_name), timeout=30)
-        if resp.status.code == ErrorCode.COLLECTION_NOT_FOUND:
+        try:
+            await (await self._stub()).DescribeCollection(
+                coordinator_pb2.CollectionRef(name=request.collection_name, db_name=current_database()), timeout=30
+            )
+        except CollectionNotFound:
             return milvus_pb2.BoolResponse(status=success(), value=False)
-        raise_for_status(resp.status)
         return milvus_pb2.BoolResponse(status=success(), value=True)
 
     @milvus_rpc(milvus_pb2.ShowCollectionsResponse)
     async def ShowCollections(self, request: milvus_pb2.ShowCollectionsRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.ShowCollectionsResponse:
-        resp = await (await self._stub()).ListCollections(coordinator_pb2.ListCollectionsRequest(), timeout=30)
-        raise_for_status(resp.status)
+        resp = await (await self._stub()).ListCollections(
+            coordinator_pb2.ListCollectionsRequest(db_name=current_database()), timeout=30
+        )
         colls = sorted(resp.collections, key=lambda c: c.collection_id)
         return milvus_pb2.ShowCollectionsResponse(
             status=success(),
@@ -252,22 +266,20 @@ class MilvusProxy(
     @milvus_rpc(common_pb2.Status)
     async def LoadCollection(self, request: milvus_pb2.LoadCollectionRequest, context: grpc.aio.ServicerContext) -> common_pb2.Status:
         coll = await self._coll(request.collection_name)
-        resp = await (await self._stub()).LoadCollection(
+        await (await self._stub()).LoadCollection(
             coordinator_pb2.LoadCollectionRequest(
                 collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
-                replica_number=request.replica_number or 1,
+                replica_number=request.replica_number or await default_replicas(self._cache),
             ),
             timeout=30,
         )
-        raise_for_status(resp.status)
         self._reads.forget_view(coll.collection_id)
         return success()
 
     @milvus_rpc(common_pb2.Status)
     async def ReleaseCollection(self, request: milvus_pb2.ReleaseCollectionRequest, context: grpc.aio.ServicerContext) -> common_pb2.Status:
         coll = await self._coll(request.collection_name)
-        resp = await (await self._stub()).ReleaseCollection(coordinator_pb2.CollectionRef(collection_id=coll.collection_id), timeout=30)
-        raise_for_status(resp.status)
+        await (await self._stub()).ReleaseCollection(coordinator_pb2.CollectionRef(collection_id=coll.collection_id), timeout=30)
         self._reads.forget_view(coll.collection_id)
         return success()
 
@@ -385,11 +397,10 @@ class MilvusProxy(
                 coordinator_pb2.FlushRequest(collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id)),
                 timeout=30,
             )
-            raise_for_status(resp.status)
             segments[name], flush_ts[name] = list(resp.segment_ids), int(resp.flush_ts)
         return milvus_pb2.FlushResponse(
             status=success(),
-            db_name=request.db_name or "default",
+            db_name=current_database(),
             coll_segIDs={n: schema_pb2.LongArray(data=segments[n]) for n in names},
             flush_coll_segIDs={n: schema_pb2.LongArray(data=segments[n]) for n in names},
             coll_seal_times={n: int(time.time()) for n in names},
@@ -410,7 +421,6 @@ class MilvusProxy(
             ),
             timeout=10,
         )
-        raise_for_status(resp.status)
         return milvus_pb2.GetFlushStateResponse(status=success(), flushed=resp.flushed)
 
     # ---- reads ---------------------------------------------------------------------------------
@@ -424,7 +434,8 @@ class MilvusProxy(
         ))
 
     async def _metric_for(self, coll: CollectionEntry, field: str, requested: str | None) -> str:
-        return search_metric(coll.schema.field(field), coll.index_metrics.get(field, ""), requested)
+        bm25 = field in bm25_outputs(coll.schema)
+        return search_metric(coll.schema.field(field), coll.index_metrics.get(field, ""), requested, bm25=bm25)
 
     @milvus_rpc(milvus_pb2.SearchResults)
     async def Search(self, request: milvus_pb2.SearchRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.SearchResults:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
-from common.grpcutil import StubCache, raise_for_status
+from common.grpcutil import StubCache
 from protos import streaming_pb2, streaming_pb2_grpc
 from proxy.metacache import CollectionEntry
 from streamingnode.client.assignment import AssignmentSource
@@ -28,7 +28,6 @@ class WALStats:
                 streaming_pb2.GetCollectionRowsRequest(pchannel=pchannel, term=term, collection_id=coll.collection_id),
                 timeout=30,
             )
-            raise_for_status(resp.status)
             return int(resp.rows)
 
         return sum(await asyncio.gather(*(one(p) for p in sorted(set(coll.pchannels)))))

@@ -28,6 +28,8 @@ import pyarrow.compute as pc
 from pymilvus.grpc_gen import schema_pb2
 
 from common.errors import InvalidArgument
+from common.fulltext.functions import is_function_output
+from common.fulltext.outputs import with_function_outputs
 from common.jsonvalue import load_json
 from common.schema import CollectionSchema, DataType, FieldSchema
 from proxy.convert.rows import filler_column, given_columns, insert_to_table
@@ -70,6 +72,7 @@ async def plan_upsert(
     if partial:
         given = given_columns(fields_data, num_rows, schema)
         rows, deleted = merge_partial(schema, given, await read_rows(keys), num_rows)
+        rows = with_function_outputs(schema, rows)
     else:
         rows = insert_to_table(fields_data, num_rows, schema, allow_insert_auto_id=True)
         deleted = keys
@@ -116,7 +119,7 @@ def merge_partial(
         missing = [
             f.name for f in schema.fields
             if f.name not in given and not f.is_dynamic and not f.nullable and f.default_value is None
-            and not (f.is_primary and f.auto_id)
+            and not (f.is_primary and f.auto_id) and not is_function_output(schema, f.name)
         ]
         if missing:
             raise InvalidArgument(f"fieldSchema({missing[0]}) has no corresponding fieldData pass in")
@@ -125,6 +128,9 @@ def merge_partial(
         target = schema.arrow_schema(with_timestamp=False).field(f.name).type
         if f.name in given and not (f.is_dynamic and old.any()):
             columns.append(given[f.name].cast(target))
+            continue
+        if is_function_output(schema, f.name):  # computed from the merged input (with_function_outputs)
+            columns.append(pa.nulls(num_rows, target))
             continue
         if not old.any():
             columns.append(filler_column(f, num_rows).cast(target))

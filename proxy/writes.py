@@ -10,8 +10,7 @@ import pyarrow as pa
 
 from common.coordclient import CoordinatorClient
 from common.errors import InvalidArgument
-from common.grpcutil import raise_for_status
-from common.message import new_delete, new_insert
+from common.message import Delete, Insert
 from common.routing import shard_indices
 from common.storage.layout import ALL_PARTITIONS
 from protos import coordinator_pb2
@@ -26,7 +25,6 @@ MAX_MESSAGE_ROWS = 20_000
 async def allocate_ids(coord: CoordinatorClient, count: int) -> np.ndarray:
     stub = await coord.stub()
     resp = await stub.AllocID(coordinator_pb2.AllocIDRequest(count=count), timeout=30)
-    raise_for_status(resp.status)
     return np.arange(resp.begin, resp.begin + count, dtype=np.int64)
 
 
@@ -40,8 +38,10 @@ def _rows(table: pa.Table, rows: np.ndarray) -> pa.Table:
     return table if len(rows) == table.num_rows else table.take(pa.array(rows))
 
 
-def _scope(partition_id: int | None) -> int:
-    return ALL_PARTITIONS if partition_id is None else partition_id
+def _delete(vchannel: str, collection_id: int, pks: pa.Array, partition_id: int | None) -> Message:
+    """A Delete of ``pks`` in ``partition_id`` (None: every partition)."""
+    scope = ALL_PARTITIONS if partition_id is None else partition_id
+    return Delete.of(vchannel=vchannel, collection_id=collection_id, pks=pks, partition_id=scope).encode()
 
 
 def _partitions_of(coll: CollectionEntry, table: pa.Table, partition_id: int | None) -> np.ndarray:
@@ -62,7 +62,12 @@ def _inserts(coll: CollectionEntry, shard: int, part: pa.Table, partitions: np.n
     for pid in pids:
         rows = part.take(pa.array(np.nonzero(partitions == pid)[0])) if len(pids) > 1 else part
         out += [
-            new_insert(coll.vchannels[shard], coll.collection_id, int(pid), rows.slice(i, MAX_MESSAGE_ROWS))
+            Insert.of(
+                vchannel=coll.vchannels[shard],
+                collection_id=coll.collection_id,
+                partition_id=int(pid),
+                table=rows.slice(i, MAX_MESSAGE_ROWS),
+            ).encode()
             for i in range(0, rows.num_rows, MAX_MESSAGE_ROWS)
         ]
     return out
@@ -108,7 +113,7 @@ async def delete_pks(
         appends.append(
             producer.append(
                 coll.pchannels[shard],
-                [new_delete(coll.vchannels[shard], coll.collection_id, arr.take(pa.array(rows)), _scope(partition_id))],
+                [_delete(coll.vchannels[shard], coll.collection_id, arr.take(pa.array(rows)), partition_id)],
             )
         )
     results = await asyncio.gather(*appends)
@@ -145,7 +150,7 @@ async def upsert_table(
         messages = []
         if len(keys):
             messages.append(
-                new_delete(vchannel, coll.collection_id, deleted.take(pa.array(keys)), _scope(delete_partition))
+                _delete(vchannel, coll.collection_id, deleted.take(pa.array(keys)), delete_partition)
             )
         if len(rows):
             messages += _inserts(coll, shard, _rows(table, rows), partitions[rows])

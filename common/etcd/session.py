@@ -27,6 +27,7 @@ import structlog
 
 from common.etcd.lease import keep_alive
 from common.etcd.metastore import MetaStore
+from common.tasks import BackgroundTasks
 
 SESSION_PREFIX = "session/"
 _SERVER_ID_KEY = "session-id-counter"
@@ -95,10 +96,10 @@ class Session:
         self._on_registered = on_registered
         self._retry = retry_seconds
         self._lease: aetcd.Lease | None = None
-        self._task: asyncio.Task[None] | None = None
         self.info: SessionInfo | None = None
         self.lost_count = 0
         self._log = structlog.get_logger().bind(component="session", role=role)
+        self._tasks = BackgroundTasks("session", role=role)
 
     @property
     def server_id(self) -> int:
@@ -107,7 +108,7 @@ class Session:
 
     async def start(self, server_id: int | None = None) -> SessionInfo:
         info = await self._register(server_id)
-        self._task = asyncio.create_task(self._run(), name=f"session-{self._role}")
+        self._tasks.start(self._run(), name=f"session-{self._role}")
         return info
 
     async def _register(self, server_id: int | None) -> SessionInfo:
@@ -148,9 +149,7 @@ class Session:
                     await asyncio.sleep(self._retry)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.wait([self._task])
+        await self._tasks.stop()
         if self._lease is not None:
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(5):

@@ -255,6 +255,17 @@ class Exists:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TextMatch:
+    """``TEXT_MATCH(field, 'words')`` (``slop`` None) or ``PHRASE_MATCH(field, 'words', slop)`` on a
+    VARCHAR field with ``enable_match``; ``analyzer_params`` are the field's (``common/fulltext``)."""
+
+    field: FieldRef
+    query: str
+    slop: int | None = None
+    analyzer_params: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Not:
     operand: Expr
 
@@ -269,8 +280,8 @@ class Or:
     operands: tuple[Expr, ...]
 
 
-Expr: TypeAlias = Const | Compare | InList | Like | IsNull | JsonContains | Exists | Not | And | Or
-EXPR_TYPES = (Const, Compare, InList, Like, IsNull, JsonContains, Exists, Not, And, Or)
+Expr: TypeAlias = Const | Compare | InList | Like | IsNull | JsonContains | Exists | TextMatch | Not | And | Or
+EXPR_TYPES = (Const, Compare, InList, Like, IsNull, JsonContains, Exists, TextMatch, Not, And, Or)
 Node: TypeAlias = Expr | Operand
 
 
@@ -333,6 +344,8 @@ def children(node: Node) -> tuple[Node, ...]:
             return (node.left, node.right)
         case ArrayLength() | JsonContains() | Exists():
             return (node.path,)
+        case TextMatch():
+            return (node.field,)
         case ArrayElement():
             return (node.array,)
         case Compare():
@@ -429,6 +442,10 @@ def render(node: Node) -> str:
             return f"{function}({render(node.path)}, {render_constant(arg)})"
         case Exists():
             return f"exists {render(node.path)}"
+        case TextMatch() if node.slop is None:
+            return f"TEXT_MATCH({render(node.field)}, {render_constant(node.query)})"
+        case TextMatch():
+            return f"PHRASE_MATCH({render(node.field)}, {render_constant(node.query)}, {node.slop})"
         case Not():
             return f"not ({render(node.operand)})"
         case And():

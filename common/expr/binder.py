@@ -52,6 +52,7 @@ from common.expr.ast import (
     render_constant,
 )
 from common.expr.rewrite import equalities_as_in
+from common.expr.text_predicates import TEXT_FUNCTIONS, bind_text_match
 from common.schema import DYNAMIC_FIELD_NAME, CollectionSchema, DataType
 
 _COMPARE_OPS = {op.value: op for op in CompareOp}
@@ -470,6 +471,8 @@ class Binder(Transformer[Token, Any]):
         if name == "array_length":
             self._check_arity(name, args, 1)
             return ArrayLength(path=_as_container(args[0], name))
+        if name in TEXT_FUNCTIONS:
+            return bind_text_match(self._schema, name, args)
         mode = _CONTAINS_FUNCTIONS.get(name)
         if mode is None:
             raise IllegalFilter(f"unknown function '{name_token}'")

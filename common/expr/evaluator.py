@@ -62,6 +62,7 @@ from common.expr.ast import (
     Not,
     Operand,
     Or,
+    TextMatch,
     ValueKind,
     field_kind,
     iter_columns,
@@ -70,6 +71,7 @@ from common.expr.ast import (
     reads_json,
 )
 from common.expr.semantics import MISSING
+from common.expr.text_predicates import text_match_mask
 
 ArrowValue: TypeAlias = pa.Array | pa.Scalar
 
@@ -189,6 +191,9 @@ def _eval(ctx: _Context, expr: Expr) -> pa.Array:
             return functools.reduce(pc.or_kleene, (_eval(ctx, o) for o in expr.operands))
         case IsNull():
             return _is_null(ctx, expr)
+        case TextMatch():
+            name = expr.field.name  # the chunks as stored: each has its token index
+            return text_match_mask(ctx.table.column(name) if name in ctx.table.column_names else ctx.column(name), expr)
         case Compare() | InList() | Like() | JsonContains() | Exists():
             result = pc.fill_null(_leaf(ctx, expr), False)
             for element in set(iter_elements(expr)):

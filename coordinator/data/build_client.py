@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from common.grpcutil import StubCache, raise_for_status
+from common.grpcutil import StubCache
 from common.segment_pb import segment_to_pb
 from coordinator.catalog import CollectionMeta
 from coordinator.data.build_policy import Build
@@ -28,7 +28,6 @@ class GrpcIndexBuilder:
             ),
         )
         response = await self._stubs.get(address).BuildSegmentIndex(request, timeout=BUILD_TIMEOUT_SECONDS)
-        raise_for_status(response.status)
         return response.built
 
     async def close(self) -> None:

@@ -35,9 +35,9 @@ import asyncio
 import contextlib
 import math
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Protocol
 
 import structlog
 
@@ -49,6 +49,7 @@ from common.position import Position
 from common.schema import CollectionSchema, DataType
 from common.segment import SegmentLevel, SegmentMeta, SegmentState
 from common.storage.layout import ALL_PARTITIONS
+from common.tasks import BackgroundTasks
 from common.ttl import expire_before
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState
 from coordinator.data.datacoord import DataCoordinator
@@ -144,8 +145,8 @@ class CompactionManager:
         self._clock = clock
         self._requests: dict[int, CompactionRequest] = {}
         self._busy: set[str] = set()  # vchannels with a plan being planned or run
-        self._tasks: set[asyncio.Task[None]] = set()
         self._log = structlog.get_logger().bind(component="compaction")
+        self._tasks = BackgroundTasks("compaction")
 
     # -- lifetime ------------------------------------------------------------------------------
 
@@ -162,21 +163,12 @@ class CompactionManager:
                 await self._data.reveal_job(job.job_id)
         for req in self._requests.values():
             if req.phase != "DONE":
-                self._spawn(self._run_request(req), f"compaction-request-{req.request_id}")
+                self._tasks.start(self._run_request(req), name=f"compaction-request-{req.request_id}")
         if self._config.compaction_interval_seconds > 0:
-            self._spawn(self._loop(), "compaction-auto")
+            self._tasks.start(self._loop(), name="compaction-auto")
 
     async def stop(self) -> None:
-        for t in self._tasks:
-            t.cancel()
-        for t in list(self._tasks):
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
-
-    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
-        task = asyncio.create_task(coro, name=name)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        await self._tasks.stop()
 
     # -- requests (pymilvus compact / get_compaction_state) -------------------------------------
 
@@ -192,7 +184,7 @@ class CompactionManager:
             target_bytes=target_bytes,
         )
         await self._save_request(req)
-        self._spawn(self._run_request(req), f"compaction-request-{req.request_id}")
+        self._tasks.start(self._run_request(req), name=f"compaction-request-{req.request_id}")
         return req
 
     def state(self, request_id: int) -> tuple[CompactionRequest, list[JobRecord]]:

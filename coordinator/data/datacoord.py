@@ -35,7 +35,7 @@ import structlog
 
 from common.errors import CollectionNotFound, InvalidArgument, SegmentNotFound
 from common.etcd.metastore import TXN_BATCH_OPS, MetaStore, Op
-from common.message import new_manual_flush
+from common.message import ManualFlush
 from common.position import Position
 from common.schema import CollectionSchema
 from common.segment import SegmentLevel, SegmentMeta, SegmentState
@@ -479,7 +479,9 @@ class DataCoordinator:
         }
         answers = await asyncio.gather(
             *(
-                self._producer.append(p, [new_manual_flush(v, meta.collection_id, flush_ts)])
+                self._producer.append(
+                    p, [ManualFlush(vchannel=v, collection_id=meta.collection_id, flush_ts=flush_ts).encode()]
+                )
                 for v, p in zip(meta.vchannels, meta.pchannels, strict=True)
             )
         )

@@ -37,6 +37,7 @@ from common.storage.errors import ObjectNotFound
 from common.storage.layout import index_prefix, segment_prefixes
 from common.storage.manifest import SegmentManifest
 from common.storage.objectstore import ObjectStore
+from common.tasks import BackgroundTasks
 from coordinator.data.datacoord import DataCoordinator
 
 MIN_ORPHAN_AGE_SECONDS = 600.0
@@ -64,16 +65,14 @@ class GarbageCollector:
         self._retention = retention_seconds
         self._interval = interval_seconds
         self._clock = clock
-        self._task: asyncio.Task[None] | None = None
         self._log = structlog.get_logger().bind(component="gc")
+        self._tasks = BackgroundTasks("gc")
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._loop(), name="storage-gc")
+        self._tasks.start(self._loop(), name="storage-gc")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.wait([self._task])
+        await self._tasks.stop()
 
     async def _loop(self) -> None:
         while True:

@@ -33,6 +33,7 @@ import structlog
 from common.config import JobsConfig
 from common.errors import InvalidArgument, PartitionNotFound, StrataError
 from common.failpoints import failpoint
+from common.tasks import BackgroundTasks
 from common.tsoutil import TIMESTAMP_RANGE_MAX_AGE_S
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState
 from coordinator.data.compaction import JobRunner, index_refs, output_meta, row_bytes, target_rows
@@ -80,21 +81,18 @@ class ImportManager:
         self._clock = clock
         self._progress: dict[int, float] = {}
         self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
         self._log = structlog.get_logger().bind(component="import")
+        self._tasks = BackgroundTasks("import")
 
     async def start(self) -> None:
         for job in self._data.jobs():
             if job.kind == JobKind.IMPORT and job.state == JobState.COMMITTED and not job.revealed:
                 await self._data.reveal_job(job.job_id)
-        self._task = asyncio.create_task(self._loop(), name="import-jobs")
+        self._tasks.start(self._loop(), name="import-jobs")
         self._wake.set()  # jobs left PENDING or RUNNING by the last coordinator run again
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self._tasks.stop()
 
     def floor(self, collection_id: int) -> int | None:
         """The smallest timestamp of an unfinished import of the collection (None: none, or not chosen yet).

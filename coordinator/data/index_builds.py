@@ -36,7 +36,7 @@ import asyncio
 import contextlib
 import time
 from collections import defaultdict
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import structlog
@@ -44,6 +44,7 @@ import structlog
 from common.errors import ErrorCode, StrataError
 from common.segment import SegmentLevel, SegmentMeta
 from common.storage.objectstore import ObjectStore
+from common.tasks import BackgroundTasks
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState
 from coordinator.data.build_policy import Backoff, Build, BuildKey, IndexDef, assign, wanted_builds
 from coordinator.data.datacoord import DataCoordinator
@@ -95,7 +96,7 @@ class IndexBuildScheduler:
         self._done: set[BuildKey] = set()  # saved, as listed or as a node answered
         self._running: dict[BuildKey, int] = {}  # build -> node
         self._failed: dict[BuildKey, tuple[int, str]] = {}  # build -> (collection, reason): not tried again
-        self._tasks: set[asyncio.Task[None]] = set()  # the loop and the builds in flight
+        self._tasks = BackgroundTasks("index-builds")  # the loop and the builds in flight
         self._wake = asyncio.Event()
         self._log = structlog.get_logger().bind(component="index-builds")
 
@@ -104,20 +105,11 @@ class IndexBuildScheduler:
         return {key: reason for key, (cid, reason) in self._failed.items() if cid == collection_id}
 
     def start(self) -> None:
-        self._spawn(self._loop(), "index-builds")
+        self._tasks.start(self._loop(), name="index-builds")
 
     async def stop(self) -> None:
         """Stop the loop and stop waiting for the builds in flight (a node finishes one on its own)."""
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
-        task = asyncio.create_task(coro, name=name)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        await self._tasks.stop()
 
     async def _loop(self) -> None:
         while True:
@@ -149,9 +141,9 @@ class IndexBuildScheduler:
         for build, node_id in chosen:
             self._running[build.key] = node_id
             collection, params = collections[build.segment.collection_id]
-            self._spawn(
+            self._tasks.start(
                 self._run(build, node_id, addresses[node_id], collection, params[build.index.index_id]),
-                f"index-build-{build.segment.segment_id}-{build.index.index_id}",
+                name=f"index-build-{build.segment.segment_id}-{build.index.index_id}",
             )
         return chosen
 

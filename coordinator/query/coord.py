@@ -42,13 +42,14 @@ from dataclasses import dataclass, field, replace
 import grpc
 import structlog
 
-from common.errors import ErrorCode, InvalidArgument
+from common.errors import ErrorCode, InvalidArgument, StrataError
 from common.etcd.metastore import MetaStore
 from common.etcd.session import SessionInfo, follow_sessions
 from common.grpcutil import StubCache
 from common.position import Position
 from common.segment import SegmentLevel, SegmentMeta, SegmentState
 from common.segment_pb import position_to_pb, segment_to_pb
+from common.tasks import BackgroundTasks
 from coordinator.catalog import Catalog, CollectionMeta, IndexMeta, LoadMeta
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.query.placement import assign_replicas, place_channels, place_segments
@@ -155,7 +156,7 @@ class QueryCoordinator:
         self._stubs = StubCache(querynode_pb2_grpc.QueryNodeStub)
         self._stub = self._stubs.get
         self._wake = asyncio.Event()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = BackgroundTasks("querycoord")
         self._log = structlog.get_logger().bind(component="query-coord")
 
     async def start(self) -> None:
@@ -165,15 +166,11 @@ class QueryCoordinator:
             self._load_ts[load.collection_id] = await self._tso.allocate()
             self._replicas[load.collection_id] = replicas.get(load.collection_id, {})
         self._loading = set(self._loads)  # until a check finds them ready
-        self._tasks.add(asyncio.create_task(self._watch_nodes(), name="querycoord-nodes"))
-        self._tasks.add(asyncio.create_task(self._loop(), name="querycoord-checker"))
+        self._tasks.start(self._watch_nodes(), name="querycoord-nodes")
+        self._tasks.start(self._loop(), name="querycoord-checker")
 
     async def stop(self) -> None:
-        for t in self._tasks:
-            t.cancel()
-        for t in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        await self._tasks.stop()
         await self._stubs.close()
 
     # -- load / release ---------------------------------------------------------------------------
@@ -239,7 +236,7 @@ class QueryCoordinator:
                 self._sent.pop((node_id, vchannel), None)
                 self._broken.pop(vchannel, None)
                 if node is not None:
-                    with contextlib.suppress(grpc.aio.AioRpcError):
+                    with contextlib.suppress(grpc.aio.AioRpcError, StrataError):
                         await self._stub(node.address).UnwatchChannel(
                             querynode_pb2.UnwatchChannelRequest(collection_id=collection_id, vchannel=vchannel),
                             timeout=10,
@@ -422,7 +419,7 @@ class QueryCoordinator:
                 self._log.info(
                     "delegator of another replica stopped", vchannel=vchannel, node=node_id, replica=state.replica_id
                 )
-                with contextlib.suppress(grpc.aio.AioRpcError):
+                with contextlib.suppress(grpc.aio.AioRpcError, StrataError):
                     await self._stub(node.address).UnwatchChannel(
                         querynode_pb2.UnwatchChannelRequest(collection_id=meta.collection_id, vchannel=vchannel),
                         timeout=10,
@@ -536,12 +533,12 @@ class QueryCoordinator:
             indexes=indexes,
         )
         try:
-            resp = await self._stub(self._nodes[node_id].address).SyncDistribution(req, timeout=600)
+            await self._stub(self._nodes[node_id].address).SyncDistribution(req, timeout=600)
         except grpc.aio.AioRpcError as err:
             self._log.info("sync distribution failed", vchannel=vchannel, node=node_id, error=err.code().name)
             return
-        if resp.status.code != ErrorCode.OK:
-            self._log.info("sync distribution refused", vchannel=vchannel, node=node_id, reason=resp.status.reason)
+        except StrataError as err:
+            self._log.info("sync distribution refused", vchannel=vchannel, node=node_id, reason=err.message)
             return
         self._sent[(node_id, vchannel)] = {**{s: n for s, n in confirmed.items() if s in flushed}, **moved}
         self._log.info(
@@ -585,12 +582,12 @@ class QueryCoordinator:
         if checkpoint is not None:
             req.checkpoint.CopyFrom(position_to_pb(checkpoint))
         try:
-            resp = await self._stub(node.address).WatchChannel(req, timeout=10)
+            await self._stub(node.address).WatchChannel(req, timeout=10)
         except grpc.aio.AioRpcError as err:
             self._log.info("watch channel failed", vchannel=vchannel, node=node_id, error=err.code().name)
             return
-        if resp.status.code != ErrorCode.OK:
-            self._log.info("watch channel refused", vchannel=vchannel, node=node_id, reason=resp.status.reason)
+        except StrataError as err:
+            self._log.info("watch channel refused", vchannel=vchannel, node=node_id, reason=err.message)
             return
         self._sent[(node_id, vchannel)] = dict(wanted)
         self._dist.setdefault(node_id, NodeDist()).channels.setdefault(
@@ -620,7 +617,7 @@ class QueryCoordinator:
                 continue
             for c, sids in stale.items():
                 self._log.info("worker segments released", node=node_id, collection_id=c, segments=sorted(sids))
-                with contextlib.suppress(grpc.aio.AioRpcError):
+                with contextlib.suppress(grpc.aio.AioRpcError, StrataError):
                     await self._stub(node.address).ReleaseSegments(
                         querynode_pb2.ReleaseSegmentsRequest(collection_id=c, segment_ids=sids), timeout=30
                     )
@@ -633,7 +630,7 @@ class QueryCoordinator:
                 resp = await self._stub(node.address).GetDataDistribution(
                     querynode_pb2.GetDataDistributionRequest(), timeout=5
                 )
-            except grpc.aio.AioRpcError:
+            except (grpc.aio.AioRpcError, StrataError):
                 continue
             dist[node_id] = NodeDist(
                 channels={

@@ -22,10 +22,11 @@ from typing import TypeVar
 
 import structlog
 
-from common.errors import ErrorCode
+from common.errors import IgnoredOperation
 from common.etcd.metastore import MetaStore
 from common.etcd.session import SessionInfo, follow_sessions
-from common.grpcutil import StubCache, raise_for_status
+from common.grpcutil import StubCache
+from common.tasks import BackgroundTasks
 from coordinator.streaming.pchannel import PChannelMeta, PChannelState
 from coordinator.streaming.policy import BalancePolicy
 from protos import streaming_pb2, streaming_pb2_grpc
@@ -74,7 +75,7 @@ class StreamingBalancer:
         self._version = 0
         self._changed = asyncio.Condition()
         self._trigger = asyncio.Event()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = BackgroundTasks("streaming-balancer")
         self._stubs = StubCache(streaming_pb2_grpc.StreamingNodeManagerStub)
         self._stub = self._stubs.get
         self._log = structlog.get_logger().bind(component="streaming-balancer")
@@ -88,16 +89,12 @@ class StreamingBalancer:
                 await self._store.put(_PREFIX + name, meta.to_json())
             self._channels[name] = meta
         first_view = asyncio.Event()
-        self._tasks.add(asyncio.create_task(self._watch_nodes(first_view), name="balancer-nodes"))
+        self._tasks.start(self._watch_nodes(first_view), name="balancer-nodes")
         await first_view.wait()
-        self._tasks.add(asyncio.create_task(self._loop(), name="balancer-loop"))
+        self._tasks.start(self._loop(), name="balancer-loop")
 
     async def stop(self) -> None:
-        for t in self._tasks:
-            t.cancel()
-        for t in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        await self._tasks.stop()
         await self._stubs.close()
 
     @property
@@ -185,7 +182,7 @@ class StreamingBalancer:
             if node is None:
                 continue  # session gone: counts as removed
             try:
-                resp = await self._unless_gone(
+                await self._unless_gone(
                     h.node_id,
                     self._stub(node.address).Remove(
                         streaming_pb2.RemoveRequest(pchannel=meta.name, term=h.term), timeout=60
@@ -193,19 +190,17 @@ class StreamingBalancer:
                 )
             except NodeGone:
                 self._log.info("old owner gone during remove", pchannel=meta.name, term=h.term, node=h.node_id)
-                continue
-            if resp.status.code not in (ErrorCode.OK, ErrorCode.IGNORED_OPERATION):
-                raise_for_status(resp.status)
+            except IgnoredOperation:
+                pass  # removed already
         target = self._nodes.get(meta.node_id)
         if target is None:
             raise RuntimeError(f"node {meta.node_id} left while assigning {meta.name}")
-        resp = await self._unless_gone(
+        await self._unless_gone(
             meta.node_id,
             self._stub(target.address).Assign(
                 streaming_pb2.AssignRequest(pchannel=meta.name, term=meta.term), timeout=60
             ),
         )
-        raise_for_status(resp.status)
         await self._persist(meta.assign_done())
         self._log.info("pchannel assigned", pchannel=meta.name, term=meta.term, node=meta.node_id)
 

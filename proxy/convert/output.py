@@ -26,6 +26,7 @@ from google.protobuf.message import Message
 from pymilvus.grpc_gen import schema_pb2
 
 from common.errors import InvalidArgument
+from common.fulltext.functions import is_function_output
 from common.schema import DYNAMIC_FIELD_NAME, CollectionSchema, DataType, FieldSchema
 from proxy.convert import narrow
 from proxy.convert.fieldtypes import NUMPY_TYPES, SCALAR_SLOTS
@@ -77,9 +78,11 @@ def resolve_output_fields(
         name = raw.strip()
         if not name:
             continue
-        if name == "*":
-            wanted.update(f.name for f in schema.fields)
+        if name == "*":  # function outputs (BM25's) are never returned, as in Milvus
+            wanted.update(f.name for f in schema.fields if not is_function_output(schema, f.name))
             all_dynamic = True
+        elif is_function_output(schema, name):
+            raise InvalidArgument(f"not allowed to retrieve raw data of field {name}")
         elif schema.has_field(name):
             wanted.add(name)
             all_dynamic = all_dynamic or schema.field(name).is_dynamic

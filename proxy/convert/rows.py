@@ -28,6 +28,8 @@ import pyarrow.compute as pc
 from pymilvus.grpc_gen import schema_pb2
 
 from common.errors import InvalidArgument
+from common.fulltext.functions import bm25_outputs
+from common.fulltext.outputs import refuse_output, with_function_outputs
 from common.jsonvalue import load_json
 from common.schema import DYNAMIC_FIELD_NAME, CollectionSchema, DataType, FieldSchema
 from proxy.convert import narrow
@@ -95,9 +97,12 @@ def insert_to_table(
         raise InvalidArgument(f"invalid num_rows {num_rows}: num_rows should be greater than 0")
     by_name = _fields_by_name(fields_data, schema)
     columns: list[pa.Array] = []
+    outputs = bm25_outputs(schema)
     for field in schema.fields:
         fd = by_name.get(field.name)
-        if field.is_primary and field.auto_id and (fd is None or not allow_insert_auto_id):
+        if field.name in outputs:  # computed below from its input text
+            columns.append(pa.nulls(num_rows, pa.binary()))
+        elif field.is_primary and field.auto_id and (fd is None or not allow_insert_auto_id):
             if fd is not None:
                 raise InvalidArgument(
                     f"can not assign primary field data when auto id enabled and "
@@ -108,7 +113,8 @@ def insert_to_table(
             columns.append(_dynamic_column(field, fd, num_rows, schema))
         else:
             columns.append(_column(field, fd, num_rows))
-    return pa.Table.from_arrays(columns, schema=schema.arrow_schema(with_timestamp=False))
+    table = pa.Table.from_arrays(columns, schema=schema.arrow_schema(with_timestamp=False))
+    return with_function_outputs(schema, table) if outputs else table
 
 
 def given_columns(
@@ -148,6 +154,7 @@ def _fields_by_name(fields_data: Sequence[schema_pb2.FieldData], schema: Collect
         name = DYNAMIC_FIELD_NAME if fd.is_dynamic else fd.field_name
         if name in by_name:
             raise InvalidArgument(f"duplicated field {name} found")
+        refuse_output(schema, name)
         if name == DYNAMIC_FIELD_NAME and dynamic is None:
             raise InvalidArgument(
                 f"without dynamic schema enabled, the field name cannot be set to {DYNAMIC_FIELD_NAME}"

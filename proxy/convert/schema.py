@@ -20,6 +20,7 @@ from typing import Any
 from pymilvus.grpc_gen import common_pb2, schema_pb2
 
 from common.errors import FieldNameInvalid, InvalidArgument
+from common.fulltext.functions import check_text_field, function_to_proto, functions_from_proto, is_function_output
 from common.jsonvalue import JsonTooDeep, load_json
 from common.names import check_field_name
 from common.schema import (
@@ -34,6 +35,7 @@ from common.schema import (
 from proxy.convert.nullvectors import NULLABLE_VECTOR_TYPES
 
 FIRST_FIELD_ID = 100
+FIRST_FUNCTION_ID = 100
 MAX_FIELDS = 64
 #: Milvus' proxy.maxVectorFieldNum default (its range is [1, 10]): vector fields per collection.
 MAX_VECTOR_FIELDS = 4
@@ -85,8 +87,6 @@ def schema_from_proto(pb: schema_pb2.CollectionSchema, *, collection_name: str) 
     """
     if pb.name and pb.name != collection_name:
         raise InvalidArgument(f"collection name ({collection_name}) does not match the schema name ({pb.name})")
-    if len(pb.functions) > 0:
-        raise InvalidArgument("functions in a collection schema are not supported yet")
     if len(pb.struct_array_fields) > 0:
         raise InvalidArgument(
             f"data type {type_name(schema_pb2.ArrayOfStruct)} is not supported yet "
@@ -113,6 +113,9 @@ def schema_from_proto(pb: schema_pb2.CollectionSchema, *, collection_name: str) 
     _check_keys(pb)
 
     fields = [field_from_proto(fpb, FIRST_FIELD_ID + i, pb.autoID, collection_name) for i, fpb in enumerate(pb.fields)]
+    for f in fields:
+        check_text_field(f)
+    functions = functions_from_proto(pb.functions, fields)
     if pb.enable_dynamic_field:
         fields.append(
             FieldSchema(
@@ -128,6 +131,7 @@ def schema_from_proto(pb: schema_pb2.CollectionSchema, *, collection_name: str) 
         fields=tuple(fields),
         description=pb.description,
         enable_dynamic_field=pb.enable_dynamic_field,
+        functions=functions,
     )
 
 
@@ -387,7 +391,7 @@ def default_to_proto(dtype: DataType, value: Any) -> schema_pb2.ValueField:
     return schema_pb2.ValueField(string_data=str(value))
 
 
-def field_to_proto(field: FieldSchema) -> schema_pb2.FieldSchema:
+def field_to_proto(field: FieldSchema, *, function_output: bool = False) -> schema_pb2.FieldSchema:
     """One field as DescribeCollection reports it (type params as strings)."""
     params = dict(field.type_params)
     if field.dim:
@@ -408,6 +412,7 @@ def field_to_proto(field: FieldSchema) -> schema_pb2.FieldSchema:
         is_partition_key=field.is_partition_key,
         nullable=field.nullable,
         element_type=int(field.element_type),  # type: ignore[arg-type]
+        is_function_output=function_output,
     )
     if field.default_value is not None:
         pb.default_value.CopyFrom(default_to_proto(field.dtype, field.default_value))
@@ -430,5 +435,7 @@ def schema_to_proto(schema: CollectionSchema, *, include_dynamic: bool = False) 
     for field in schema.fields:
         if field.is_dynamic and not include_dynamic:
             continue
-        pb.fields.append(field_to_proto(field))
+        pb.fields.append(field_to_proto(field, function_output=is_function_output(schema, field.name)))
+    for i, fn in enumerate(schema.functions):
+        pb.functions.append(function_to_proto(fn, schema, FIRST_FUNCTION_ID + i))
     return pb

@@ -46,6 +46,7 @@ from proxy.convert.output import (
 from proxy.convert.pkids import PrimaryKeys, search_primary_keys
 from proxy.convert.schema import type_name
 from proxy.convert.sparse import check_sparse_search_params, sparse_queries
+from proxy.convert.text_search import text_queries
 
 # Milvus's defaults of quotaAndLimits.limits.topK and .nq; a proxy's own are in ProxyLimits.
 TOPK_LIMIT = DEFAULT_LIMITS.max_topk
@@ -213,7 +214,7 @@ def parse_search_request(
     check_sparse_search_params(index_params)
 
     anns = _anns_field(schema, kv.get("anns_field", "").strip(), by_keys=keys is not None)
-    vectors = _NO_VECTORS if keys is not None else _decode_vectors(req.placeholder_group, anns, limits)
+    vectors = _NO_VECTORS if keys is not None else _decode_vectors(req.placeholder_group, anns, limits, schema)
     if req.nq and keys is None and req.nq != vectors.shape[0]:
         raise InvalidArgument(
             f"nq ({req.nq}) of the request does not match the number of search vectors "
@@ -451,7 +452,9 @@ def _check_nq(nq: int, limits: ProxyLimits) -> None:
         )
 
 
-def _decode_vectors(raw: bytes, anns: FieldSchema, limits: ProxyLimits) -> np.ndarray:
+def _decode_vectors(
+    raw: bytes, anns: FieldSchema, limits: ProxyLimits, schema: CollectionSchema | None = None
+) -> np.ndarray:
     if not raw:
         raise InvalidArgument("the search request carries no vectors")
     group = common_pb2.PlaceholderGroup()
@@ -464,6 +467,9 @@ def _decode_vectors(raw: bytes, anns: FieldSchema, limits: ProxyLimits) -> np.nd
             f"expected one placeholder of search vectors, got {len(group.placeholders)}"
         )
     holder = group.placeholders[0]
+    if holder.type == common_pb2.PlaceholderType.VarChar:  # full-text search: texts, analyzed here
+        _check_nq(len(holder.values), limits)
+        return text_queries(schema, anns, holder.values)
     if anns.dtype.is_narrow_vector:
         _check_nq(len(holder.values), limits)
         return narrow.search_vectors(holder.type, holder.values, anns)

@@ -67,7 +67,7 @@ import asyncio
 import contextlib
 import functools
 from collections.abc import AsyncIterator, Awaitable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 import grpc
@@ -77,7 +77,8 @@ import structlog
 
 from common.errors import ErrorCode, NotReady, PositionTruncated, StrataError
 from common.failpoints import failpoint
-from common.message import body_table, delete_partition, header
+from common.fulltext.index_params import bm25_params
+from common.message import Delete, DropPartition, Insert, SchemaChange, TimeTick, decode
 from common.position import Position
 from common.readplan import ReadPlan, VectorQuery
 from common.schema import TIMESTAMP_COLUMN, CollectionSchema
@@ -87,8 +88,10 @@ from common.storage.layout import ALL_PARTITIONS
 from common.storage.objectstore import ObjectStore
 from common.storage.segment_io import SegmentReader
 from common.storage.stats import SegmentStats
+from common.tasks import BackgroundTasks
 from protos import querynode_pb2 as qpb
 from protos.common_pb2 import Message, MessageType
+from querynode.delegator.bm25_oracle import Bm25Oracle, SegmentBm25, read_segment_bm25
 from querynode.delegator.cutlog import CutLog
 from querynode.delegator.distribution import Distribution, Placement, Snapshot
 from querynode.delegator.load_failures import LoadFailures
@@ -132,6 +135,7 @@ class _Prepared:
     mark: int
     moving_from: Placement | None
     cuts: int
+    bm25: SegmentBm25 = field(default_factory=dict)
 
 
 class Oracle:
@@ -183,6 +187,7 @@ class Delegator:
         self.data = ShardData(schema)  # growing segments only: sealed ones live on workers
         self.cutlog = CutLog(schema.primary_field.arrow_type())
         self.oracle = Oracle()
+        self.bm25 = Bm25Oracle()
         self.dist = Distribution()
         self.l0_segments: set[int] = set()
         self.offline: set[int] = set()
@@ -198,18 +203,16 @@ class Delegator:
         self.broken = False
         self._lock = asyncio.Lock()  # data: no message, load or forward is half-applied while reading
         self._sync_lock = asyncio.Lock()  # one distribution change at a time
-        self._task: asyncio.Task[None] | None = None
         self._arrow_schema = schema.arrow_schema()
         self._pk = schema.primary_field.name
         self._log = structlog.get_logger().bind(component="delegator", vchannel=vchannel, replica=replica_id)
+        self._tasks = BackgroundTasks("delegator", vchannel=vchannel, replica=replica_id)
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name=f"delegator-{self.vchannel}")
+        self._tasks.start(self._run(), name=f"delegator-{self.vchannel}")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.wait([self._task])
+        await self._tasks.stop()
 
     @property
     def sealed_segments(self) -> list[int]:
@@ -261,16 +264,15 @@ class Delegator:
                 self._log.exception("cannot apply message", type=MessageType.Name(msg.type))
 
     async def _apply(self, msg: Message) -> None:
-        match msg.type:
-            case MessageType.TIME_TICK:
-                await self.tsafe.advance(msg.timetick)
-            case MessageType.INSERT:
-                h = header(msg)
-                segment_id = int(h.get("segment_id", 0))
+        match decode(msg):
+            case TimeTick(timetick=timetick):
+                await self.tsafe.advance(timetick)
+            case Insert() as ins:
+                segment_id = ins.segment_id or 0
                 if segment_id in self.dist.current.sealed or segment_id in self.excluded:
                     return  # its rows come from object storage
-                partition = self._partition_of[segment_id] = int(h.get("partition_id", 0))
-                table = body_table(msg)
+                partition = self._partition_of[segment_id] = ins.partition_id
+                table = ins.table()
                 ts = pa.array(np.full(table.num_rows, msg.timetick, dtype=np.uint64))
                 table = conform_table(table.append_column(TIMESTAMP_COLUMN, ts), self._arrow_schema, self.schema)
                 pks = table.column(self._pk).combine_chunks()
@@ -279,22 +281,21 @@ class Delegator:
                     self.data.insert(segment_id, table, partition)
                     self.cutlog.add_versions(segment_id, partition, pks, stamps)
                     await self._forward(pks, stamps, partition, exclude=segment_id)
-            case MessageType.DELETE:
-                pks = body_table(msg).column("pk").combine_chunks()
+            case Delete() as dele:
+                pks = dele.pks()
                 stamps = np.full(len(pks), msg.timetick, dtype=np.uint64)
-                partition = delete_partition(msg)
+                partition = dele.partition_id
                 async with self._lock:
                     self.data.delete(pks, msg.timetick, partition)
                     self.cutlog.add_deletes(pks, stamps, partition)
                     await self._forward(pks, stamps, partition)
-            case MessageType.DROP_PARTITION:
-                dropped = int(header(msg)["partition_id"])
+            case DropPartition(partition_id=dropped):
                 async with self._lock:
                     for sid in [sid for sid in self.data.growing if self._partition_of.get(sid) == dropped]:
                         self.data.growing.pop(sid)
                 self._log.info("partition dropped: its growing segments are gone", partition=dropped)
-            case MessageType.SCHEMA_CHANGE:
-                await self._schema_changed(CollectionSchema.from_json(header(msg)["schema"]))
+            case SchemaChange(schema=schema):
+                await self._schema_changed(schema)
             case _:
                 pass  # other DDL and flush messages carry nothing for reads
 
@@ -433,6 +434,7 @@ class Delegator:
         sid = meta.segment_id
         try:
             stats, keys, stamps, (own_pks, own_ts) = await asyncio.to_thread(self._read_keys, meta)
+            bm25 = await asyncio.to_thread(read_segment_bm25, self._storage, self.schema, meta)
         except Exception as err:  # any failure to read it is a failed load, reported and retried
             self._load_failed(placed, err)
             return None
@@ -455,7 +457,7 @@ class Delegator:
             self._load_failed(placed, err)
             return None
         return _Prepared(placed=placed, oracle=oracle, stats=stats, keys=keys, stamps=stamps, mark=mark,
-                         moving_from=moving_from, cuts=len(pks))
+                         moving_from=moving_from, cuts=len(pks), bm25=bm25)
 
     def _load_failed(self, placed: PlacedSegment, err: BaseException) -> None:
         """Record a failed load (it is tried again after a backoff)."""
@@ -506,6 +508,7 @@ class Delegator:
                 sid = p.placed.meta.segment_id
                 partition = p.placed.meta.partition_id
                 self.oracle.stats[sid] = p.stats
+                self.bm25.add_sealed(sid, p.bm25)
                 # Its rows end older versions of their keys everywhere else in its partition.
                 for _, store in self.data.growing_in(partition, but=sid):
                     store.cut(p.keys, p.stamps)
@@ -521,6 +524,7 @@ class Delegator:
                                     remove=release)
             for sid in release:
                 self.oracle.stats.pop(sid, None)
+                self.bm25.drop_sealed(sid)
                 self.cutlog.drop(sid)
                 self.l0_segments.discard(sid)
                 self.offline.discard(sid)
@@ -604,6 +608,11 @@ class Delegator:
         here, the sealed ones on their workers, merged."""
         read_ts = await self.tsafe.wait(plan.guarantee_ts, timeout=plan.timeout, what=f"search {self.vchannel}")
         self._check_readable()
+        if query.metric.upper() == "BM25":  # text queries: term frequencies weighted by this shard's IDF
+            built = bm25_params(next((dict(i.params) for i in self.indexes if i.field_name == query.anns_field), {}))
+            weighed, weights = self.bm25.weigh(query.anns_field, query.vectors, dict(query.params), built,
+                                               self.data.growing)
+            query = replace(query, vectors=weighed, params=weights)
         field, vectors, metric, topk = query.anns_field, query.vectors, query.metric, query.topk
         parsed = search_params(dict(query.params))
 

@@ -5,8 +5,8 @@ the worker of the delegator's own node is called in-process (``LocalWorker``:
 no gRPC, no Arrow IPC round trip, the read plan and the query vectors passed as
 they are); other workers over gRPC (``RemoteWorker``: the plan encoded once per
 call by ``common/readplan_pb.py``, the vectors by ``query_vectors.py``). Errors
-come back typed (``raise_for_status``; the local worker raises the same
-``StrataError``s); a worker that cannot be reached raises
+come back typed (checked stubs, ``common/rpcstatus.py``; the local worker raises
+the same ``StrataError``s); a worker that cannot be reached raises
 ``grpc.aio.AioRpcError``. Protobuf stops here.
 """
 
@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from common.arrowio import ipc_to_table, table_to_ipc
-from common.grpcutil import StubCache, raise_for_status
+from common.grpcutil import StubCache
 from common.readplan import ReadPlan, VectorQuery
 from common.readplan_pb import encode_read_plan
 from common.schema import CollectionSchema
@@ -111,7 +111,7 @@ class RemoteWorker:
             collection_id=collection_id, schema_json=schema.to_json(), segments=[segment_to_pb(m) for m in segments],
             indexes=list(indexes), cuts=_cuts(cuts),
         )
-        raise_for_status((await self._stub.LoadSegments(request, timeout=LOAD_TIMEOUT)).status)
+        await self._stub.LoadSegments(request, timeout=LOAD_TIMEOUT)
 
     async def update_schema(self, collection_id: int, schema: CollectionSchema) -> None:
         """A load of no segment: the RPC form of ``Worker.update_schema``."""
@@ -119,11 +119,11 @@ class RemoteWorker:
 
     async def release(self, collection_id: int, segment_ids: Sequence[int]) -> None:
         request = pb.ReleaseSegmentsRequest(collection_id=collection_id, segment_ids=list(segment_ids))
-        raise_for_status((await self._stub.ReleaseSegments(request, timeout=CALL_TIMEOUT)).status)
+        await self._stub.ReleaseSegments(request, timeout=CALL_TIMEOUT)
 
     async def cut(self, collection_id: int, cuts: Cuts) -> None:
         request = pb.DeleteRequest(collection_id=collection_id, cuts=_cuts(cuts))
-        raise_for_status((await self._stub.Delete(request, timeout=CALL_TIMEOUT)).status)
+        await self._stub.Delete(request, timeout=CALL_TIMEOUT)
 
     async def search(self, collection_id: int, segment_ids: Sequence[int], read_ts: int, plan: ReadPlan,
                      query: VectorQuery) -> pa.Table:
@@ -133,7 +133,6 @@ class RemoteWorker:
             topk=query.topk, params=json.dumps(query.params),
         )
         resp = await self._stub.SearchSegments(request, timeout=plan.timeout)
-        raise_for_status(resp.status)
         return ipc_to_table(resp.results)
 
     async def query(self, collection_id: int, segment_ids: Sequence[int], read_ts: int, plan: ReadPlan,
@@ -143,7 +142,6 @@ class RemoteWorker:
             limit=limit or 0, count_only=count_only,
         )
         resp = await self._stub.QuerySegments(request, timeout=plan.timeout)
-        raise_for_status(resp.status)
         return (ipc_to_table(resp.results) if resp.results else None), int(resp.count)
 
 

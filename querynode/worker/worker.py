@@ -28,7 +28,6 @@ whatever the load carries.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -42,6 +41,7 @@ from common.schema import CollectionSchema
 from common.schema_evolution import is_newer
 from common.segment import SegmentMeta
 from common.storage.objectstore import ObjectStore
+from common.tasks import BackgroundTasks
 from querynode.offload import CoreShare, concat_slices, run_sliced, search_cost
 from querynode.worker.loader import ensure_segment_index, load_segment
 from querynode.worker.memory import give_back_memory
@@ -61,7 +61,7 @@ class Worker:
         self.segments: dict[tuple[int, int], WorkerSegment] = {}
         self._schemas: dict[int, CollectionSchema] = {}
         self._locks: defaultdict[int, ReadWriteLock] = defaultdict(ReadWriteLock)
-        self._builds: set[asyncio.Task[None]] = set()  # background index builds, cancelled by close()
+        self._builds = BackgroundTasks("worker")  # background index builds, cancelled by close()
         self._build_slot = asyncio.Semaphore(1)
         self._log = structlog.get_logger().bind(component="worker")
 
@@ -130,10 +130,8 @@ class Worker:
             self._log.info("schema changed", collection_id=collection_id, version=schema.version, segments=len(held))
 
     def _spawn_build(self, collection_id: int, schema: CollectionSchema, seg: WorkerSegment, spec: FieldIndexSpec) -> None:
-        task = asyncio.create_task(self._build(collection_id, schema, seg, spec),
-                                   name=f"index-build-{collection_id}-{seg.segment_id}-{spec.field_name}")
-        self._builds.add(task)
-        task.add_done_callback(self._builds.discard)
+        self._builds.start(self._build(collection_id, schema, seg, spec),
+                           name=f"index-build-{collection_id}-{seg.segment_id}-{spec.field_name}")
 
     async def _build(self, collection_id: int, schema: CollectionSchema, seg: WorkerSegment, spec: FieldIndexSpec) -> None:
         """Build a served segment's missing index, one build at a time on every core reads leave free;
@@ -195,16 +193,11 @@ class Worker:
 
     async def builds_done(self) -> None:
         """Return once no index build is in progress (for tests and benchmarks)."""
-        while self._builds:
-            await asyncio.wait(list(self._builds))
+        await self._builds.idle()
 
     async def close(self) -> None:
         """Stop the index builds in progress (a build's thread finishes on its own; its index is dropped)."""
-        for task in list(self._builds):
-            task.cancel()
-        for task in list(self._builds):
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._builds.stop()
 
     async def release(self, collection_id: int, segment_ids: Sequence[int]) -> None:
         released = []

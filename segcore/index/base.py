@@ -65,6 +65,9 @@ class SearchParams:
     drop_ratio_search: float | None = None
     dim_max_score_ratio: float | None = None
     search_list: int | None = None
+    bm25_k1: float | None = None  # the BM25 metric's (the delegator sets them: ``bm25_scoring.py``)
+    bm25_b: float | None = None
+    bm25_avgdl: float | None = None
 
     @property
     def is_range(self) -> bool:
@@ -245,6 +248,9 @@ def search_params(params: dict[str, object]) -> SearchParams:
         drop_ratio_search=num("drop_ratio_search"),
         dim_max_score_ratio=num("dim_max_score_ratio"),
         search_list=integer("search_list") if "search_list" in params else integer("search_list_size"),
+        bm25_k1=num("bm25_k1"),
+        bm25_b=num("bm25_b"),
+        bm25_avgdl=num("bm25_avgdl"),
     )
 
 

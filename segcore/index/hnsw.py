@@ -62,8 +62,8 @@ def hnsw_space(metric: Metric) -> str:
             return "ip"
         case Metric.COSINE:
             return "cosine"
-        case Metric.HAMMING | Metric.JACCARD | Metric.SUBSTRUCTURE | Metric.SUPERSTRUCTURE:
-            raise ValueError(f"HNSW indexes float vectors, not the binary metric {metric.value}")
+        case Metric.HAMMING | Metric.JACCARD | Metric.SUBSTRUCTURE | Metric.SUPERSTRUCTURE | Metric.BM25:
+            raise ValueError(f"HNSW indexes float vectors, not the metric {metric.value}")
         case _:
             assert_never(metric)
 
@@ -76,8 +76,8 @@ def to_milvus_distance(metric: Metric, raw: np.ndarray) -> np.ndarray:
             return raw
         case Metric.IP | Metric.COSINE:
             return np.float32(1.0) - raw
-        case Metric.HAMMING | Metric.JACCARD | Metric.SUBSTRUCTURE | Metric.SUPERSTRUCTURE:
-            raise ValueError(f"HNSW indexes float vectors, not the binary metric {metric.value}")
+        case Metric.HAMMING | Metric.JACCARD | Metric.SUBSTRUCTURE | Metric.SUPERSTRUCTURE | Metric.BM25:
+            raise ValueError(f"HNSW indexes float vectors, not the metric {metric.value}")
         case _:
             assert_never(metric)
 

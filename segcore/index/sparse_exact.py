@@ -12,6 +12,7 @@ import numpy as np
 
 from common.errors import InvalidArgument
 from segcore.index.base import NO_PARAMS, IndexHits, SearchParams, worst_distance
+from segcore.index.bm25_scoring import ScoredRows
 from segcore.index.checks import check_allowed, check_topk
 from segcore.index.spec import IndexKind
 from segcore.segments.metric import Metric, parse_metric
@@ -30,8 +31,8 @@ def sparse_queries(queries: np.ndarray, params: SearchParams) -> SparseRows:
 
 
 def check_sparse_metric(metric: Metric) -> Metric:
-    if metric is not Metric.IP:
-        raise ValueError(f"sparse vectors are searched with IP, not {metric.value}")
+    if metric not in (Metric.IP, Metric.BM25):
+        raise ValueError(f"sparse vectors are searched with IP or BM25, not {metric.value}")
     return metric
 
 
@@ -92,6 +93,7 @@ class SparseExactIndex:
     def __init__(self, rows: SparseRows, metric: Metric) -> None:
         self._rows = rows
         self._metric = check_sparse_metric(metric)
+        self._bm25 = ScoredRows(rows) if metric is Metric.BM25 else None
 
     @property
     def kind(self) -> IndexKind:
@@ -122,7 +124,8 @@ class SparseExactIndex:
         check_topk(topk)
         params.validate(self._metric)
         rows = sparse_queries(queries, params)
-        return sparse_exact_topk(self._rows, rows, topk, allowed=check_allowed(allowed, self.num_rows), params=params)
+        base = self._rows if self._bm25 is None else self._bm25.scored(params)
+        return sparse_exact_topk(base, rows, topk, allowed=check_allowed(allowed, self.num_rows), params=params)
 
     def serialize(self) -> bytes | None:
         return None

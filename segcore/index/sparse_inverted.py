@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from segcore.index.base import NO_PARAMS, IndexHits, SearchParams
+from segcore.index.bm25_scoring import Bm25Setting, doc_lengths, scored_values
 from segcore.index.checks import check_allowed, check_topk
 from segcore.index.sparse_exact import check_sparse_metric, fill, rank_candidates, sparse_queries
 from segcore.index.sparse_params import DEFAULT_DIM_MAX_SCORE_RATIO, InvertedIndexAlgo, SparseBuildParams
@@ -115,16 +116,22 @@ class PostingLists:
 class SparseInvertedIndex:
     """An inverted index over one segment's sparse rows (see the module docstring)."""
 
-    def __init__(self, kind: IndexKind, lists: PostingLists, metric: Metric, params: SparseBuildParams, dim: int) -> None:
+    def __init__(
+        self, kind: IndexKind, lists: PostingLists, metric: Metric, params: SparseBuildParams, dim: int,
+        base: SparseRows | None = None,
+    ) -> None:
         self._kind = kind
         self._lists = lists
+        # BM25: the lists hold term frequencies; a search scores them for its (k1, b, avgdl).
+        self._doc_len = doc_lengths(base) if metric is Metric.BM25 and base is not None else None
+        self._scored: tuple[Bm25Setting, PostingLists] | None = None
         self._metric = check_sparse_metric(metric)
         self._params = params
         self._dim = dim
 
     @staticmethod
     def build(kind: IndexKind, base: SparseRows, metric: Metric, params: SparseBuildParams) -> SparseInvertedIndex:
-        return SparseInvertedIndex(kind, PostingLists.build(base, params.drop_ratio_build), metric, params, base.dim)
+        return SparseInvertedIndex(kind, PostingLists.build(base, params.drop_ratio_build), metric, params, base.dim, base)
 
     @staticmethod
     def restore(
@@ -132,7 +139,7 @@ class SparseInvertedIndex:
     ) -> SparseInvertedIndex:
         if data is None:
             raise ValueError(f"a {kind.value} index needs its data")
-        return SparseInvertedIndex(kind, PostingLists.restore(data, len(base)), metric, params, base.dim)
+        return SparseInvertedIndex(kind, PostingLists.restore(data, len(base)), metric, params, base.dim, base)
 
     @property
     def kind(self) -> IndexKind:
@@ -174,28 +181,43 @@ class SparseInvertedIndex:
         hits = IndexHits.empty(len(rows), topk, self._metric)
         algo = InvertedIndexAlgo.TAAT_NAIVE if params.is_range else self._params.algo
         ratio = DEFAULT_DIM_MAX_SCORE_RATIO if params.dim_max_score_ratio is None else params.dim_max_score_ratio
+        posting = self._posting(params)
         for q in range(len(rows)):
-            lists, weights = self._lists.terms(*rows.row(q))
+            lists, weights = posting.terms(*rows.row(q))
             if len(lists) == 0:
                 continue
             match algo:
                 case InvertedIndexAlgo.TAAT_NAIVE:
-                    found, scores = self._taat(lists, weights)
+                    found, scores = self._taat(posting, lists, weights)
                 case InvertedIndexAlgo.DAAT_WAND:
-                    found, scores = _Daat(self._lists, lists, weights, topk, mask, 1.0).run(maxscore=False)
+                    found, scores = _Daat(posting, lists, weights, topk, mask, 1.0).run(maxscore=False)
                 case InvertedIndexAlgo.DAAT_MAXSCORE:
-                    found, scores = _Daat(self._lists, lists, weights, topk, mask, ratio).run(maxscore=True)
+                    found, scores = _Daat(posting, lists, weights, topk, mask, ratio).run(maxscore=True)
             if mask is not None:
                 keep = mask[found]
                 found, scores = found[keep], scores[keep]
             fill(hits, q, *rank_candidates(scores, found, topk, params))
         return hits
 
-    def _taat(self, lists: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _posting(self, params: SearchParams) -> PostingLists:
+        """The lists a search walks: as stored (IP), or their frequencies as BM25 term scores."""
+        if self._doc_len is None:
+            return self._lists
+        setting = Bm25Setting.of(params)
+        if self._scored is not None and self._scored[0] == setting:
+            return self._scored[1]
+        p = self._lists
+        values = scored_values(p.values, p.rows, self._doc_len, setting)
+        maxima = np.maximum.reduceat(values, p.ptr[:-1]) if len(values) else np.empty(0, np.float32)
+        scored = PostingLists(num_rows=p.num_rows, dims=p.dims, ptr=p.ptr, rows=p.rows, values=values,
+                              maxima=maxima.astype(np.float32))
+        self._scored = (setting, scored)
+        return scored
+
+    def _taat(self, p: PostingLists, lists: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every posting of every term, summed term after term (ascending dimension): touched rows and scores."""
         scores = np.zeros(self.num_rows, dtype=np.float64)
         touched = np.zeros(self.num_rows, dtype=bool)
-        p = self._lists
         for j, w in zip(lists, weights, strict=True):
             lo, hi = p.ptr[j], p.ptr[j + 1]
             r = p.rows[lo:hi]

@@ -19,8 +19,8 @@ BinaryVector can't build with this index HNSW``). SUBSTRUCTURE and
 SUPERSTRUCTURE are BIN_FLAT's only, as in Milvus. A sparse float vector field
 (``IndexSpec.sparse``) takes ``SPARSE_INVERTED_INDEX``, ``SPARSE_WAND`` or
 ``AUTOINDEX`` (SPARSE_INVERTED_INDEX with DAAT_MAXSCORE) and the metric ``IP``
-only (their parameters are in ``sparse_params.py``); ``BM25`` is refused, as
-Milvus refuses it outside a BM25 function's output field.
+only (their parameters are in ``sparse_params.py``), or ``BM25``, which the proxy
+allows on a BM25 function's output field only, as Milvus does.
 """
 
 from __future__ import annotations
@@ -315,8 +315,8 @@ class IndexSpec:
 def _sparse_metric(name: str) -> Metric:
     """A sparse field's metric: IP; BM25 only belongs to a BM25 function's output field."""
     upper = str(name).strip().upper()
-    if upper == "BM25":
-        raise InvalidArgument(f"only BM25 Function output field support BM25 metric type: {_PARAMS_SUFFIX}")
+    if upper == "BM25":  # the proxy allows it on a BM25 function's output field only
+        return Metric.BM25
     if upper != "IP":
         supported = " ".join(SPARSE_METRIC_NAMES)
         raise InvalidArgument(f"metric type {upper} not found or not supported, supported: [{supported}]")

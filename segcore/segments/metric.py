@@ -39,13 +39,14 @@ class Metric(enum.Enum):
     JACCARD = "JACCARD"
     SUBSTRUCTURE = "SUBSTRUCTURE"
     SUPERSTRUCTURE = "SUPERSTRUCTURE"
+    BM25 = "BM25"  # full-text search over a BM25 function's output (``segcore/index/bm25_scoring.py``)
 
     @property
     def larger_is_better(self) -> bool:
         match self:
             case Metric.L2 | Metric.HAMMING | Metric.JACCARD | Metric.SUBSTRUCTURE | Metric.SUPERSTRUCTURE:
                 return False
-            case Metric.IP | Metric.COSINE:
+            case Metric.IP | Metric.COSINE | Metric.BM25:
                 return True
             case _:
                 assert_never(self)
@@ -105,6 +106,8 @@ def distances(
             return products
         case Metric.HAMMING | Metric.JACCARD | Metric.SUBSTRUCTURE | Metric.SUPERSTRUCTURE:
             raise AssertionError("unreachable: checked above")
+        case Metric.BM25:
+            raise ValueError("BM25 scores sparse rows, not dense vectors")
         case _:
             assert_never(metric)
 

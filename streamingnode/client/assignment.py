@@ -10,7 +10,8 @@ import grpc
 import structlog
 
 from common.coordclient import CoordinatorClient
-from common.errors import NotReady
+from common.errors import NotReady, StrataError
+from common.tasks import BackgroundTasks
 from protos import coordinator_pb2
 
 
@@ -58,17 +59,14 @@ class DiscoverWatcher:
     def __init__(self, coord: CoordinatorClient) -> None:
         self._coord = coord
         self._cache = AssignmentCache()
-        self._task: asyncio.Task[None] | None = None
         self._log = structlog.get_logger().bind(component="assignment-watcher")
+        self._tasks = BackgroundTasks("assignment-watcher")
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="assignment-discover")
+        self._tasks.start(self._run(), name="assignment-discover")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self._tasks.stop()
 
     async def _run(self) -> None:
         while True:
@@ -93,7 +91,7 @@ class DiscoverWatcher:
         return await self._cache.resolve(pchannel, newer_than_term=newer_than_term, timeout=timeout)
 
     async def report_error(self, pchannel: str, term: int, error: str) -> None:
-        with contextlib.suppress(grpc.aio.AioRpcError, NotReady):
+        with contextlib.suppress(grpc.aio.AioRpcError, StrataError):  # NotReady, or the report refused
             stub = await self._coord.stub(timeout=5)
             await stub.ReportAssignmentError(
                 coordinator_pb2.ReportAssignmentErrorRequest(pchannel=pchannel, term=term, error=error), timeout=5

@@ -21,8 +21,9 @@ from collections.abc import AsyncIterator
 import grpc
 import structlog
 
-from common.errors import ErrorCode, NotReady, PositionTruncated
+from common.errors import NotReady, PositionTruncated, StrataError
 from common.grpcutil import insecure_channel
+from common.rpcstatus import raise_for_status
 from protos import common_pb2, streaming_pb2, streaming_pb2_grpc
 from streamingnode.client.assignment import AssignmentSource
 
@@ -71,11 +72,13 @@ async def consume(
                     log.info("pchannel moved, leaving its old owner", term=term, new_term=moved.result())
                     stale_term = term
                     break
-                if resp.status.code == ErrorCode.POSITION_TRUNCATED:
-                    raise PositionTruncated(resp.status.reason)
-                if resp.status.code != ErrorCode.OK:
-                    log.info("consume rejected", term=term, reason=resp.status.reason)
-                    await source.report_error(pchannel, term, resp.status.reason)
+                try:
+                    raise_for_status(resp.status)
+                except PositionTruncated:
+                    raise  # the caller rebuilds from a newer position
+                except StrataError as err:  # not served there (any more): ask who owns it now
+                    log.info("consume rejected", term=term, reason=err.message)
+                    await source.report_error(pchannel, term, err.message)
                     stale_term = term
                     break
                 for item in resp.messages:

@@ -4,7 +4,7 @@
 one process (``launch/standalone_node.py``), as Milvus standalone runs every
 component in one. The proxy's ``Producer`` then appends to the pchannels this
 node owns by calling their WAL directly: the same term check and the same
-errors as the ``Produce`` handler gives (``WALManager.get``, ``WAL.append``),
+errors as the ``Produce`` handler gives (both call ``streamingnode/service/append.py``),
 without encoding the request, two loopback hops and decoding it again.
 Pchannels owned by any other node still go through ``Produce``.
 """
@@ -12,16 +12,10 @@ Pchannels owned by any other node still go through ``Produce``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
 
 from protos.common_pb2 import Message
-from streamingnode.wal.wal import WAL, Appended
-
-
-class WALSource(Protocol):
-    """``WALManager.get``: the available WAL of ``pchannel`` at exactly ``term``."""
-
-    def get(self, pchannel: str, term: int) -> WAL: ...
+from streamingnode.service.append import WALSource, append
+from streamingnode.wal.wal import Appended
 
 
 class LocalStreamingNode:
@@ -34,11 +28,14 @@ class LocalStreamingNode:
     async def append(
         self, pchannel: str, term: int, messages: Sequence[Message], *, txn: bool = False
     ) -> list[Appended]:
-        """Append to ``pchannel``'s WAL at ``term``; the WAL takes ``messages`` over (``WAL.append``).
+        """Append to ``pchannel``'s WAL at ``term``; the WAL takes ``messages`` over.
 
-        Raises what ``Produce`` answers with: ``ChannelNotExist``, ``UnmatchedChannelTerm``,
-        ``WALClosed`` (the producer re-resolves and retries), or the WAL's own error.
+        Raises what ``Produce`` answers with (``streamingnode.service.append``): ``ChannelNotExist``,
+        ``UnmatchedChannelTerm``, ``WALClosed`` (the producer re-resolves and retries), the WAL's
+        own error, or an UNEXPECTED "append failed: ...".
         """
         self.appends += 1
-        wal = self._wals.get(pchannel, term)
-        return await wal.append(messages, txn=txn)
+        return await append(self._wals, pchannel, term, messages, txn=txn)
+
+
+__all__ = ["LocalStreamingNode", "WALSource"]

@@ -12,7 +12,6 @@ the same answers and the same retries.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,9 +20,11 @@ from typing import Any
 import grpc
 import structlog
 
-from common.errors import ErrorCode, StrataError, error_from_code
+from common.errors import ErrorCode, StrataError
 from common.grpcutil import insecure_channel
 from common.message import size_bound
+from common.rpcstatus import raise_for_status
+from common.tasks import BackgroundTasks
 from protos import common_pb2, streaming_pb2, streaming_pb2_grpc
 from streamingnode.client.assignment import AssignmentSource
 from streamingnode.client.local import LocalStreamingNode
@@ -78,8 +79,9 @@ class _Stream:
         self._outbox: list[_Waiter] = []
         self._wake = asyncio.Event()
         self.broken: BaseException | None = None
-        self._reader = asyncio.create_task(self._read(), name=f"produce-reader-{pchannel}")
-        self._sender = asyncio.create_task(self._send_loop(), name=f"produce-sender-{pchannel}")
+        self._tasks = BackgroundTasks("producer-stream", pchannel=pchannel, term=term)
+        self._tasks.start(self._read(), name=f"produce-reader-{pchannel}")
+        self._tasks.start(self._send_loop(), name=f"produce-sender-{pchannel}")
 
     def _fail(self, err: BaseException) -> None:
         self.broken = err
@@ -160,10 +162,7 @@ class _Stream:
         return fut
 
     async def close(self) -> None:
-        for task in (self._sender, self._reader):
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._tasks.stop()
         self._fail(ConnectionError("producer stream closed"))
         self._call.cancel()
         await self._channel.close()
@@ -212,41 +211,42 @@ class Producer:
         deadline = loop.time() + timeout
         stale_term = 0
         while True:
-            code: int
             remaining = max(deadline - loop.time(), 0.1)
             target = await self._stream(pchannel, stale_term, remaining)
-            if isinstance(target, int):
-                term = target
-                try:
-                    return await self._append_local(pchannel, term, messages, remaining, txn)
-                except StrataError as err:
-                    code, reason = err.code, err.message
-            else:
-                term = target.term
-                try:
-                    resp = await self._send_unless_moved(target, messages, remaining, txn)
-                except (ConnectionError, grpc.aio.AioRpcError) as err:
-                    await self._drop(target)
-                    raise StrataError(
-                        f"streaming node of {pchannel} unreachable; the write may not have been applied: {err}",
-                        ErrorCode.UNAVAILABLE,
-                    ) from err
-                except TimeoutError:
-                    raise StrataError(f"append to {pchannel} timed out", ErrorCode.TIMEOUT) from None
-                if resp.status.code == ErrorCode.OK:
-                    return [AppendResult(r.message_id, r.timetick, tuple(r.sealed_segment_ids)) for r in resp.results]
-                code, reason = resp.status.code, resp.status.reason
-            if code in _RETRYABLE and loop.time() < deadline:
-                self._log.info("append rejected, re-resolving", pchannel=pchannel, term=term, reason=reason)
-                await self._source.report_error(pchannel, term, reason)
-                stale_term = term
+            term = target if isinstance(target, int) else target.term
+            try:
                 if isinstance(target, int):
-                    # The local WAL that refused may still hold the objects (WAL.append takes them over);
-                    # a Produce request only carried their encoding.
-                    messages = [_copy(m) for m in messages]
-                await asyncio.sleep(0.05)
-                continue
-            raise error_from_code(code, reason)
+                    return await self._append_local(pchannel, term, messages, remaining, txn)
+                return await self._append_remote(target, messages, remaining, txn)
+            except StrataError as err:  # the same errors either way (streamingnode/service/append.py)
+                if err.code not in _RETRYABLE or loop.time() >= deadline:
+                    raise
+                reason = err.message
+            self._log.info("append rejected, re-resolving", pchannel=pchannel, term=term, reason=reason)
+            await self._source.report_error(pchannel, term, reason)
+            stale_term = term
+            if isinstance(target, int):
+                # The local WAL that refused may still hold the objects (WAL.append takes them over);
+                # a Produce request only carried their encoding.
+                messages = [_copy(m) for m in messages]
+            await asyncio.sleep(0.05)
+
+    async def _append_remote(
+        self, stream: _Stream, messages: Sequence[common_pb2.Message], timeout: float, txn: bool
+    ) -> list[AppendResult]:
+        """Append through the owner's ``Produce`` stream; raises its answer's error (``raise_for_status``)."""
+        try:
+            resp = await self._send_unless_moved(stream, messages, timeout, txn)
+        except (ConnectionError, grpc.aio.AioRpcError) as err:
+            await self._drop(stream)
+            raise StrataError(
+                f"streaming node of {stream.pchannel} unreachable; the write may not have been applied: {err}",
+                ErrorCode.UNAVAILABLE,
+            ) from err
+        except TimeoutError:
+            raise StrataError(f"append to {stream.pchannel} timed out", ErrorCode.TIMEOUT) from None
+        raise_for_status(resp.status)
+        return [AppendResult(r.message_id, r.timetick, tuple(r.sealed_segment_ids)) for r in resp.results]
 
     async def _append_local(
         self, pchannel: str, term: int, messages: Sequence[common_pb2.Message], timeout: float, txn: bool
@@ -256,13 +256,8 @@ class Producer:
         try:
             async with asyncio.timeout(timeout):
                 done = await self._local.append(pchannel, term, messages, txn=txn)
-        except StrataError:
-            raise
         except TimeoutError:
             raise StrataError(f"append to {pchannel} timed out", ErrorCode.TIMEOUT) from None
-        except Exception as err:  # what the Produce handler answers for a WAL's own failure
-            self._log.exception("append failed", pchannel=pchannel)
-            raise StrataError(f"append failed: {err}") from err
         return [AppendResult(a.message_id.to_bytes(), a.timetick, a.sealed_segment_ids) for a in done]
 
     async def _send_unless_moved(

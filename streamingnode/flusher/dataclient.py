@@ -15,7 +15,6 @@ from typing import Protocol
 import grpc
 
 from common.coordclient import CoordinatorClient
-from common.grpcutil import raise_for_status
 from common.position import Position
 from common.schema import CollectionSchema
 from common.segment import SegmentMeta, SegmentState
@@ -63,7 +62,6 @@ class CoordinatorDataClient:
         except grpc.aio.AioRpcError:
             await self._coord.reset()
             raise
-        raise_for_status(resp.status)
         return resp
 
     async def recovery_info(self, pchannel: str) -> list[RecoveredChannel]:

@@ -33,10 +33,10 @@ import structlog
 
 from common.errors import CollectionNotFound, SegmentNotFound
 from common.failpoints import failpoint
-from common.message import header
+from common.message import CreateCollection, decode
 from common.position import Position
-from common.schema import CollectionSchema
 from common.storage.objectstore import ObjectStore
+from common.tasks import BackgroundTasks
 from protos.common_pb2 import MessageType
 from streamingnode.flusher.dataclient import DataClient, RecoveredChannel
 from streamingnode.flusher.pipeline import AllocSegment, ChannelPipeline, MarkState, SyncDeletes, SyncSegment, Work
@@ -71,19 +71,15 @@ class WALFlusher:
         self._reported: dict[str, Position] = {}
         self._consumed: Position | None = None
         self._synced_at_checkpoint = 0
-        self._tasks: set[asyncio.Task[None]] = set()
         self.recovered = asyncio.Event()
         self._log = structlog.get_logger().bind(component="flusher", pchannel=wal.channel, term=wal.term)
+        self._tasks = BackgroundTasks("flusher", pchannel=wal.channel, term=wal.term)
 
     def start(self) -> None:
-        self._tasks.add(asyncio.create_task(self._run(), name=f"flusher-{self.wal.channel}"))
+        self._tasks.start(self._run(), name=f"flusher-{self.wal.channel}")
 
     async def stop(self) -> None:
-        for t in self._tasks:
-            t.cancel()
-        if self._tasks:
-            await asyncio.wait(self._tasks)
-        self._tasks.clear()
+        await self._tasks.stop()
         self._log.info("flusher stopped")
 
     # -- startup ----------------------------------------------------------------------------
@@ -104,7 +100,7 @@ class WALFlusher:
         self._log.info("flusher recovered", vchannels=len(channels), start=str(policy.message_id or policy.kind.value))
         self.recovered.set()
         for coro, name in ((self._work_loop(), "worker"), (self._tick_loop(), "ticker")):
-            self._tasks.add(asyncio.create_task(coro, name=f"flusher-{name}-{self.wal.channel}"))
+            self._tasks.start(coro, name=f"flusher-{name}-{self.wal.channel}")
         await self._scan(policy)
 
     async def _recover(self) -> list[RecoveredChannel]:
@@ -141,11 +137,12 @@ class WALFlusher:
             else:
                 p = self.pipelines.get(msg.vchannel)
                 if p is None and msg.type == MessageType.CREATE_COLLECTION:
-                    h = header(msg)
+                    created = decode(msg)
+                    assert isinstance(created, CreateCollection)
                     p = ChannelPipeline(
                         vchannel=msg.vchannel,
-                        collection_id=int(h["collection_id"]),
-                        schema=CollectionSchema.from_json(h["schema"]),
+                        collection_id=created.collection_id,
+                        schema=created.schema,
                         checkpoint=None,
                     )
                     self.pipelines[msg.vchannel] = p

@@ -41,12 +41,12 @@ import numpy as np
 import pyarrow as pa
 import structlog
 
-from common.message import body_table, delete_partition, header
+from common.message import CreateSegment, Delete, DropCollection, Flush, Insert, ManualFlush, SchemaChange, decode
 from common.position import Position
 from common.schema import TIMESTAMP_COLUMN, CollectionSchema
 from common.schema_evolution import conform_table, is_newer
 from common.segment import SegmentLevel, SegmentMeta, SegmentState
-from protos.common_pb2 import Message, MessageType
+from protos.common_pb2 import Message
 
 # -- work owed to the coordinator / object storage ---------------------------------------------
 
@@ -213,40 +213,40 @@ class ChannelPipeline:
         if cp is not None and cp.covers(msg.timetick):
             return []  # already in object storage
         work: list[Work] = []
-        match msg.type:
-            case MessageType.CREATE_SEGMENT:
-                work.extend(self._create_segment(message_id, msg))
-            case MessageType.INSERT:
-                self._insert(message_id, msg)
-            case MessageType.DELETE:
-                self._delete(message_id, msg)
-            case MessageType.FLUSH:
-                work.extend(self._flush(int(header(msg)["segment_id"])))
-            case MessageType.MANUAL_FLUSH:
+        at = Position(message_id, msg.timetick)
+        match typed := decode(msg):
+            case CreateSegment():
+                work.extend(self._create_segment(at, typed))
+            case Insert():
+                self._insert(at, typed)
+            case Delete():
+                self._delete(at, typed)
+            case Flush(segment_id=sid):
+                work.extend(self._flush(sid))
+            case ManualFlush():
                 if self.deletes.pks:
                     work.append(SyncDeletes(self.vchannel, "manual flush"))
-            case MessageType.SCHEMA_CHANGE:
-                self._schema_changed(CollectionSchema.from_json(header(msg)["schema"]))
-            case MessageType.DROP_COLLECTION:
+            case SchemaChange(schema=schema):
+                self._schema_changed(schema)
+            case DropCollection():
                 self.dropped = True
                 self.segments.clear()
                 self.deletes = DeleteBuffer()
             case _:
                 pass
-        self.tick(Position(message_id, msg.timetick))
+        self.tick(at)
         return work
 
-    def _create_segment(self, message_id: bytes, msg: Message) -> list[Work]:
-        h = header(msg)
-        sid = int(h["segment_id"])
+    def _create_segment(self, at: Position, msg: CreateSegment) -> list[Work]:
+        sid = msg.segment_id
         if sid in self._flushed or sid in self.segments:
             return []
         known = self._known.get(sid)
         buf = SegmentBuffer(
             segment_id=sid,
-            collection_id=int(h["collection_id"]),
-            partition_id=int(h["partition_id"]),
-            start=_before(message_id, msg.timetick),
+            collection_id=msg.collection_id,
+            partition_id=msg.partition_id,
+            start=_before(at.message_id, at.timetick),
         )
         if known is not None:  # it has files already: continue after them
             buf.synced_rows = known.rows
@@ -264,25 +264,24 @@ class ChannelPipeline:
         )
         return [AllocSegment(meta)]
 
-    def _insert(self, message_id: bytes, msg: Message) -> None:
-        h = header(msg)
-        sid = h.get("segment_id")
+    def _insert(self, at: Position, msg: Insert) -> None:
+        sid = msg.segment_id
         if sid is None:
-            self._log.warning("insert without a segment skipped", message_id=message_id.hex())
+            self._log.warning("insert without a segment skipped", message_id=at.message_id.hex())
             return
-        buf = self.segments.get(int(sid))
+        buf = self.segments.get(sid)
         if buf is None:
-            if int(sid) not in self._flushed:
+            if sid not in self._flushed:
                 self._log.warning("insert into an unknown segment skipped", segment=sid)
             return
-        if buf.synced_upto is not None and buf.synced_upto.covers(msg.timetick):
+        if buf.synced_upto is not None and buf.synced_upto.covers(at.timetick):
             return  # already in the segment's files
-        table = body_table(msg)
-        ts = pa.array(np.full(table.num_rows, msg.timetick, dtype=np.uint64))
+        table = msg.table()
+        ts = pa.array(np.full(table.num_rows, at.timetick, dtype=np.uint64))
         table = conform_table(table.append_column(TIMESTAMP_COLUMN, ts), self._arrow_schema, self.schema)
         buf.tables.append(table)
         buf.nbytes += table.nbytes
-        buf.last_position = Position(message_id, msg.timetick)
+        buf.last_position = at
         if buf.buffered_since is None:
             buf.buffered_since = self._clock()
 
@@ -298,19 +297,19 @@ class ChannelPipeline:
             buf.tables = [conform_table(t, self._arrow_schema, schema) for t in buf.tables]
         self._log.info("schema changed", version=schema.version, fields=len(schema.fields))
 
-    def _delete(self, message_id: bytes, msg: Message) -> None:
-        pks = body_table(msg).column("pk").combine_chunks()
+    def _delete(self, at: Position, msg: Delete) -> None:
+        pks = msg.pks()
         if len(pks) == 0:
             return
         d = self.deletes
         d.pks.append(pks)
-        d.ts.append(np.full(len(pks), msg.timetick, dtype=np.uint64))
-        d.partitions.append(delete_partition(msg))
+        d.ts.append(np.full(len(pks), at.timetick, dtype=np.uint64))
+        d.partitions.append(msg.partition_id)
         d.nbytes += pks.nbytes + 8 * len(pks)
         if d.first is None:
-            d.first = _before(message_id, msg.timetick)
+            d.first = _before(at.message_id, at.timetick)
             d.buffered_since = self._clock()
-        d.last = Position(message_id, msg.timetick)
+        d.last = at
 
     def _flush(self, segment_id: int) -> list[Work]:
         buf = self.segments.get(segment_id)

@@ -13,6 +13,7 @@ from common.errors import ErrorCode, StrataError
 from common.grpcutil import error_status, ok_status, rpc_method
 from common.message import size_bound
 from protos import common_pb2, streaming_pb2, streaming_pb2_grpc
+from streamingnode.service.append import append
 from streamingnode.walimpls.wal import DeliverPolicy, MessageID
 from streamingnode.walmanager.manager import WALManager
 
@@ -51,8 +52,7 @@ class HandlerService(streaming_pb2_grpc.StreamingNodeHandlerServicer):
 
         async def one(req: streaming_pb2.ProduceRequest) -> None:
             try:
-                wal = self._manager.get(req.pchannel, req.term)
-                done = await wal.append(list(req.messages), txn=req.txn)
+                done = await append(self._manager, req.pchannel, req.term, list(req.messages), txn=req.txn)
                 results = [
                     streaming_pb2.AppendResult(
                         message_id=a.message_id.to_bytes(), timetick=a.timetick, sealed_segment_ids=a.sealed_segment_ids
@@ -60,13 +60,8 @@ class HandlerService(streaming_pb2_grpc.StreamingNodeHandlerServicer):
                     for a in done
                 ]
                 resp = streaming_pb2.ProduceResponse(request_id=req.request_id, status=ok_status(), results=results)
-            except StrataError as err:
+            except StrataError as err:  # all that append() raises: answered in the status
                 resp = streaming_pb2.ProduceResponse(request_id=req.request_id, status=error_status(err))
-            except Exception as err:  # RPC boundary
-                log.exception("append failed", pchannel=req.pchannel)
-                resp = streaming_pb2.ProduceResponse(
-                    request_id=req.request_id, status=error_status(StrataError(f"append failed: {err}"))
-                )
             async with writing:
                 await context.write(resp)
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from common.message import Flush
 from streamingnode.shard.policy import SealReason
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SealInstruction:
-    """Append a Flush message for this segment (header: ``headers.flush_header``).
+    """Append a Flush message for this segment (``flush()``).
 
     The decision is already in effect when the caller receives it: the segment
     is SEALED and takes no new inserts. The Flush must come after every insert
@@ -23,6 +24,15 @@ class SealInstruction:
     partition_id: int
     vchannel: str
     reason: SealReason
+
+    def flush(self) -> Flush:
+        """The Flush that carries this seal out (on ``vchannel``)."""
+        return Flush(
+            vchannel=self.vchannel,
+            collection_id=self.collection_id,
+            partition_id=self.partition_id,
+            segment_id=self.segment_id,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

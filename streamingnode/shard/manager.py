@@ -15,13 +15,24 @@ the manager by replaying the log (``observe``), as on open.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import assert_never
 
 from common.errors import CollectionNotFound, InvalidArgument
-from protos.common_pb2 import MessageType
-from streamingnode.shard import headers as h
+from common.message import (
+    CreateCollection,
+    CreateSegment,
+    Delete,
+    DropCollection,
+    DropPartition,
+    Flush,
+    Insert,
+    ManualFlush,
+    SchemaChange,
+    TimeTick,
+    TypedMessage,
+)
 from streamingnode.shard.instructions import InsertPlan, SealInstruction
 from streamingnode.shard.policy import SealPolicy, SealReason
 from streamingnode.shard.segments import GrowingSegment, SegmentKey, SegmentState
@@ -272,6 +283,14 @@ class ShardManager:
 
     def segment_flushed(self, segment_id: int) -> None:
         """Records that a Flush of the segment was appended: it is forgotten (unknown ids: no-op)."""
+        self._forget(segment_id)
+
+    def segment_abandoned(self, segment_id: int) -> None:
+        """Forgets a segment whose CreateSegment was surely not appended (its append was refused),
+        as a replay of the log would not know it; its key has no open segment then."""
+        self._forget(segment_id)
+
+    def _forget(self, segment_id: int) -> None:
         seg = self._s.segments.pop(segment_id, None)
         if seg is not None and self._s.open.get(seg.key) == segment_id:
             del self._s.open[seg.key]
@@ -297,7 +316,7 @@ class ShardManager:
 
     # -- recovery --------------------------------------------------------------
 
-    def observe(self, message_type: int, vchannel: str, header: Mapping[str, Any], timetick_ms: int) -> None:
+    def observe(self, message: TypedMessage, timetick_ms: int) -> None:
         """Folds one replayed WAL message into the state, as its live decision left it.
 
         Messages must come in log order. Replaying a log written by this
@@ -305,43 +324,36 @@ class ShardManager:
         snapshot was taken) gives the state the manager had after appending
         the same messages. Messages about unknown collections or segments are
         ignored; other message types are ignored.
-
-        Raises:
-            KeyError: a header lacks a key its type requires (a corrupt log).
         """
+        vchannel = message.vchannel
         vch = vchannel or None  # an empty vchannel means the whole pchannel
-        match message_type:
-            case MessageType.CREATE_COLLECTION:
+        match message:
+            case CreateCollection(collection_id=cid):
                 if vchannel:
-                    self.collection_created(h.int_field(header, h.COLLECTION_ID), [vchannel])
-            case MessageType.DROP_COLLECTION:
-                self.collection_dropped(h.int_field(header, h.COLLECTION_ID), vch)
-            case MessageType.DROP_PARTITION:
-                self.partition_dropped(h.int_field(header, h.COLLECTION_ID), h.int_field(header, h.PARTITION_ID), vch)
-            case MessageType.MANUAL_FLUSH:
-                cid = h.int_field(header, h.COLLECTION_ID)
+                    self.collection_created(cid, [vchannel])
+            case DropCollection(collection_id=cid):
+                self.collection_dropped(cid, vch)
+            case DropPartition(collection_id=cid, partition_id=pid):
+                self.partition_dropped(cid, pid, vch)
+            case ManualFlush(collection_id=cid, flush_ts=flush_ts):
                 if self._knows(cid, vch):
-                    self.manual_flush(cid, h.int_field(header, h.FLUSH_TS, 0), vch)
-            case MessageType.SCHEMA_CHANGE:
-                cid = h.int_field(header, h.COLLECTION_ID)
+                    self.manual_flush(cid, flush_ts, vch)
+            case SchemaChange(collection_id=cid):
                 if self._knows(cid, vch):
                     self.schema_changed(cid, vch)
-            case MessageType.CREATE_SEGMENT:
-                cid, pid = h.int_field(header, h.COLLECTION_ID), h.int_field(header, h.PARTITION_ID)
-                sid = h.int_field(header, h.SEGMENT_ID)
+            case CreateSegment(collection_id=cid, partition_id=pid, segment_id=sid):
                 if vchannel and self._knows(cid, vchannel) and sid not in self._s.segments:
                     if pid not in self._s.collections[cid].dropped_partitions:
                         self.segment_created(sid, cid, pid, vchannel, timetick_ms)
-            case MessageType.INSERT:
-                sid = h.int_field(header, h.SEGMENT_ID, 0)
-                if sid:
-                    self.commit_insert(
-                        sid, h.int_field(header, h.ROWS, 0), h.int_field(header, h.BYTES, 0), timetick_ms
-                    )
-            case MessageType.FLUSH:
-                self.segment_flushed(h.int_field(header, h.SEGMENT_ID))
-            case _:
+            case Insert(segment_id=sid, rows=rows, nbytes=nbytes):
+                if sid:  # none in an Insert written before segment assignment
+                    self.commit_insert(sid, rows, nbytes, timetick_ms)
+            case Flush(segment_id=sid):
+                self.segment_flushed(sid)
+            case Delete() | TimeTick():
                 pass
+            case _:
+                assert_never(message)
 
     # -- views -----------------------------------------------------------------
 

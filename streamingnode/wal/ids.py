@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Protocol
 
 from common.coordclient import CoordinatorClient
-from common.grpcutil import raise_for_status
 from protos import coordinator_pb2
 
 
@@ -22,5 +21,4 @@ class CoordinatorIDs:
     async def allocate(self, count: int) -> int:
         stub = await self._coord.stub()
         resp = await stub.AllocID(coordinator_pb2.AllocIDRequest(count=count), timeout=10)
-        raise_for_status(resp.status)
         return int(resp.begin)

@@ -12,15 +12,27 @@ lifetime/idle policies into Flush messages; ``observe`` replays the log on open.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import assert_never
 
 from common.errors import StrataError
-from common.message import header
-from protos.common_pb2 import Message, MessageType
-from streamingnode.shard import SealInstruction, ShardManager
-from streamingnode.shard.headers import assign_insert, create_segment_header, flush_header, manual_flush_header
+from common.message import (
+    CreateCollection,
+    CreateSegment,
+    Delete,
+    DropCollection,
+    DropPartition,
+    Flush,
+    Insert,
+    ManualFlush,
+    SchemaChange,
+    TimeTick,
+    TypedMessage,
+    decode,
+)
+from protos.common_pb2 import Message
+from streamingnode.shard import InsertPlan, SealInstruction, ShardManager
 from streamingnode.wal.ids import IDSource
 
 
@@ -32,16 +44,14 @@ class Expansion:
     own: list[Message] = field(default_factory=list)  # the caller's messages, headers stamped
     inserts: list[tuple[int, int, int]] = field(default_factory=list)  # (segment, rows, bytes) reserved
     flushed: list[int] = field(default_factory=list)
+    created: list[int] = field(default_factory=list)  # segments whose CreateSegment is in ``pre``
 
 
-def _with_header(msg: Message, head: dict[str, object]) -> Message:
-    """``msg`` with its header replaced, in place: the WAL owns the messages it appends."""
-    msg.header = json.dumps(head).encode()
+def _restamped(msg: Message, typed: Insert | ManualFlush) -> Message:
+    """``msg`` with the header of ``typed``, in place: the WAL owns the messages it appends (and an
+    Insert's body is not copied)."""
+    msg.header = typed.header()
     return msg
-
-
-def _flush_message(seal: SealInstruction) -> Message:
-    return Message(type=MessageType.FLUSH, vchannel=seal.vchannel, header=json.dumps(flush_header(seal)).encode())
 
 
 class ShardInterceptor:
@@ -49,82 +59,88 @@ class ShardInterceptor:
         self.manager = manager
         self._ids = ids
 
-    def observe(self, msg: Message, timetick_ms: int) -> None:
-        if msg.type == MessageType.TIME_TICK:
-            return
-        self.manager.observe(msg.type, msg.vchannel, header(msg), timetick_ms)
+    def observe(self, msg: TypedMessage, timetick_ms: int) -> None:
+        self.manager.observe(msg, timetick_ms)
 
     def _seal(self, ex: Expansion, seals: Sequence[SealInstruction]) -> None:
         for seal in seals:
-            ex.pre.append(_flush_message(seal))
+            ex.pre.append(seal.flush().encode())
             ex.flushed.append(seal.segment_id)
 
     async def expand(self, messages: Sequence[Message], now_ms: int) -> Expansion:
-        """Plan ``messages``; on a refusal (e.g. unknown collection) nothing stays reserved."""
+        """Plan ``messages``; on a refusal (a malformed message, an unknown collection) nothing stays
+        reserved and no segment created for them stays open.
+
+        Every message is decoded before any is planned: a malformed one refuses the append first.
+        """
+        typed = [decode(msg) for msg in messages]
         ex = Expansion()
         try:
-            for msg in messages:
-                ex.own.append(await self._one(msg, now_ms, ex))
+            for msg, one in zip(messages, typed, strict=True):
+                ex.own.append(await self._one(msg, one, now_ms, ex))
         except BaseException:
             self.aborted(ex)
+            # Nothing of this append is written: a segment created for it has no CreateSegment in the
+            # log, so it must not take the next insert (the flusher would not know its segment).
+            for sid in ex.created:
+                self.manager.segment_abandoned(sid)
             raise
         return ex
 
-    async def _one(self, msg: Message, now_ms: int, ex: Expansion) -> Message:
+    async def _one(self, msg: Message, typed: TypedMessage, now_ms: int, ex: Expansion) -> Message:
         m = self.manager
-        match msg.type:
-            case MessageType.CREATE_COLLECTION:
-                m.collection_created(header(msg)["collection_id"], [msg.vchannel])
-            case MessageType.DROP_COLLECTION:
-                self._seal(ex, m.collection_dropped(header(msg)["collection_id"], msg.vchannel))
-            case MessageType.DROP_PARTITION:
-                h = header(msg)
-                self._seal(ex, m.partition_dropped(h["collection_id"], h["partition_id"], msg.vchannel))
-            case MessageType.DELETE:
-                m.check_collection(header(msg)["collection_id"], msg.vchannel)
-            case MessageType.SCHEMA_CHANGE:
-                self._seal(ex, m.schema_changed(header(msg)["collection_id"], msg.vchannel))
-            case MessageType.MANUAL_FLUSH:
-                h = header(msg)
-                seals = m.manual_flush(h["collection_id"], h.get("flush_ts", 0), msg.vchannel)
+        match typed:
+            case CreateCollection(collection_id=cid, vchannel=v):
+                m.collection_created(cid, [v])
+            case DropCollection(collection_id=cid, vchannel=v):
+                self._seal(ex, m.collection_dropped(cid, v))
+            case DropPartition(collection_id=cid, partition_id=pid, vchannel=v):
+                self._seal(ex, m.partition_dropped(cid, pid, v))
+            case Delete(collection_id=cid, vchannel=v):
+                m.check_collection(cid, v)
+            case SchemaChange(collection_id=cid, vchannel=v):
+                self._seal(ex, m.schema_changed(cid, v))
+            case ManualFlush(collection_id=cid, flush_ts=flush_ts, vchannel=v):
+                seals = m.manual_flush(cid, flush_ts, v)
                 self._seal(ex, seals)
-                return _with_header(
-                    msg,
-                    manual_flush_header(
-                        collection_id=h["collection_id"],
-                        flush_ts=h.get("flush_ts", 0),
-                        segment_ids=[s.segment_id for s in seals],
-                    ),
-                )
-            case MessageType.INSERT:
-                return await self._insert(msg, now_ms, ex)
+                return _restamped(msg, typed.sealed([s.segment_id for s in seals]))
+            case Insert():
+                return _restamped(msg, await self._insert(typed, now_ms, ex))
+            case CreateSegment() | Flush() | TimeTick():
+                pass  # the WAL's own messages: a caller's copy is written as it is
             case _:
-                pass
+                assert_never(typed)
         return msg
 
-    async def _insert(self, msg: Message, now_ms: int, ex: Expansion) -> Message:
-        h = header(msg)
-        args = {
-            "vchannel": msg.vchannel,
-            "collection_id": h["collection_id"],
-            "partition_id": h["partition_id"],
-            "rows": h["rows"],
-            "bytes": len(msg.body),
-            "now_ms": now_ms,
-        }
-        plan = self.manager.plan_insert(**args)  # type: ignore[arg-type]
-        if plan.seal is not None:
-            self._seal(ex, [plan.seal])
-        if plan.needs_new_segment:
+    async def _insert(self, ins: Insert, now_ms: int, ex: Expansion) -> Insert:
+        """``ins`` assigned to a segment; the Flush and CreateSegment that takes go to ``ex.pre``."""
+
+        def plan() -> InsertPlan:
+            return self.manager.plan_insert(
+                vchannel=ins.vchannel,
+                collection_id=ins.collection_id,
+                partition_id=ins.partition_id,
+                rows=ins.rows,
+                bytes=len(ins.ipc),
+                now_ms=now_ms,
+            )
+
+        p = plan()
+        if p.seal is not None:
+            self._seal(ex, [p.seal])
+        if p.needs_new_segment:
             sid = await self._ids.allocate(1)
-            head = create_segment_header(segment_id=sid, collection_id=h["collection_id"], partition_id=h["partition_id"])
-            ex.pre.append(Message(type=MessageType.CREATE_SEGMENT, vchannel=msg.vchannel, header=json.dumps(head).encode()))
-            self.manager.segment_created(sid, h["collection_id"], h["partition_id"], msg.vchannel, now_ms)
-            plan = self.manager.plan_insert(**args)  # type: ignore[arg-type]
-        if plan.segment_id is None:
-            raise StrataError(f"no segment for an insert into {msg.vchannel}")
-        ex.inserts.append((plan.segment_id, h["rows"], len(msg.body)))
-        return _with_header(msg, assign_insert(h, segment_id=plan.segment_id, nbytes=len(msg.body)))
+            created = CreateSegment(
+                vchannel=ins.vchannel, collection_id=ins.collection_id, partition_id=ins.partition_id, segment_id=sid
+            )
+            ex.pre.append(created.encode())
+            self.manager.segment_created(sid, ins.collection_id, ins.partition_id, ins.vchannel, now_ms)
+            ex.created.append(sid)
+            p = plan()
+        if p.segment_id is None:
+            raise StrataError(f"no segment for an insert into {ins.vchannel}")
+        ex.inserts.append((p.segment_id, ins.rows, len(ins.ipc)))
+        return ins.assigned(p.segment_id)
 
     def committed(self, ex: Expansion, now_ms: int) -> None:
         for sid, rows, nbytes in ex.inserts:

@@ -31,7 +31,6 @@ log (``PositionTruncated``) rather than skip what was truncated.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -48,12 +47,12 @@ from common.errors import (
     WALClosed,
 )
 from common.failpoints import failpoint
-from common.message import header, new_time_tick
+from common.message import DropCollection, Insert, ManualFlush, TimeTick, TypedMessage, decode
 from common.position import Position
+from common.tasks import BackgroundTasks
 from common.tsoutil import physical_ms
 from protos.common_pb2 import Message, MessageType
 from streamingnode.shard import ShardManager
-from streamingnode.shard.headers import SEGMENT_IDS
 from streamingnode.wal.holds import DEFAULT_MAX_AGE_SECONDS, ReadHolds
 from streamingnode.wal.recovery import RecoveryHandle, RecoverySnapshot
 from streamingnode.wal.scanner import Backoff, SwitchableScanner
@@ -80,7 +79,8 @@ def _sealed_by(msg: Message) -> tuple[int, ...]:
     """The segments a stamped ManualFlush sealed (its header lists them); () for any other message."""
     if msg.type != MessageType.MANUAL_FLUSH:
         return ()
-    return tuple(int(s) for s in header(msg).get(SEGMENT_IDS, ()))
+    typed = decode(msg)
+    return typed.segment_ids if isinstance(typed, ManualFlush) else ()
 
 
 @dataclass(slots=True)
@@ -148,12 +148,12 @@ class WAL:
         self._captured_at = clock()
         self._snapshot_wake = asyncio.Event()
         self._saved: Position | None = None  # the newest snapshot in the recovery store
-        self._saver: asyncio.Task[None] | None = None
         # Set when an append failed: until a TimeTick is persisted again, idle ticks try to persist one.
         self._unsettled_since: float | None = None
         self._settle_delay = 0.0
         self._settle_at = 0.0
         self._log = structlog.get_logger().bind(component="wal", pchannel=self.channel, term=self.term)
+        self._tasks = BackgroundTasks("wal", pchannel=self.channel, term=self.term)  # the writer, the snapshot saver
 
     async def start(self) -> None:
         """Restore and replay, write the first TimeTick of this term, save a snapshot, start writing.
@@ -167,7 +167,7 @@ class WAL:
             self._restore(snap)
         await self._replay(after)
         ts = await self._ts.allocate_fresh(1)  # above anything an older owner reserved
-        tick = new_time_tick(ts)
+        tick = TimeTick(timetick=ts).encode()
         tick.wal_term = self.term
         previous = self.impl.last_message_id()
         if previous is not None:
@@ -184,9 +184,9 @@ class WAL:
         self._wab = WriteAheadBuffer(
             start_timetick=ts, start_id=tick_id, options=self._buffer_options, clock=self._clock, channel=self.channel
         )
-        self._writer = asyncio.create_task(self._write_loop(), name=f"wal-writer-{self.channel}")
+        self._writer = self._tasks.start(self._write_loop(), name=f"wal-writer-{self.channel}")
         if self._recovery is not None:
-            self._saver = asyncio.create_task(self._save_loop(), name=f"wal-snapshots-{self.channel}")
+            self._tasks.start(self._save_loop(), name=f"wal-snapshots-{self.channel}")
         self._log.info("wal open", first_timetick=ts, restored_from=None if after is None else after.seq)
 
     def _restore(self, snap: RecoverySnapshot) -> None:
@@ -276,20 +276,23 @@ class WAL:
         try:
             async for entry in scanner:
                 msg = Message.FromString(entry.payload)
-                self._observe(msg)
+                typed = decode(msg)
+                self._observe(typed)
                 if self._shard is not None:
-                    self._shard.observe(msg, physical_ms(msg.timetick))
+                    self._shard.observe(typed, physical_ms(msg.timetick))
                 if entry.message_id >= last:
                     break
         finally:
             await scanner.close()
 
-    def _observe(self, msg: Message) -> None:
-        if msg.type == MessageType.INSERT:
-            h = header(msg)
-            self._rows[h["collection_id"]] += h["rows"]
-        elif msg.type == MessageType.DROP_COLLECTION:
-            self._rows.pop(header(msg)["collection_id"], None)
+    def _observe(self, msg: TypedMessage) -> None:
+        match msg:
+            case Insert(collection_id=cid, rows=rows):
+                self._rows[cid] += rows
+            case DropCollection(collection_id=cid):
+                self._rows.pop(cid, None)
+            case _:
+                pass
 
     def collection_rows(self, collection_id: int) -> int:
         return self._rows.get(collection_id, 0)
@@ -398,10 +401,18 @@ class WAL:
     async def _volatile_tick(self) -> None:
         assert self._wab is not None and self._last_tick_id is not None
         ts = await self._ts.allocate_fresh(1)  # tsafe passes every timestamp issued before this tick
-        tick = new_time_tick(ts)
+        tick = TimeTick(timetick=ts).encode()
         tick.wal_term = self.term
         tick.last_confirmed = self._last_tick_id.to_bytes()
         self._wab.append_volatile_tick(tick, self._last_tick_id)
+
+    async def _expand(self, p: _Pending, now_ms: int) -> Expansion:
+        """What ``p`` turns into; raises ``MalformedMessage`` for a message readers could not decode."""
+        if self._shard is None:
+            for msg in p.messages:
+                decode(msg)
+            return Expansion(own=list(p.messages))
+        return await self._shard.expand(p.messages, now_ms)
 
     async def _write(self, batch: list[_Pending]) -> None:
         assert self._wab is not None and self._last_tick_id is not None
@@ -410,15 +421,12 @@ class WAL:
         units: list[tuple[list[Message], _Pending | None]] = []
         accepted: list[tuple[_Pending, Expansion]] = []
         for p in batch:
-            if self._shard is None:
-                ex = Expansion(own=list(p.messages))
-            else:
-                try:
-                    ex = await self._shard.expand(p.messages, now_ms)
-                except StrataError as err:  # refused (e.g. unknown collection): this caller only
-                    if not p.future.done():
-                        p.future.set_exception(err)
-                    continue
+            try:
+                ex = await self._expand(p, now_ms)
+            except StrataError as err:  # refused (e.g. unknown collection, malformed header): this caller only
+                if not p.future.done():
+                    p.future.set_exception(err)
+                continue
             accepted.append((p, ex))
             units.extend(([m], None) for m in ex.pre)
             if p.txn:
@@ -477,7 +485,7 @@ class WAL:
                 m.wal_term = self.term
                 m.last_confirmed = last_confirmed
                 stamped.append(m)
-        tick = new_time_tick(ts + n)
+        tick = TimeTick(timetick=ts + n).encode()
         tick.wal_term = self.term
         tick.last_confirmed = last_confirmed
         payloads = [m.SerializeToString() for m in stamped]
@@ -499,7 +507,7 @@ class WAL:
         self._last_tick_id = ids[-1]
         self._folded = Position(ids[-1].to_bytes(), ts + n)
         for msg in stamped:
-            self._observe(msg)
+            self._observe(decode(msg))
         return ids[:-1]
 
     def scanner(self, policy: DeliverPolicy, vchannel: str = "") -> SwitchableScanner:
@@ -532,14 +540,8 @@ class WAL:
         self._closing = True
         if self._writer is not None:
             # Let the writer finish what was accepted (it exits once the queue is empty).
-            done, _ = await asyncio.wait([self._writer], timeout=10 * self._tick_interval + 5)
-            if not done:
-                self._writer.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._writer
-        if self._saver is not None:
-            self._saver.cancel()
-            await asyncio.wait([self._saver])
+            await asyncio.wait([self._writer], timeout=10 * self._tick_interval + 5)
+        await self._tasks.stop()  # the snapshot saver, and a writer that did not finish in time
         if self._wab is not None:
             self._wab.close()
         await self.impl.close()

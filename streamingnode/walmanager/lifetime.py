@@ -26,6 +26,7 @@ from common.errors import (
     WALClosed,
     error_from_code,
 )
+from common.tasks import BackgroundTasks
 from streamingnode.wal.wal import WAL
 from streamingnode.walmanager.state import INITIAL, Step, WALState, next_step
 
@@ -79,7 +80,8 @@ class WALLifetime:
         self._closing = False  # set by close(): the worker stops taking steps
         self._closed = False  # set by the worker when it exits: the WAL is closed
         self._log = structlog.get_logger().bind(component="wal-lifetime", pchannel=pchannel)
-        self._worker = asyncio.create_task(self._run(), name=f"wal-lifetime-{pchannel}")
+        self._tasks = BackgroundTasks("wal-lifetime", pchannel=pchannel)
+        self._worker = self._tasks.start(self._run(), name=f"wal-lifetime-{pchannel}")
 
     @property
     def current(self) -> WALState:
@@ -183,6 +185,7 @@ class WALLifetime:
             self._expected.changed.notify_all()
         # Shielded: the worker owns the WAL and must close it even if this caller leaves.
         await asyncio.shield(self._worker)
+        await self._tasks.stop()
 
     # --- the worker -----------------------------------------------------------------------------
 

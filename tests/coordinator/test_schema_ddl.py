@@ -8,7 +8,6 @@ coordinator's recovery, finishes it first, so no later change can overtake it.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -17,6 +16,7 @@ import pytest
 
 from common.errors import ErrorCode, InvalidArgument, StrataError
 from common.etcd.metastore import MetaStore
+from common.message import decode
 from common.schema import CollectionSchema, DataType, FieldSchema
 from common.tsoutil import compose
 from coordinator.catalog import Catalog, CollectionMeta
@@ -47,7 +47,7 @@ class Producer:
         for msg in messages:
             self.timetick += 1
             if msg.type == common_pb2.SCHEMA_CHANGE:
-                self.changes.append((msg.vchannel, json.loads(json.loads(msg.header)["schema"])["version"]))
+                self.changes.append((msg.vchannel, decode(msg).schema.version))
             out.append(AppendResult((1).to_bytes(8, "big"), self.timetick))
         return out
 

@@ -38,6 +38,7 @@ SCENARIOS = {
     "external": [VALUES / "external.yaml"],
     "local-wal": [VALUES / "local-wal.yaml"],
     "nats-cluster": [VALUES / "nats-cluster.yaml"],
+    "security": [VALUES / "security.yaml"],
 }
 # The oldest release with GA gRPC probes, and the newest kubernetes-validate knows.
 KUBERNETES_VERSIONS = ("1.27.0", "1.37.0")
@@ -194,8 +195,10 @@ def test_role_containers_run_what_the_cli_accepts(
         assert config.common.host == POD_IP
         ports = {p["name"]: p["containerPort"] for p in container["ports"]}
         assert ports == {"grpc": config.common.port}, ports
+        # A TLS proxy is probed with a TCP connect (Kubernetes' gRPC probes speak plaintext only).
+        kind = "tcpSocket" if role == "proxy" and config.common.security.tls_mode else "grpc"
         for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
-            assert container[probe]["grpc"] == {"port": config.common.port}, (role, probe)
+            assert container[probe][kind] == {"port": config.common.port}, (role, probe)
         assert _volume_of("/tmp", mounts) == {"name": "tmp", "emptyDir": {}}
         assert container["securityContext"]["readOnlyRootFilesystem"] is True
         assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
@@ -266,6 +269,41 @@ def test_defaults_wire_the_roles_to_the_in_chart_services(rendered: dict[str, li
     assert proxy_service["spec"]["ports"][0]["port"] == 19530
 
 
+def test_security_secrets_reach_only_the_roles_that_read_them(rendered: dict[str, list[Doc]], tmp_path: Path) -> None:
+    docs = rendered["security"]
+    roles = _role_deployments(docs)
+    configs = {}
+    for role, (_deployment, container) in roles.items():
+        env = _environment(container, docs)
+        path = tmp_path / f"{role}.yaml"
+        path.write_text(one(docs, "ConfigMap", f"{RELEASE}-config")["data"]["strata.yaml"])
+        configs[role] = load(role, flags={}, config_file=str(path), environ=env)
+        assert not any("PASSWORD" in k for k in env), (role, env)  # the password is a file, not a variable
+    sec = configs["proxy"].common.security
+    assert (sec.authorization_enabled, sec.tls_mode) == (True, 2)
+    # root's password: the chart's Secret, mounted into the coordinators only, where the setting points.
+    secret = one(docs, "Secret", f"{RELEASE}-security")
+    assert secret["data"] == {"rootPassword": "Y2hhcnQtcm9vdC1wYXNzd29yZA=="}  # base64 of the values file's password
+    coordinator, container = roles["coordinator"]
+    mounts = _mounts(coordinator, container)
+    volume = _volume_of(configs["coordinator"].common.security.default_root_password_file, mounts)
+    assert volume["secret"]["secretName"] == f"{RELEASE}-security"
+    for role in ("streamingnode", "querynode", "proxy"):
+        deployment, container = roles[role]
+        assert not any(v.get("secret", {}).get("secretName") == f"{RELEASE}-security"
+                       for v in deployment["spec"]["template"]["spec"]["volumes"]), role
+    # The proxy's certificates: the TLS Secret, mounted where tls.* point; nobody else mounts it.
+    proxy, container = roles["proxy"]
+    for path in (sec.server_pem_path, sec.server_key_path, sec.ca_pem_path):
+        assert _volume_of(path, _mounts(proxy, container))["secret"]["secretName"] == "strata-proxy-tls"
+    for role in ("coordinator", "streamingnode", "querynode"):
+        deployment, _ = roles[role]
+        assert not any(v.get("secret", {}).get("secretName") == "strata-proxy-tls"
+                       for v in deployment["spec"]["template"]["spec"]["volumes"]), role
+    # Defaults: no Secret, Milvus's default password, no TLS.
+    assert not [d for d in rendered["defaults"] if d["kind"] == "Secret" and d["metadata"]["name"] == f"{RELEASE}-security"]
+
+
 def test_external_dependencies_replace_the_in_chart_ones(rendered: dict[str, list[Doc]], tmp_path: Path) -> None:
     docs = rendered["external"]
     kinds = {(d["kind"], d["metadata"]["name"]) for d in docs}
@@ -334,6 +372,7 @@ def test_set_overrides_values(renderer: Renderer) -> None:
         (["spark.external.enabled=true"], "spark.external.masterUrl is required"),
         (["wal.backend=kafka"], "wal.backend must be nats or local"),
         (["s3.external.enabled=true", "s3.secretAccessKey="], "s3.secretAccessKey (or s3.existingSecret) is required"),
+        (["security.tlsMode=1"], "security.tlsSecret is required with security.tlsMode 1 or 2"),
     ],
 )
 def test_missing_required_values_fail_the_render(renderer: Renderer, sets: list[str], message: str) -> None:

@@ -5,7 +5,7 @@ the growing rows of every collection are then in flushed segments.
 ``GetFlushAllState`` is false while rows written before its timestamp are
 still growing and true once FlushAll has flushed them, per collection in
 ``flush_states``; a timestamp before any collection existed is flushed at
-once. Strata has the one database: another name is "database not found".
+once. A database that does not exist is "database not found".
 """
 
 from __future__ import annotations

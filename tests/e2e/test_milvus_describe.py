@@ -76,18 +76,10 @@ def test_the_default_database_is_described_as_milvus(stub: milvus_pb2_grpc.Milvu
     assert isinstance(milvus.list_collections(), list)
 
 
-def test_other_databases_are_not_found_and_not_created(milvus: MilvusClient) -> None:
+def test_a_missing_database_is_not_found(milvus: MilvusClient) -> None:
     with pytest.raises(MilvusException) as err:
         milvus.describe_database("nodb")
     assert (err.value.code, err.value.message) == (800, "database not found[database=nodb]")
     with pytest.raises(MilvusException) as err:
         milvus.use_database("nodb")
     assert err.value.code == 800
-    for call in (
-        lambda: milvus.create_database("nodb"),
-        lambda: milvus.drop_database("nodb"),
-        lambda: milvus.alter_database_properties("default", {"k": "v"}),
-    ):
-        with pytest.raises(MilvusException, match="multiple databases are not supported yet"):
-            call()
-    assert milvus.list_databases() == ["default"]

@@ -58,5 +58,5 @@ def test_unsupported_methods_answer_not_supported(standalone: Standalone) -> Non
 
 def test_pymilvus_sees_a_clear_error_and_the_server_keeps_serving(milvus: MilvusClient) -> None:
     with pytest.raises(MilvusException, match="not supported"):
-        milvus.list_users()
+        milvus.get_replicate_configuration()
     assert isinstance(milvus.list_collections(), list)

@@ -10,6 +10,7 @@ from proxy.vectorindex import search_metric, vector_index_params
 
 BINARY = FieldSchema(field_id=101, name="bits", dtype=DataType.BINARY_VECTOR, dim=64)
 FLOAT = FieldSchema(field_id=102, name="vec", dtype=DataType.FLOAT_VECTOR, dim=8)
+SPARSE = FieldSchema(field_id=103, name="sparse", dtype=DataType.SPARSE_FLOAT_VECTOR)
 
 
 def test_defaults_are_hamming_and_cosine_with_autoindex() -> None:
@@ -45,3 +46,18 @@ def test_search_metrics() -> None:
         search_metric(BINARY, "", "L2")
     with pytest.raises(InvalidArgument, match="float vector field vec does not support metric type: HAMMING"):
         search_metric(FLOAT, "", "HAMMING")
+
+
+def test_bm25_belongs_to_bm25_function_outputs_only() -> None:
+    assert vector_index_params(SPARSE, {}, bm25=True) == {"metric_type": "BM25", "index_type": "AUTOINDEX"}
+    assert vector_index_params(SPARSE, {}) == {"metric_type": "IP", "index_type": "AUTOINDEX"}
+    with pytest.raises(InvalidArgument, match="only BM25 Function output field support BM25 metric type"):
+        vector_index_params(SPARSE, {"metric_type": "BM25"})
+    with pytest.raises(InvalidArgument, match="only supports the BM25 metric type"):
+        vector_index_params(SPARSE, {"metric_type": "IP"}, bm25=True)
+    with pytest.raises(InvalidArgument, match=r"param 'bm25_k1' \(7\) should be in range"):
+        vector_index_params(SPARSE, {"index_type": "SPARSE_INVERTED_INDEX", "params": '{"bm25_k1": 7}'}, bm25=True)
+    assert search_metric(SPARSE, "", None, bm25=True) == "BM25"
+    assert search_metric(SPARSE, "BM25", "bm25", bm25=True) == "BM25"
+    with pytest.raises(InvalidArgument, match="only supports the BM25 metric type"):
+        search_metric(SPARSE, "", "IP", bm25=True)

@@ -70,3 +70,12 @@ def test_any_filter_evaluates_the_same_after_the_wire(
 def test_anything_else_is_refused(raw: bytes) -> None:
     with pytest.raises(InvalidArgument, match="malformed filter expression"):
         decode_expr(raw)
+
+
+def test_a_text_match_survives_the_wire() -> None:
+    from common.expr.ast import And, Const, FieldRef, TextMatch
+    from common.schema import DataType
+
+    expr = And(operands=(TextMatch(field=FieldRef(name="t", dtype=DataType.VARCHAR), query="a b", slop=2,
+                                   analyzer_params='{"tokenizer": "standard"}'), Const(value=True)))
+    assert repr(decode_expr(encode_expr(expr))) == repr(expr)

@@ -6,7 +6,7 @@ import pyarrow as pa
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from common.message import new_insert, size_bound
+from common.message import Insert, size_bound
 from protos.common_pb2 import Message, MessageType
 
 _text = st.text(max_size=300)
@@ -45,6 +45,6 @@ def test_the_bound_is_never_below_the_encoded_size(msg: Message) -> None:
 
 def test_an_insert_is_bounded_within_a_few_bytes() -> None:
     table = pa.table({"id": pa.array(range(1000), pa.int64()), "v": pa.array([[0.5] * 16] * 1000)})
-    msg = new_insert("by-dml_0_1v0", 1, 2, table)
+    msg = Insert.of(vchannel="by-dml_0_1v0", collection_id=1, partition_id=2, table=table).encode()
     msg.timetick, msg.wal_term, msg.last_confirmed = 2**62, 7, b"\x00" * 8
     assert msg.ByteSize() <= size_bound(msg) <= msg.ByteSize() + 64

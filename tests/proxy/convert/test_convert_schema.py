@@ -449,8 +449,8 @@ BAD_SCHEMAS: list[tuple[str, schema_pb2.CollectionSchema, str]] = [
     ),
     (
         "functions",
-        _schema(_pk(), _vec(), functions=[schema_pb2.FunctionSchema(name="bm25")]),
-        "functions in a collection schema are not supported yet",
+        _schema(_pk(), _vec(), functions=[schema_pb2.FunctionSchema(name="embed", type=schema_pb2.FunctionType.TextEmbedding)]),
+        "function type TextEmbedding is not supported yet",
     ),
     (
         "namespace",

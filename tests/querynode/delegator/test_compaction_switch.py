@@ -23,7 +23,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from common.message import new_delete
+from common.message import Delete
 from common.readplan import ReadPlan
 from common.segment import SegmentMeta, SegmentState
 from common.storage.objectstore import ObjectStore
@@ -81,7 +81,7 @@ async def test_compacted_inserts_are_skipped_and_a_switch_is_one_step(node: Node
 
         # Compact 500 again into 600 (rows 10..59, 50..59 deleted by its own delta log); a delete of
         # key 20 arrives after the job's snapshot.
-        [deleted] = await wal.append([new_delete(V, C, pa.array([20], pa.int64()))])
+        [deleted] = await wal.append([Delete.of(vchannel=V, collection_id=C, pks=pa.array([20], pa.int64())).encode()])
         again = flushed_segment(store, 600, range(10, 60), inserted.timetick, deletes=list(range(50, 60)))
         versions = []
         original = d.dist.update

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from common.message import new_delete
+from common.message import Delete
 from common.readplan import ReadPlan, VectorQuery
 from common.storage.objectstore import ObjectStore
 from protos import querynode_pb2 as qpb
@@ -87,7 +87,8 @@ async def test_reads_during_a_handoff_see_the_rows_once(node: Node, tmp_path: Pa
 
         async def load(*args: Any, **kwargs: Any) -> None:
             await real_load(*args, **kwargs)
-            deleted.extend(await wal.append([new_delete(V, C, pa.array([50], pa.int64()))]))
+            gone = Delete.of(vchannel=V, collection_id=C, pks=pa.array([50], pa.int64()))
+            deleted.extend(await wal.append([gone.encode()]))
             await _until(lambda: d.tsafe.value >= deleted[0].timetick)
 
         async def cut(*args: Any, **kwargs: Any) -> None:

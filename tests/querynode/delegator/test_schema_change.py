@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from common.message import header, new_insert, new_schema_change
+from common.message import Insert, SchemaChange, decode
 from common.readplan import ReadFilter, ReadPlan, VectorQuery
 from common.schema import DataType, FieldSchema
 from common.storage.objectstore import ObjectStore
@@ -56,8 +55,8 @@ NEW = dataclasses.replace(
 
 
 def _insert(table: pa.Table, segment_id: int) -> Message:
-    msg = new_insert(V, C, PART, table)
-    msg.header = json.dumps({**header(msg), "segment_id": segment_id}).encode()
+    msg = Insert.of(vchannel=V, collection_id=C, partition_id=PART, table=table).encode()
+    msg.header = decode(msg).assigned(segment_id).header()
     return msg
 
 
@@ -84,7 +83,7 @@ async def test_an_added_field_reads_as_its_fill_in_every_copy_written_before(nod
         await service.WatchChannel(watch_request(created, placements=[placement(sealed)]), None)  # type: ignore[arg-type]
         d = service.delegators[V]
         await _until(lambda: d.serviceable and 5 in d.dist.current.sealed)
-        await wal.append([new_schema_change(V, C, NEW.to_json())])
+        await wal.append([SchemaChange(vchannel=V, collection_id=C, schema=NEW).encode()])
         fresh = rows(range(200, 202))
         fresh = fresh.append_column("n", pa.array([7, None], pa.int64()))
         fresh = fresh.append_column("tag", pa.array(["new", "new"], pa.string()))

@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from common.message import new_delete
+from common.message import Delete
 from common.readplan import ReadFilter, ReadPlan, VectorQuery
 from common.storage.objectstore import ObjectStore
 from querynode import offload
@@ -93,7 +93,9 @@ async def test_a_sliced_search_answers_as_an_uncut_one_while_a_delete_lands_betw
 
         async def delete_key_50() -> None:
             searched_before_delete.append(len(slices))
-            deleted.extend(await wal.append([new_delete(V, C, pa.array([50], pa.int64()))]))
+            deleted.extend(
+                await wal.append([Delete.of(vchannel=V, collection_id=C, pks=pa.array([50], pa.int64())).encode()])
+            )
             await _until(lambda: d.tsafe.value >= deleted[0].timetick)  # applied under the free lock
 
         lock.between = delete_key_50

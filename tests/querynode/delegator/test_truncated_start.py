@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from common.message import new_create_collection, new_insert
+from common.message import CreateCollection, Insert
 from common.position import Position
 from common.segment_pb import position_to_pb
 from common.storage.objectstore import ObjectStore
@@ -41,10 +41,10 @@ def _watch(checkpoint: Position) -> qpb.WatchChannelRequest:
 
 async def test_a_truncated_start_breaks_the_delegator_and_a_new_watch_recovers(node: Node, tmp_path: Path) -> None:
     wal = node.manager.get(P, 1)
-    [created] = await wal.append([new_create_collection(V, 1, SCHEMA.to_json())])
+    [created] = await wal.append([CreateCollection(vchannel=V, collection_id=1, schema=SCHEMA).encode()])
     rows = pa.table({"id": pa.array(range(50), pa.int64()), "v": pa.array([[0.0, 1.0]] * 50, pa.list_(pa.float32(), 2))})
     for _ in range(20):
-        await wal.append([new_insert(V, 1, 2, rows)])
+        await wal.append([Insert.of(vchannel=V, collection_id=1, partition_id=2, table=rows).encode()])
     async with asyncio.timeout(5):
         while wal.saved_position is None or wal.saved_position.timetick < created.timetick + 20:
             await asyncio.sleep(0.02)

@@ -8,7 +8,6 @@ store the way the flusher and the compaction job write them.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -20,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from common.grpcutil import start_server
-from common.message import header, new_create_collection, new_insert
+from common.message import CreateCollection, Insert, decode
 from common.position import Position
 from common.schema import CollectionSchema, DataType, FieldSchema
 from common.segment import SegmentLevel, SegmentMeta, SegmentState
@@ -118,9 +117,9 @@ def placement(meta: SegmentMeta) -> qpb.SegmentPlacement:
 async def create_and_insert(node: Node, segment_id: int, ids: range) -> tuple[Appended, Appended]:
     """The collection created on ``V``, then ``rows(ids)`` inserted into growing segment ``segment_id``."""
     wal = node.manager.get(P, 1)
-    [created] = await wal.append([new_create_collection(V, C, SCHEMA.to_json())])
-    insert = new_insert(V, C, PART, rows(ids))
-    insert.header = json.dumps({**header(insert), "segment_id": segment_id}).encode()
+    [created] = await wal.append([CreateCollection(vchannel=V, collection_id=C, schema=SCHEMA).encode()])
+    insert = Insert.of(vchannel=V, collection_id=C, partition_id=PART, table=rows(ids)).encode()
+    insert.header = decode(insert).assigned(segment_id).header()
     [inserted] = await wal.append([insert])
     return created, inserted
 

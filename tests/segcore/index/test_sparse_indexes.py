@@ -90,7 +90,6 @@ def test_range_search_keeps_radius_to_range_filter(data) -> None:
     ("index_spec", "message"),
     [
         (dict(index_type="SPARSE_INVERTED_INDEX", metric="L2"), "metric type L2 not found or not supported, supported: [IP BM25]"),
-        (dict(index_type="SPARSE_INVERTED_INDEX", metric="BM25"), "only BM25 Function output field support BM25 metric type"),
         (dict(index_type="HNSW", metric="IP"), "data type SparseFloatVector can't build with this index HNSW"),
         (dict(index_type="SPARSE_WAND", metric="IP", params={"drop_ratio_build": 1.0}), "param 'drop_ratio_build' (1.0) should be in range [0.0, 1.0)"),
         (dict(index_type="SPARSE_WAND", metric="IP", params={"inverted_index_algo": "BMW"}), "sparse inverted index algo BMW not found"),

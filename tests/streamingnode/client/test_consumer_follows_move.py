@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 from common.grpcutil import start_server
-from common.message import body_table, new_insert
+from common.message import Insert, decode
 from protos import common_pb2, streaming_pb2, streaming_pb2_grpc
 from streamingnode.client.assignment import AssignmentCache
 from streamingnode.client.consumer import consume
@@ -77,7 +77,9 @@ class Node:
 
 
 def _insert(i: int) -> common_pb2.Message:
-    return new_insert("v0", 1, 2, pa.table({"id": pa.array([i], pa.int64())}))
+    return Insert.of(
+        vchannel="v0", collection_id=1, partition_id=2, table=pa.table({"id": pa.array([i], pa.int64())})
+    ).encode()
 
 
 async def test_a_consumer_moves_from_a_silent_owner_to_the_new_term(tmp_path: Path) -> None:
@@ -92,7 +94,7 @@ async def test_a_consumer_moves_from_a_silent_owner_to_the_new_term(tmp_path: Pa
         async for _, msg in consume(source, "p0", "v0"):
             if msg.type == common_pb2.MessageType.INSERT:
                 async with got:
-                    delivered.extend(body_table(msg).column("id").to_pylist())
+                    delivered.extend(decode(msg).table().column("id").to_pylist())
                     got.notify_all()
 
     async def wait_for(n: int) -> None:

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from common.errors import NotReady, StrataError
-from common.message import new_insert
+from common.message import Insert
 from protos import common_pb2
 from streamingnode.client.producer import Producer
 from streamingnode.walmanager.manager import WALManager
@@ -33,7 +33,8 @@ class StaticSource:
 
 
 def _insert(i: int) -> common_pb2.Message:
-    return new_insert("v0", 1, 2, pa.table({"id": pa.array([i], pa.int64())}))
+    table = pa.table({"id": pa.array([i], pa.int64())})
+    return Insert.of(vchannel="v0", collection_id=1, partition_id=2, table=table).encode()
 
 
 async def test_concurrent_appends_share_requests_and_get_their_own_results(served: tuple[WALManager, str]) -> None:

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 
 from common.errors import ErrorCode, NotReady, StrataError
-from common.message import body_table, new_insert
+from common.message import Insert, decode
 from protos import common_pb2
 from streamingnode.client.local import LocalStreamingNode
 from streamingnode.client.producer import Producer
@@ -61,7 +61,8 @@ async def local_manager(tmp_path: Path) -> AsyncIterator[WALManager]:
 
 
 def _insert(first: int, rows: int = 3) -> common_pb2.Message:
-    return new_insert("v0", 1, 2, pa.table({"id": pa.array(range(first, first + rows), pa.int64())}))
+    table = pa.table({"id": pa.array(range(first, first + rows), pa.int64())})
+    return Insert.of(vchannel="v0", collection_id=1, partition_id=2, table=table).encode()
 
 
 async def _ids_in(manager: WALManager, pchannel: str, term: int, count: int) -> list[int]:
@@ -71,7 +72,7 @@ async def _ids_in(manager: WALManager, pchannel: str, term: int, count: int) -> 
     async with asyncio.timeout(5):
         async for _mid, msg in reader:
             if msg.type == common_pb2.MessageType.INSERT:
-                ids += body_table(msg).column("id").to_pylist()
+                ids += decode(msg).table().column("id").to_pylist()
                 count -= 1
                 if count == 0:
                     break

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 from common.etcd.metastore import MetaStore
-from common.message import new_create_collection, new_delete, new_insert, new_manual_flush
+from common.message import CreateCollection, Delete, Insert, ManualFlush
 from common.position import Position
 from common.schema import CollectionSchema, DataType, FieldSchema
 from common.segment import SegmentLevel, SegmentMeta, SegmentState
@@ -175,13 +175,14 @@ def _read_back(w: World) -> tuple[list[int], list[int]]:
 async def test_a_manual_flush_writes_segments_and_deletes_and_moves_the_checkpoint(world: World) -> None:
     wal, flusher = await world.open(1, FAST)
     try:
-        [created] = await wal.append([new_create_collection(V, 1, SCHEMA.to_json())])
+        [created] = await wal.append([CreateCollection(vchannel=V, collection_id=1, schema=SCHEMA).encode()])
         await world.data.collection_created([(V, Position(created.message_id.to_bytes(), created.timetick))])
         for i in range(10):
-            await wal.append([new_insert(V, 1, 2, _rows(i * 100, 100))])
-        await wal.append([new_delete(V, 1, pa.array([5, 6], pa.int64()))])
+            msg = Insert.of(vchannel=V, collection_id=1, partition_id=2, table=_rows(i * 100, 100)).encode()
+            await wal.append([msg])
+        await wal.append([Delete.of(vchannel=V, collection_id=1, pks=pa.array([5, 6], pa.int64())).encode()])
         flush_ts = await world.tso.allocate(1)
-        await wal.append([new_manual_flush(V, 1, flush_ts)])
+        await wal.append([ManualFlush(vchannel=V, collection_id=1, flush_ts=flush_ts).encode()])
 
         await _until("flushed", lambda: world.data.flush_state(world.meta, [], flush_ts))
         ids, deleted = _read_back(world)
@@ -199,10 +200,10 @@ async def test_a_manual_flush_writes_segments_and_deletes_and_moves_the_checkpoi
 async def test_a_restart_after_partial_syncs_writes_every_row_exactly_once(world: World) -> None:
     small = SyncOptions(segment_buffer_bytes=2_000, checkpoint_interval_seconds=0.1, truncate_interval_seconds=0.2)
     wal, flusher = await world.open(1, small)
-    [created] = await wal.append([new_create_collection(V, 1, SCHEMA.to_json())])
+    [created] = await wal.append([CreateCollection(vchannel=V, collection_id=1, schema=SCHEMA).encode()])
     await world.data.collection_created([(V, Position(created.message_id.to_bytes(), created.timetick))])
     for i in range(20):
-        await wal.append([new_insert(V, 1, 2, _rows(i * 50, 50))])
+        await wal.append([Insert.of(vchannel=V, collection_id=1, partition_id=2, table=_rows(i * 50, 50)).encode()])
 
     def partially_synced() -> bool:
         return any(s.manifest and s.state == SegmentState.GROWING for s in world.data.segments(vchannel=V))
@@ -214,9 +215,9 @@ async def test_a_restart_after_partial_syncs_writes_every_row_exactly_once(world
     wal, flusher = await world.open(2, small)
     try:
         for i in range(20, 30):
-            await wal.append([new_insert(V, 1, 2, _rows(i * 50, 50))])
+            await wal.append([Insert.of(vchannel=V, collection_id=1, partition_id=2, table=_rows(i * 50, 50)).encode()])
         flush_ts = await world.tso.allocate(1)
-        await wal.append([new_manual_flush(V, 1, flush_ts)])
+        await wal.append([ManualFlush(vchannel=V, collection_id=1, flush_ts=flush_ts).encode()])
         await _until("flushed", lambda: world.data.flush_state(world.meta, [], flush_ts))
         ids, _ = _read_back(world)
         assert sorted(ids) == list(range(1500)), f"{len(ids)} rows, {len(set(ids))} distinct"
@@ -233,13 +234,14 @@ async def test_a_sync_that_finds_the_disk_full_is_retried_and_nothing_moves_past
         w = dataclasses.replace(world, storage=ObjectStore.from_uri((disk / "storage").as_uri()))
         wal, flusher = await w.open(1, FAST)
         try:
-            [created] = await wal.append([new_create_collection(V, 1, SCHEMA.to_json())])
+            [created] = await wal.append([CreateCollection(vchannel=V, collection_id=1, schema=SCHEMA).encode()])
             await w.data.collection_created([(V, Position(created.message_id.to_bytes(), created.timetick))])
             for i in range(10):
-                await wal.append([new_insert(V, 1, 2, _rows(i * 100, 100))])
+                msg = Insert.of(vchannel=V, collection_id=1, partition_id=2, table=_rows(i * 100, 100)).encode()
+                await wal.append([msg])
             filler = fill(disk)
             flush_ts = await w.tso.allocate(1)
-            await wal.append([new_manual_flush(V, 1, flush_ts)])
+            await wal.append([ManualFlush(vchannel=V, collection_id=1, flush_ts=flush_ts).encode()])
 
             # The sync cannot write its files: it is retried, and the checkpoint and the
             # truncation stay before the rows it holds.

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
-
 import pyarrow as pa
 
-from common.message import new_delete, new_drop_collection, new_insert, new_manual_flush, new_schema_change
+from common.message import CreateSegment, Delete, DropCollection, Flush, Insert, ManualFlush, SchemaChange
 from common.position import Position
 from common.schema import CollectionSchema, DataType, FieldSchema
 from common.segment import SegmentMeta, SegmentState
-from protos.common_pb2 import Message, MessageType
+from protos.common_pb2 import Message
 from streamingnode.flusher.pipeline import AllocSegment, ChannelPipeline, MarkState, SyncDeletes, SyncSegment
 
 V = "p0_1v0"
@@ -33,22 +31,16 @@ def stamp(msg: Message, ts: int) -> Message:
 
 
 def create_segment(sid: int, ts: int) -> Message:
-    head = {"collection_id": 1, "partition_id": 2, "segment_id": sid}
-    return stamp(Message(type=MessageType.CREATE_SEGMENT, vchannel=V, header=json.dumps(head).encode()), ts)
+    return stamp(CreateSegment(vchannel=V, collection_id=1, partition_id=2, segment_id=sid).encode(), ts)
 
 
 def insert(sid: int, ids: list[int], ts: int) -> Message:
     table = pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array([[0.0, 1.0]] * len(ids), pa.list_(pa.float32(), 2))})
-    msg = new_insert(V, 1, 2, table)
-    head = json.loads(msg.header)
-    head["segment_id"] = sid
-    msg.header = json.dumps(head).encode()
-    return stamp(msg, ts)
+    return stamp(Insert.of(vchannel=V, collection_id=1, partition_id=2, table=table).assigned(sid).encode(), ts)
 
 
 def flush(sid: int, ts: int) -> Message:
-    head = {"collection_id": 1, "partition_id": 2, "segment_id": sid}
-    return stamp(Message(type=MessageType.FLUSH, vchannel=V, header=json.dumps(head).encode()), ts)
+    return stamp(Flush(vchannel=V, collection_id=1, partition_id=2, segment_id=sid).encode(), ts)
 
 
 def pipeline(**kw: object) -> ChannelPipeline:
@@ -79,14 +71,16 @@ def test_a_segment_is_buffered_sealed_synced_and_then_no_longer_holds_the_checkp
 
 def test_deletes_hold_the_checkpoint_until_synced_and_a_manual_flush_asks_for_them() -> None:
     p = pipeline()
-    p.handle(mid(1), stamp(new_delete(V, 1, pa.array([5, 6], pa.int64())), 10))
+    p.handle(mid(1), stamp(Delete.of(vchannel=V, collection_id=1, pks=pa.array([5, 6], pa.int64())).encode(), 10))
     p.tick(Position(mid(2), 20))
     assert p.checkpoint() == Position(mid(1), 9)
-    assert p.handle(mid(3), stamp(new_manual_flush(V, 1, 25), 30)) == [SyncDeletes(V, "manual flush")]
-    p.handle(mid(4), stamp(new_delete(V, 1, pa.array([7], pa.int64())), 40))
+    manual = ManualFlush(vchannel=V, collection_id=1, flush_ts=25).encode()
+    assert p.handle(mid(3), stamp(manual, 30)) == [SyncDeletes(V, "manual flush")]
+    p.handle(mid(4), stamp(Delete.of(vchannel=V, collection_id=1, pks=pa.array([7], pa.int64())).encode(), 40))
     batch = p.take_deletes()
     assert batch is not None and batch.pks.to_pylist() == [5, 6, 7] and batch.ts.tolist() == [10, 10, 40]
-    p.handle(mid(5), stamp(new_delete(V, 1, pa.array([8], pa.int64())), 50))  # arrives during the sync
+    late = Delete.of(vchannel=V, collection_id=1, pks=pa.array([8], pa.int64())).encode()
+    p.handle(mid(5), stamp(late, 50))  # arrives during the sync
     p.deletes_synced(batch)
     assert p.deletes.rows == 1
     # Resuming from the synced batch's last delete re-reads the one that arrived later.
@@ -131,7 +125,7 @@ def test_drop_collection_discards_everything() -> None:
     p = pipeline()
     p.handle(mid(1), create_segment(7, 10))
     p.handle(mid(2), insert(7, [1], 20))
-    p.handle(mid(3), stamp(new_drop_collection(V, 1), 30))
+    p.handle(mid(3), stamp(DropCollection(vchannel=V, collection_id=1).encode(), 30))
     assert p.dropped and not p.segments and p.take_segment_batch(7) is None
     assert p.handle(mid(4), insert(7, [2], 40)) == []
 
@@ -146,7 +140,7 @@ def test_a_schema_change_fills_the_added_field_in_buffered_and_stale_rows() -> N
     p.handle(mid(1), create_segment(7, 10))
     p.handle(mid(2), insert(7, [1], 20))
     p.handle(mid(3), flush(7, 30))  # the WAL seals before a SchemaChange
-    change = stamp(new_schema_change(V, 1, newer.to_json()), 40)
+    change = stamp(SchemaChange(vchannel=V, collection_id=1, schema=newer).encode(), 40)
     assert p.handle(mid(4), change) == [] and p.schema == newer
     p.handle(mid(5), create_segment(8, 50))
     p.handle(mid(6), insert(8, [2], 60))  # a stale proxy's insert: no "tag" column
@@ -154,5 +148,5 @@ def test_a_schema_change_fills_the_added_field_in_buffered_and_stale_rows() -> N
         batch = p.take_segment_batch(sid)
         assert batch is not None and batch.table.schema == newer.arrow_schema()
         assert batch.table.column("tag").to_pylist() == ["none"]
-    p.handle(mid(7), stamp(new_schema_change(V, 1, SCHEMA.to_json()), 70))
+    p.handle(mid(7), stamp(SchemaChange(vchannel=V, collection_id=1, schema=SCHEMA).encode(), 70))
     assert p.schema == newer

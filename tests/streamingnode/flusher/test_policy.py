@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from common.message import new_delete
+from common.message import Delete
 from streamingnode.flusher.pipeline import SyncDeletes, SyncSegment
 from streamingnode.flusher.policy import SyncOptions, due_syncs
 from tests.streamingnode.flusher.test_pipeline import create_segment, insert, mid, pipeline, stamp
@@ -52,7 +52,9 @@ def test_memory_pressure_syncs_the_largest_buffers_until_under_half() -> None:
 def test_deletes_sync_when_full_or_stale() -> None:
     clock = [0.0]
     p = pipeline(clock=lambda: clock[0])
-    p.handle(mid(1), stamp(new_delete(p.vchannel, 1, pa.array([1, 2], pa.int64())), 10))
+    p.handle(
+        mid(1), stamp(Delete.of(vchannel=p.vchannel, collection_id=1, pks=pa.array([1, 2], pa.int64())).encode(), 10)
+    )
     opts = SyncOptions(delete_stale_seconds=5)
     assert due_syncs([p], opts, 1.0, set()) == []
     assert due_syncs([p], opts, 6.0, set()) == [SyncDeletes(p.vchannel, "stale")]

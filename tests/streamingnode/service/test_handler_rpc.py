@@ -12,7 +12,7 @@ import pytest
 
 from common.errors import ErrorCode
 from common.grpcutil import insecure_channel
-from common.message import new_insert
+from common.message import Insert
 from protos import common_pb2, streaming_pb2, streaming_pb2_grpc
 from streamingnode.walmanager.manager import WALManager
 from tests.streamingnode.served import served_wal
@@ -38,7 +38,8 @@ async def node(tmp_path: Path) -> AsyncIterator[Node]:
 
 
 def _insert(vchannel: str, i: int) -> common_pb2.Message:
-    return new_insert(vchannel, 1, 2, pa.table({"id": pa.array([i], pa.int64())}))
+    table = pa.table({"id": pa.array([i], pa.int64())})
+    return Insert.of(vchannel=vchannel, collection_id=1, partition_id=2, table=table).encode()
 
 
 async def _produce(node: Node, requests: list[streaming_pb2.ProduceRequest]) -> list[streaming_pb2.ProduceResponse]:

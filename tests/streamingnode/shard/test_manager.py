@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from common.errors import CODE_TABLE, CollectionNotFound, ErrorCode, InvalidArgument
+from common.message import ManualFlush
 from protos.common_pb2 import MessageType
 from streamingnode.shard import InsertPlan, SealInstruction, SealPolicy, SealReason, SegmentState, ShardManager
 from tests.streamingnode.shard.writer import LogWriter, replay
@@ -77,7 +78,7 @@ def test_row_cap_protocol_appends_flush_then_create_then_insert(w: LogWriter) ->
     s2 = w.insert("v0", C, P, 3, 1)
     assert s2 != s1
     assert kinds(w, start) == [MessageType.FLUSH, MessageType.CREATE_SEGMENT, MessageType.INSERT]
-    assert w.log[start].header["segment_id"] == s1
+    assert w.log[start].message.segment_id == s1
     assert w.manager.segment(s1) is None  # flushed: forgotten
     assert [s.segment_id for s in w.manager.snapshot().segments if s.collection_id == C] == [s2]
     assert_replays(w)
@@ -108,7 +109,7 @@ def test_oversized_insert_goes_whole_into_one_fresh_segment(w: LogWriter) -> Non
     assert seg is not None and seg.rows == 25
     start = len(w.log)
     s2 = w.insert("v0", C, P, 1, 1)  # the next insert seals the oversized segment
-    assert s2 != s1 and w.log[start].header["segment_id"] == s1
+    assert s2 != s1 and w.log[start].message.segment_id == s1
     s3 = w.insert("v0", C, P, 30, 1)  # non-empty open segment: sealed, the insert goes to a fresh one
     seg3 = w.manager.segment(s3)
     assert s3 != s2 and seg3 is not None and seg3.rows == 30
@@ -227,7 +228,7 @@ def test_manual_flush_seals_the_collection_and_later_inserts_use_new_segments(w:
     seals = w.manual_flush(C, "v0", flush_ts=777)
     assert seals == [seal(a, SealReason.MANUAL_FLUSH), seal(b, SealReason.MANUAL_FLUSH, partition=Q)]
     assert kinds(w, start) == [MessageType.FLUSH, MessageType.FLUSH, MessageType.MANUAL_FLUSH]
-    assert w.log[-1].header == {"collection_id": C, "flush_ts": 777, "segment_ids": [a, b]}
+    assert w.log[-1].message == ManualFlush(vchannel="v0", collection_id=C, flush_ts=777, segment_ids=(a, b))
     assert w.insert("v0", C, P, 1, 1) not in (a, b)
     assert w.insert("v1", C, P, 1, 1) == c  # another vchannel's ManualFlush seals that one
     assert w.insert("v0", D, P, 1, 1) == other
@@ -267,7 +268,7 @@ def test_insert_into_an_expired_segment_rolls_over_without_waiting_for_tick(w: L
     w.now_ms += 300
     start = len(w.log)
     assert w.insert("v0", C, P, 1, 1) != s1
-    assert w.log[start].type == MessageType.FLUSH and w.log[start].header["segment_id"] == s1
+    assert w.log[start].type == MessageType.FLUSH and w.log[start].message.segment_id == s1
     assert_replays(w)
 
 

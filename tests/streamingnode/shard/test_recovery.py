@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from common.message import CreateSegment, DropCollection, Flush, Insert, ManualFlush, TimeTick
 from protos.common_pb2 import MessageType
 from streamingnode.shard import SealPolicy, SealReason, SegmentState, ShardManager
-from tests.streamingnode.shard.writer import Entry, LogWriter, replay
+from tests.streamingnode.shard.writer import LogWriter, created, entry, old_entry, replay
 
 POLICY = SealPolicy(max_rows=10, max_bytes=100, max_lifetime_ms=1_000, max_idle_ms=300)
 C, P = 1, 10
@@ -57,12 +58,12 @@ def test_seals_whose_flush_is_missing_from_the_log_are_pending_after_replay() ->
     # A log whose DropCollection/ManualFlush were not preceded by Flush messages
     # (e.g. a crash between the decision and the Flush): the seals are owed again.
     log = [
-        Entry(MessageType.CREATE_COLLECTION, "v0", {"collection_id": C}, 1),
-        Entry(MessageType.CREATE_COLLECTION, "v0", {"collection_id": 2}, 1),
-        Entry(MessageType.CREATE_SEGMENT, "v0", {"collection_id": C, "partition_id": P, "segment_id": 7}, 2),
-        Entry(MessageType.CREATE_SEGMENT, "v0", {"collection_id": 2, "partition_id": P, "segment_id": 8}, 2),
-        Entry(MessageType.DROP_COLLECTION, "v0", {"collection_id": C}, 3),
-        Entry(MessageType.MANUAL_FLUSH, "v0", {"collection_id": 2, "flush_ts": 4, "segment_ids": [8]}, 4),
+        entry(created(C, "v0"), 1),
+        entry(created(2, "v0"), 1),
+        entry(CreateSegment(vchannel="v0", collection_id=C, partition_id=P, segment_id=7), 2),
+        entry(CreateSegment(vchannel="v0", collection_id=2, partition_id=P, segment_id=8), 2),
+        entry(DropCollection(vchannel="v0", collection_id=C), 3),
+        entry(ManualFlush(vchannel="v0", collection_id=2, flush_ts=4, segment_ids=(8,)), 4),
     ]
     m = replay(POLICY, log)
     assert [(s.segment_id, s.reason) for s in m.pending_seals()] == [
@@ -75,16 +76,16 @@ def test_seals_whose_flush_is_missing_from_the_log_are_pending_after_replay() ->
 def test_observe_ignores_what_it_cannot_place() -> None:
     log = [
         # An Insert written before segment assignment existed (no segment_id).
-        Entry(MessageType.CREATE_COLLECTION, "v0", {"collection_id": C}, 1),
-        Entry(MessageType.INSERT, "v0", {"collection_id": C, "partition_id": P, "rows": 3}, 2),
+        entry(created(C, "v0"), 1),
+        old_entry(MessageType.INSERT, "v0", {"collection_id": C, "partition_id": P, "rows": 3}, 2),
         # Messages about a collection or segment this pchannel does not know.
-        Entry(MessageType.CREATE_SEGMENT, "v0", {"collection_id": 9, "partition_id": P, "segment_id": 5}, 3),
-        Entry(MessageType.INSERT, "v0", {"collection_id": C, "segment_id": 5, "rows": 1, "bytes": 1}, 3),
-        Entry(MessageType.FLUSH, "v0", {"collection_id": 9, "partition_id": P, "segment_id": 5}, 3),
-        Entry(MessageType.MANUAL_FLUSH, "v3", {"collection_id": C, "flush_ts": 3}, 3),
-        Entry(MessageType.DROP_COLLECTION, "v0", {"collection_id": 9}, 3),
-        Entry(MessageType.TIME_TICK, "", {}, 4),
-        Entry(MessageType.DELETE, "v0", {"collection_id": C, "rows": 1}, 4),
+        entry(CreateSegment(vchannel="v0", collection_id=9, partition_id=P, segment_id=5), 3),
+        entry(Insert(vchannel="v0", collection_id=C, partition_id=P, rows=1, ipc=b"", segment_id=5, nbytes=1), 3),
+        entry(Flush(vchannel="v0", collection_id=9, partition_id=P, segment_id=5), 3),
+        old_entry(MessageType.MANUAL_FLUSH, "v3", {"collection_id": C, "flush_ts": 3}, 3),
+        entry(DropCollection(vchannel="v0", collection_id=9), 3),
+        entry(TimeTick(timetick=4), 4),
+        old_entry(MessageType.DELETE, "v0", {"collection_id": C, "rows": 1}, 4),
     ]
     snap = replay(POLICY, log).snapshot()
     assert snap.segments == ()

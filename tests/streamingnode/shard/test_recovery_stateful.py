@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from common.errors import CollectionNotFound, InvalidArgument
-from protos.common_pb2 import MessageType
+from common.message import CreateSegment, Flush, Insert
 from streamingnode.shard import SealPolicy, SealReason, SegmentState
 from streamingnode.shard.codec import snapshot_from_dict, snapshot_to_dict
 from tests.streamingnode.shard.writer import LogWriter, replay
@@ -152,20 +152,22 @@ class ShardMachine(RuleBasedStateMachine):
         rows: dict[int, int] = defaultdict(int)
         nbytes: dict[int, int] = defaultdict(int)
         for e in self.w.log:
-            sid = int(e.header.get("segment_id", 0))
-            if e.type == MessageType.CREATE_SEGMENT:
-                assert sid not in created
-                created.add(sid)
-            elif e.type == MessageType.FLUSH:
-                assert sid in created and sid not in flushed
-                flushed.add(sid)
-            elif e.type == MessageType.INSERT:
-                assert sid in created and sid not in flushed
-                if rows[sid] > 0:  # only the first insert of a segment may pass a cap
-                    assert rows[sid] + e.header["rows"] <= POLICY.max_rows
-                    assert nbytes[sid] + e.header["bytes"] <= POLICY.max_bytes
-                rows[sid] += e.header["rows"]
-                nbytes[sid] += e.header["bytes"]
+            match e.message:
+                case CreateSegment(segment_id=sid):
+                    assert sid not in created
+                    created.add(sid)
+                case Flush(segment_id=sid):
+                    assert sid in created and sid not in flushed
+                    flushed.add(sid)
+                case Insert(segment_id=int(sid), rows=n, nbytes=size):
+                    assert sid in created and sid not in flushed
+                    if rows[sid] > 0:  # only the first insert of a segment may pass a cap
+                        assert rows[sid] + n <= POLICY.max_rows
+                        assert nbytes[sid] + size <= POLICY.max_bytes
+                    rows[sid] += n
+                    nbytes[sid] += size
+                case Insert():
+                    raise AssertionError("an insert without a segment")
         for seg in self.w.manager.snapshot().segments:
             assert (seg.rows, seg.bytes) == (rows[seg.segment_id], nbytes[seg.segment_id])
 

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from common.errors import PositionTruncated
-from common.message import new_create_collection, new_insert
+from common.message import Insert
 from common.tsoutil import compose
 from protos.common_pb2 import Message, MessageType
 from streamingnode.wal.holds import ReadHolds
@@ -19,6 +19,7 @@ from streamingnode.wal.wal import WAL
 from streamingnode.walimpls.registry import build_opener
 from streamingnode.walimpls.wal import DeliverPolicy, MessageID
 from tests.streamingnode.fakes import CountingAllocator
+from tests.streamingnode.wal.collection import create_collection
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -52,7 +53,12 @@ def test_the_bound_is_the_lowest_live_hold_and_idle_holds_are_abandoned() -> Non
 
 
 def _insert(first: int) -> Message:
-    return new_insert("v0", 7, 8, pa.table({"id": pa.array(range(first, first + 10), pa.int64())}))
+    return Insert.of(
+        vchannel="v0",
+        collection_id=7,
+        partition_id=8,
+        table=pa.table({"id": pa.array(range(first, first + 10), pa.int64())}),
+    ).encode()
 
 
 async def _wal(tmp_path: Path, clock: Clock, *, hold_seconds: float = 600.0) -> WAL:
@@ -79,7 +85,7 @@ async def _saved(wal: WAL) -> MessageID:
 
 async def test_truncation_keeps_what_an_open_reader_still_needs(tmp_path: Path) -> None:
     wal = await _wal(tmp_path, Clock())
-    await wal.append([new_create_collection("v0", 7, "{}")])
+    await wal.append([create_collection("v0", 7)])
     ids = [(await wal.append([_insert(i * 10)]))[0].message_id for i in range(10)]
     reader = wal.scanner(DeliverPolicy.start_from(ids[2]), "v0")  # a consumer that is loading: not reading yet
     for i in range(10, 40):
@@ -104,7 +110,7 @@ async def test_truncation_keeps_what_an_open_reader_still_needs(tmp_path: Path) 
 async def test_a_reader_idle_too_long_is_abandoned_and_fails_instead_of_skipping(tmp_path: Path) -> None:
     clock = Clock()
     wal = await _wal(tmp_path, clock, hold_seconds=30)
-    await wal.append([new_create_collection("v0", 7, "{}")])
+    await wal.append([create_collection("v0", 7)])
     ids = [(await wal.append([_insert(i * 10)]))[0].message_id for i in range(40)]
     stream = aiter(wal.scanner(DeliverPolicy.start_from(ids[0]), "v0"))
     await anext(stream)  # it read something, then stopped pulling

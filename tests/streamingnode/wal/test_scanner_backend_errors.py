@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Sequence
 import pytest
 
 from common.errors import StrataError, WALClosed
-from common.message import new_time_tick
+from common.message import TimeTick
 from protos.common_pb2 import Message, MessageType
 from streamingnode.wal.scanner import Backoff, SwitchableScanner
 from streamingnode.walimpls.wal import DeliverPolicy, DeliverPolicyKind, LogEntry, MessageID
@@ -17,7 +17,7 @@ from streamingnode.walimpls.wal import DeliverPolicy, DeliverPolicyKind, LogEntr
 def build_log(batches: int, per_batch: int) -> list[Message]:
     """A log as the WAL writes it: a first tick, then batches each closed by a tick."""
     ts = 100
-    log = [new_time_tick(ts)]
+    log = [TimeTick(timetick=ts).encode()]
     last_tick_id = 1
     for _ in range(batches):
         for _ in range(per_batch):
@@ -25,7 +25,7 @@ def build_log(batches: int, per_batch: int) -> list[Message]:
             log.append(Message(type=MessageType.INSERT, vchannel="v0", timetick=ts,
                                last_confirmed=MessageID(last_tick_id).to_bytes()))
         ts += 1
-        log.append(new_time_tick(ts))
+        log.append(TimeTick(timetick=ts).encode())
         log[-1].last_confirmed = MessageID(last_tick_id).to_bytes()
         last_tick_id = len(log)
     return log

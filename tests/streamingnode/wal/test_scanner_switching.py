@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from common.errors import StrataError
+from common.message import Insert
 from protos.common_pb2 import Message, MessageType
 from streamingnode.wal.scanner import ScanMode
 from streamingnode.wal.wab import BufferOptions
@@ -21,8 +21,8 @@ from tests.streamingnode.fakes import CountingAllocator
 
 
 def insert(vchannel: str, i: int, size: int = 200) -> Message:
-    head = json.dumps({"collection_id": 1, "rows": 1}).encode()
-    return Message(type=MessageType.INSERT, vchannel=vchannel, header=head, body=i.to_bytes(8, "big") + b"x" * size)
+    body = i.to_bytes(8, "big") + b"x" * size  # not Arrow: these readers look at the first 8 bytes only
+    return Insert(vchannel=vchannel, collection_id=1, partition_id=0, rows=1, ipc=body).encode()
 
 
 async def open_wal(tmp_path: Path, **kwargs: object) -> tuple[WAL, WALOpener]:

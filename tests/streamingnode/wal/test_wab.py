@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from common.errors import InvalidArgument, StrataError
-from common.message import new_time_tick
+from common.message import TimeTick
 from protos.common_pb2 import Message, MessageType
 from streamingnode.wal.wab import BufferOptions, Entry, Evicted, WriteAheadBuffer, WriteAheadBufferReader
 from streamingnode.walimpls.wal import MessageID
@@ -41,7 +41,7 @@ class Log:
             entries.append((MessageID(self.next_id), msg))
             self.next_id += 1
             self.next_ts += 1
-        tick = (MessageID(self.next_id), new_time_tick(self.next_ts))
+        tick = (MessageID(self.next_id), TimeTick(timetick=self.next_ts).encode())
         self.last_persisted = tick[0]
         self.next_id += 1
         self.next_ts += 1
@@ -49,7 +49,7 @@ class Log:
         return [*entries, tick]
 
     def volatile(self) -> Entry:
-        tick = new_time_tick(self.next_ts)
+        tick = TimeTick(timetick=self.next_ts).encode()
         self.next_ts += 1
         self.buffer.append_volatile_tick(tick, self.last_persisted)
         return (self.last_persisted, tick)
@@ -119,10 +119,10 @@ def test_timeticks_must_grow() -> None:
     buf, log = make()
     log.batch(2)
     with pytest.raises(StrataError, match="backwards"):
-        buf.append_volatile_tick(new_time_tick(START_TS + 1), MessageID(3))
+        buf.append_volatile_tick(TimeTick(timetick=START_TS + 1).encode(), MessageID(3))
     late = Message(type=MessageType.INSERT, timetick=START_TS + 1)
     with pytest.raises(StrataError, match="out of order"):
-        buf.append_batch([(MessageID(9), late)], (MessageID(10), new_time_tick(START_TS + 50)))
+        buf.append_batch([(MessageID(9), late)], (MessageID(10), TimeTick(timetick=START_TS + 50).encode()))
     with pytest.raises(StrataError, match="TimeTick"):
         buf.append_batch([], (MessageID(10), late))
     with pytest.raises(InvalidArgument):

@@ -11,7 +11,7 @@ import pytest
 
 from common import failpoints
 from common.errors import DiskQuotaExhausted
-from common.message import body_table, new_insert
+from common.message import Insert, decode
 from protos.common_pb2 import Message, MessageType
 from streamingnode.wal.wal import WAL
 from streamingnode.walimpls.registry import build_opener
@@ -47,11 +47,13 @@ async def wal(tmp_path: Path, tso: CountingAllocator) -> AsyncIterator[WAL]:
 
 
 def _insert(i: int) -> Message:
-    return new_insert("v0", 1, 2, pa.table({"id": pa.array([i], pa.int64())}))
+    return Insert.of(
+        vchannel="v0", collection_id=1, partition_id=2, table=pa.table({"id": pa.array([i], pa.int64())})
+    ).encode()
 
 
 def _row_id(msg: Message) -> int:
-    return int(body_table(msg).column("id")[0].as_py())
+    return int(decode(msg).table().column("id")[0].as_py())
 
 
 async def _tick_above(seen: list[tuple[MessageID, Message]], timetick: int, timeout: float) -> bool:

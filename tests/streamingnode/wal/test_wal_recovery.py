@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from common.errors import ChannelFenced, PositionTruncated
-from common.message import new_create_collection, new_insert
+from common.message import Insert, TypedMessage
 from common.tsoutil import compose
 from protos.common_pb2 import Message, MessageType
 from streamingnode.shard import SealPolicy, ShardManager
@@ -20,6 +20,7 @@ from streamingnode.wal.wal import WAL
 from streamingnode.walimpls.registry import build_opener
 from streamingnode.walimpls.wal import DeliverPolicy, MessageID
 from tests.streamingnode.fakes import CountingAllocator
+from tests.streamingnode.wal.collection import create_collection
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -45,8 +46,8 @@ class Harness:
         seen = self.replayed
         original = wal._observe
 
-        def counting(msg: Message) -> None:
-            seen.append(msg.type)
+        def counting(msg: TypedMessage) -> None:
+            seen.append(msg.TYPE)
             original(msg)
 
         wal._observe = counting  # type: ignore[method-assign]
@@ -55,7 +56,8 @@ class Harness:
 
 
 def _insert(first: int, rows: int = 10) -> Message:
-    return new_insert("v0", 7, 8, pa.table({"id": pa.array(range(first, first + rows), pa.int64())}))
+    table = pa.table({"id": pa.array(range(first, first + rows), pa.int64())})
+    return Insert.of(vchannel="v0", collection_id=7, partition_id=8, table=table).encode()
 
 
 async def _until_saved(wal: WAL) -> None:
@@ -67,7 +69,7 @@ async def _until_saved(wal: WAL) -> None:
 async def test_a_reopened_wal_restores_the_snapshot_and_replays_only_what_follows(tmp_path: Path) -> None:
     h = Harness(tmp_path)
     wal = await h.open(1)
-    await wal.append([new_create_collection("v0", 7, "{}")])
+    await wal.append([create_collection("v0", 7)])
     for i in range(20):
         await wal.append([_insert(i * 10)])
     await _until_saved(wal)
@@ -87,7 +89,7 @@ async def test_a_reopened_wal_restores_the_snapshot_and_replays_only_what_follow
 async def test_truncation_stops_at_the_saved_snapshot_and_old_starts_are_refused(tmp_path: Path) -> None:
     h = Harness(tmp_path)
     wal = await h.open(1, segment_bytes=2048)
-    await wal.append([new_create_collection("v0", 7, "{}")])
+    await wal.append([create_collection("v0", 7)])
     ids = [(await wal.append([_insert(i * 10)]))[0].message_id for i in range(40)]
     await _until_saved(wal)
     saved = MessageID.from_bytes(wal.saved_position.message_id)  # type: ignore[union-attr]
@@ -111,7 +113,7 @@ async def test_truncation_stops_at_the_saved_snapshot_and_old_starts_are_refused
 async def test_a_newer_owner_fences_the_older_owners_snapshots(tmp_path: Path) -> None:
     h = Harness(tmp_path)
     old = await h.open(1)
-    await old.append([new_create_collection("v0", 7, "{}")])
+    await old.append([create_collection("v0", 7)])
     handle = h.store.handle("p0")
     assert (await handle.load()) is not None
     new_owner_snapshot = (await handle.load())

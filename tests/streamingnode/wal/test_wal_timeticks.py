@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from common.message import body_table, new_insert, new_time_tick
+from common.message import Insert, TimeTick, decode
 from protos.common_pb2 import Message, MessageType
 from streamingnode.wal.wal import WAL
 from streamingnode.walimpls.registry import build_opener
@@ -31,7 +31,8 @@ async def wal(tmp_path: Path) -> AsyncIterator[WAL]:
 
 
 def _insert(v: str, i: int) -> Message:
-    return new_insert(v, 1, 2, pa.table({"id": pa.array([i], pa.int64())}))
+    table = pa.table({"id": pa.array([i], pa.int64())})
+    return Insert.of(vchannel=v, collection_id=1, partition_id=2, table=table).encode()
 
 
 async def _collect(wal: WAL, n: int, *, vchannel: str = "", policy: DeliverPolicy | None = None) -> list[tuple[MessageID, Message]]:
@@ -101,7 +102,7 @@ async def test_resume_after_a_volatile_tick_misses_nothing(wal: WAL) -> None:
 
 
 def test_first_tick_is_a_time_tick() -> None:
-    assert new_time_tick(7).type == MessageType.TIME_TICK
+    assert TimeTick(timetick=7).encode().type == MessageType.TIME_TICK
 
 
 async def test_transaction_shares_one_timetick_and_is_delivered_whole(wal: WAL) -> None:
@@ -126,7 +127,7 @@ async def test_transaction_shares_one_timetick_and_is_delivered_whole(wal: WAL) 
 
 
 def _row_id(m: Message) -> int:
-    return int(body_table(m).column("id")[0].as_py())
+    return int(decode(m).table().column("id")[0].as_py())
 
 
 async def test_an_appender_resumes_before_a_tailing_reader_sees_its_batch(wal: WAL) -> None:

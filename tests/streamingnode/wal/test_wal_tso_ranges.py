@@ -14,13 +14,14 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from common.message import new_create_collection, new_insert, new_manual_flush
+from common.message import Insert, ManualFlush
 from protos.common_pb2 import Message, MessageType
 from streamingnode.wal.timestamps import BatchedTimestamps
 from streamingnode.wal.wal import WAL
 from streamingnode.walimpls.registry import build_opener
 from streamingnode.walimpls.wal import DeliverPolicy, WALOpener
 from tests.streamingnode.fakes import CountingAllocator
+from tests.streamingnode.wal.collection import create_collection
 
 
 class World:
@@ -45,7 +46,9 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
 
 
 def _insert(i: int) -> Message:
-    return new_insert("v0", 1, 2, pa.table({"id": pa.array([i], pa.int64())}))
+    return Insert.of(
+        vchannel="v0", collection_id=1, partition_id=2, table=pa.table({"id": pa.array([i], pa.int64())})
+    ).encode()
 
 
 async def test_inserts_share_one_range(world: World) -> None:
@@ -77,7 +80,11 @@ async def test_a_coordinator_message_and_everything_after_it_are_above_its_times
     try:
         await wal.append([_insert(0)])
         issued = await world.tso.allocate(1)  # e.g. the flush_ts the coordinator puts in its ManualFlush
-        msg = new_manual_flush("v0", 1, issued) if kind == "manual_flush" else new_create_collection("v0", 7, "{}")
+        msg = (
+            ManualFlush(vchannel="v0", collection_id=1, flush_ts=issued).encode()
+            if kind == "manual_flush"
+            else create_collection("v0", 7)
+        )
         (control,) = await wal.append([msg])
         (after,) = await wal.append([_insert(1)])
         assert issued < control.timetick < after.timetick

@@ -97,6 +97,19 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 {{- end -}}
 
+{{/* The Secret holding root's first password (key rootPassword), or "" for Milvus's default. */}}
+{{- define "strata.rootPasswordSecret" -}}
+{{- if .Values.security.existingSecret -}}
+{{- .Values.security.existingSecret -}}
+{{- else if .Values.security.rootPassword -}}
+{{- printf "%s-security" (include "strata.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Where the coordinators find root's first password, and the proxies their certificates. */}}
+{{- define "strata.rootPasswordFile" -}}/etc/strata-secrets/root/rootPassword{{- end -}}
+{{- define "strata.tlsDir" -}}/etc/strata-secrets/tls{{- end -}}
+
 {{/* The Spark master URL the jobs are submitted to, or "" without Spark. */}}
 {{- define "strata.sparkMasterUrl" -}}
 {{- if .Values.spark.external.enabled -}}
@@ -201,20 +214,22 @@ spec:
             - name: grpc
               containerPort: {{ $values.port | int }}
               protocol: TCP
+          {{- /* Kubernetes' gRPC probes speak plaintext: a TLS proxy is probed with a TCP connect. */}}
+          {{- $probe := dict "grpc" (dict "port" ($values.port | int)) }}
+          {{- if and (eq $role "proxy") (gt ($root.Values.security.tlsMode | int) 0) }}
+          {{- $probe = dict "tcpSocket" (dict "port" ($values.port | int)) }}
+          {{- end }}
           startupProbe:
-            grpc:
-              port: {{ $values.port | int }}
+            {{- toYaml $probe | nindent 12 }}
             periodSeconds: {{ $root.Values.probes.startup.periodSeconds | int }}
             failureThreshold: {{ $root.Values.probes.startup.failureThreshold | int }}
           livenessProbe:
-            grpc:
-              port: {{ $values.port | int }}
+            {{- toYaml $probe | nindent 12 }}
             periodSeconds: {{ $root.Values.probes.liveness.periodSeconds | int }}
             timeoutSeconds: {{ $root.Values.probes.liveness.timeoutSeconds | int }}
             failureThreshold: {{ $root.Values.probes.liveness.failureThreshold | int }}
           readinessProbe:
-            grpc:
-              port: {{ $values.port | int }}
+            {{- toYaml $probe | nindent 12 }}
             periodSeconds: {{ $root.Values.probes.readiness.periodSeconds | int }}
             timeoutSeconds: {{ $root.Values.probes.readiness.timeoutSeconds | int }}
             failureThreshold: {{ $root.Values.probes.readiness.failureThreshold | int }}
@@ -232,6 +247,16 @@ spec:
             - name: wal
               mountPath: {{ $root.Values.wal.local.path }}
             {{- end }}
+            {{- if and (eq $role "coordinator") (include "strata.rootPasswordSecret" $root) }}
+            - name: root-password
+              mountPath: {{ include "strata.rootPasswordFile" $root | dir }}
+              readOnly: true
+            {{- end }}
+            {{- if and (eq $role "proxy") (gt ($root.Values.security.tlsMode | int) 0) }}
+            - name: tls
+              mountPath: {{ include "strata.tlsDir" $root }}
+              readOnly: true
+            {{- end }}
       volumes:
         - name: config
           configMap:
@@ -243,6 +268,21 @@ spec:
         - name: wal
           persistentVolumeClaim:
             claimName: {{ default (printf "%s-wal" $full) $root.Values.wal.local.existingClaim }}
+        {{- end }}
+        {{- with and (eq $role "coordinator") (include "strata.rootPasswordSecret" $root) }}
+        - name: root-password
+          secret:
+            secretName: {{ . }}
+            defaultMode: 0440  # read by the pod's fsGroup (podSecurityContext)
+            items:
+              - key: rootPassword
+                path: rootPassword
+        {{- end }}
+        {{- if and (eq $role "proxy") (gt ($root.Values.security.tlsMode | int) 0) }}
+        - name: tls
+          secret:
+            secretName: {{ required "security.tlsSecret is required with security.tlsMode 1 or 2" $root.Values.security.tlsSecret }}
+            defaultMode: 0440  # read by the pod's fsGroup (podSecurityContext)
         {{- end }}
       {{- with $values.nodeSelector }}
       nodeSelector:

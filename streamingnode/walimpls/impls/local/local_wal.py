@@ -38,6 +38,7 @@ import structlog
 
 from common.errors import ChannelFenced, StrataError, WALClosed, disk_error
 from common.failpoints import failpoint
+from common.tasks import BackgroundTasks
 from streamingnode.walimpls.payloads import checked_payloads
 
 from ...wal import DeliverPolicy, DeliverPolicyKind, MessageID
@@ -94,16 +95,14 @@ class LocalWAL:
         self._waiters: set[asyncio.Future[None]] = set()
         self._scanners: weakref.WeakSet[LocalScanner] = weakref.WeakSet()
         self._writer_task: asyncio.Task[None] | None = None
-        self._close_task: asyncio.Task[None] | None = None
         self.commit_count = 0
         self._log = structlog.get_logger().bind(component="wal-local", pchannel=channel, term=term)
+        self._tasks = BackgroundTasks("wal-local", pchannel=channel, term=term)  # the writer, the close
 
     def start(self) -> None:
         """Start the writer task (owned here, awaited by :meth:`close`)."""
         assert self._writer_task is None
-        self._writer_task = asyncio.get_running_loop().create_task(
-            self._run_writer(), name=f"wal-local-writer-{self.channel}"
-        )
+        self._writer_task = self._tasks.start(self._run_writer(), name=f"wal-local-writer-{self.channel}")
 
     # -- WALImpl -----------------------------------------------------------
 
@@ -172,15 +171,12 @@ class LocalWAL:
 
     async def close(self) -> None:
         """See :meth:`WALImpl.close`. Every caller waits for the same close."""
-        if self._close_task is None:
+        if self._state is _State.OPEN:
             self._state = _State.CLOSING
             self._wakeup.set()
-            self._close_task = asyncio.get_running_loop().create_task(
-                self._close(), name=f"wal-local-close-{self.channel}"
-            )
         # Shielded: a caller that gives up must not leave the lock held and
         # the writer half-stopped; the close task finishes on its own.
-        await asyncio.shield(self._close_task)
+        await asyncio.shield(self._tasks.once(f"wal-local-close-{self.channel}", self._close))
 
     # -- for scanners and tests ---------------------------------------------
 

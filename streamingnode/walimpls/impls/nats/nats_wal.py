@@ -39,6 +39,7 @@ from nats.js.errors import NotFoundError
 from nats.js.manager import JetStreamManager
 
 from common.errors import ChannelFenced, ErrorCode, StrataError, WALClosed
+from common.tasks import BackgroundTasks
 from streamingnode.walimpls.payloads import checked_payloads
 
 from ...wal import DeliverPolicy, DeliverPolicyKind, MessageID
@@ -116,18 +117,16 @@ class NatsWAL:
         self._scanners: weakref.WeakSet[NatsScanner] = weakref.WeakSet()
         self._scanner_ids = itertools.count()
         self._writer_task: asyncio.Task[None] | None = None
-        self._close_task: asyncio.Task[None] | None = None
         self.commit_count = 0  # frames stored
         self.reconciled_count = 0  # frames a retry found stored by an attempt whose ack was lost
         self._log = structlog.get_logger().bind(component="wal-nats", pchannel=channel, term=term)
+        self._tasks = BackgroundTasks("wal-nats", pchannel=channel, term=term)  # the writer, the close
 
     async def start(self) -> None:
         """Subscribe the publisher's reply inbox and start the writer task (awaited by :meth:`close`)."""
         assert self._writer_task is None
         await self._publisher.start()
-        self._writer_task = asyncio.get_running_loop().create_task(
-            self._run_writer(), name=f"wal-nats-writer-{self.channel}"
-        )
+        self._writer_task = self._tasks.start(self._run_writer(), name=f"wal-nats-writer-{self.channel}")
 
     # -- WALImpl -----------------------------------------------------------
 
@@ -210,15 +209,12 @@ class NatsWAL:
 
     async def close(self) -> None:
         """See :meth:`WALImpl.close`. Every caller waits for the same close."""
-        if self._close_task is None:
+        if self._state is _State.OPEN:
             self._state = _State.CLOSING
             self._wakeup.set()
-            self._close_task = asyncio.get_running_loop().create_task(
-                self._close(), name=f"wal-nats-close-{self.channel}"
-            )
         # Shielded: a caller that gives up must not leave the writer half-stopped
         # and the owner probe answering; the close task finishes on its own.
-        await asyncio.shield(self._close_task)
+        await asyncio.shield(self._tasks.once(f"wal-nats-close-{self.channel}", self._close))
 
     @property
     def is_closed(self) -> bool:

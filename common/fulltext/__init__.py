@@ -1,0 +1,1 @@
+"""Full-text search: analyzers, BM25 functions, text match (see README.md)."""
