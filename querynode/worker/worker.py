@@ -11,7 +11,9 @@ builds one for the coordinator (``coordinator/data/index_builds.py``) whether
 the segment is loaded or not, in the same slot. ``cut`` applies forwarded deletes and supersedes. Reads compute the
 filter bitset vectorised and search or query each named segment at the
 delegator's read timestamp (inline when small, else in a worker thread: ``querynode.offload``),
-and merge this worker's hits. An unfiltered batch of queries alone on the node walks each
+and merge this worker's hits (``segcore/segments/reduce.py``). A read comes as the proxy's
+``ReadPlan`` (``common/readplan.py``), its filter bound once by the proxy, with the delegator's read
+timestamp beside it. An unfiltered batch of queries alone on the node walks each
 graph on every core the other reads leave free (``CoreShare``).
 
 One readers-writer lock per collection: reads of its segments run side by side, but never
@@ -28,17 +30,14 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import structlog
 
 from common.errors import SegmentNotFound
-from common.expr import Expr
-from common.expr.asyncparse import filter_size, parse_filter_async
-from common.schema import TIMESTAMP_COLUMN, CollectionSchema
+from common.readplan import ReadPlan
+from common.schema import CollectionSchema
 from common.schema_evolution import is_newer
 from common.segment import SegmentMeta
 from common.storage.objectstore import ObjectStore
@@ -50,18 +49,8 @@ from querynode.worker.rwlock import ReadWriteLock
 from querynode.worker.segment import WorkerSegment
 from segcore.index.base import SearchParams
 from segcore.index.field_specs import FieldIndexSpec
-from segcore.segments.dedupe import newest_per_key
 from segcore.segments.readmask import indexed_rows, read_mask
-from segcore.segments.reduce import merge_topk
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SegmentRead:
-    read_ts: int
-    filter: str
-    filter_params: dict
-    output_fields: tuple[str, ...]
-    expire_before: int = 0  # rows written before it have expired (the collection's TTL; 0: none)
+from segcore.segments.reduce import merge_counts, merge_rows, merge_topk
 
 
 #: A query whose filter an index answers with at most this many rows in all is answered on the event loop.
@@ -242,38 +231,31 @@ class Worker:
             out.append(seg)
         return out
 
-    @staticmethod
-    async def _filter(schema: CollectionSchema | None, read: SegmentRead) -> Expr | None:
-        """The read's filter, parsed once for all its segments (in a thread when long)."""
-        if schema is None or not read.filter.strip():
-            return None
-        return await parse_filter_async(read.filter, schema, read.filter_params or None)
-
     async def search(
         self,
         collection_id: int,
         segment_ids: Sequence[int],
-        read: SegmentRead,
+        plan: ReadPlan,
         *,
+        read_ts: int,
         field_name: str,
         queries: np.ndarray,
         metric: str,
         topk: int,
         params: SearchParams,
     ) -> pa.Table:
-        schema = self._schemas[collection_id] if segment_ids else None
-        expr = await self._filter(schema, read)
+        expr = plan.expr
         lock = self._locks[collection_id]
         async with lock.read():
             segments = self._held(collection_id, segment_ids)
         if not segments:
             raise SegmentNotFound("no segment to search")
-        assert schema is not None
+        pk = self._schemas[collection_id].primary_field.name
         masks: dict[int, np.ndarray | None] = {}  # by segment: sealed rows do not change, so once per read
 
         def mask(seg: WorkerSegment) -> np.ndarray | None:
             if seg.segment_id not in masks:
-                masks[seg.segment_id] = read_mask(seg.store, expr=expr, expire_before=read.expire_before,
+                masks[seg.segment_id] = read_mask(seg.store, expr=expr, expire_before=plan.expire_before,
                                                   indexes=seg.filter_indexes())
             return masks[seg.segment_id]
 
@@ -284,21 +266,20 @@ class Worker:
                     queries=queries[part],
                     metric=metric,
                     topk=topk,
-                    read_ts=read.read_ts,
+                    read_ts=read_ts,
                     mask=mask(seg),
                     params=params,
-                    output_fields=read.output_fields,
+                    output_fields=plan.output_fields,
                     threads=threads,
                 )
                 for seg in segments
             ]
             if len(parts) == 1:
                 return parts[0]
-            return merge_topk(parts, topk=topk, metric=metric, pk_field=schema.primary_field.name)
+            return merge_topk(parts, topk=topk, metric=metric, pk_field=pk)
 
-        size = filter_size(read.filter, read.filter_params) if expr is not None else 0
         cost = sum(
-            search_cost(seg.num_rows, seg.index_for(field_name, metric), queries, params, filter_size=size)
+            search_cost(seg.num_rows, seg.index_for(field_name, metric), queries, params, filter_size=plan.filter_cost)
             for seg in segments
         )
         # Slice by slice under the collection's read lock: a cut waits for one slice, not the whole search.
@@ -309,17 +290,25 @@ class Worker:
         return concat_slices(tables, slices)
 
     async def query(
-        self, collection_id: int, segment_ids: Sequence[int], read: SegmentRead, *, limit: int | None, count_only: bool
+        self,
+        collection_id: int,
+        segment_ids: Sequence[int],
+        plan: ReadPlan,
+        *,
+        read_ts: int,
+        limit: int | None,
+        count_only: bool,
     ) -> tuple[pa.Table | None, int]:
         schema = self._schemas.get(collection_id)
-        expr = await self._filter(schema, read)
+
+        expr = plan.expr
 
         def mask(seg: WorkerSegment) -> np.ndarray | None:
-            return read_mask(seg.store, expr=expr, expire_before=read.expire_before, indexes=seg.filter_indexes())
+            return read_mask(seg.store, expr=expr, expire_before=plan.expire_before, indexes=seg.filter_indexes())
 
         def rows(seg: WorkerSegment) -> np.ndarray | None:
             """The rows a selective indexed filter matches, when the read has no other condition."""
-            return indexed_rows(seg.filter_indexes(), expr, seg.num_rows) if not read.expire_before else None
+            return indexed_rows(seg.filter_indexes(), expr, seg.num_rows) if not plan.expire_before else None
 
         async with self._locks[collection_id].read():
             segments = self._held(collection_id, segment_ids)
@@ -330,26 +319,19 @@ class Worker:
                 if not segments or schema is None:
                     return None, 0
                 if count_only:
-                    return None, sum(
-                        s.store.count(read_ts=read.read_ts, rows=r) if r is not None
-                        else s.store.count(read_ts=read.read_ts, mask=mask(s))
+                    return None, merge_counts([
+                        s.store.count(read_ts=read_ts, rows=r) if r is not None
+                        else s.store.count(read_ts=read_ts, mask=mask(s))
                         for s, r in zip(segments, listed, strict=True)
-                    )
+                    ])
                 parts = [
-                    s.store.query(read_ts=read.read_ts, rows=r, output_fields=read.output_fields, limit=limit)
+                    s.store.query(read_ts=read_ts, rows=r, output_fields=plan.output_fields, limit=limit)
                     if r is not None
-                    else s.store.query(read_ts=read.read_ts, mask=mask(s), output_fields=read.output_fields, limit=limit)
+                    else s.store.query(read_ts=read_ts, mask=mask(s), output_fields=plan.output_fields, limit=limit)
                     for s, r in zip(segments, listed, strict=True)
                 ]
-                table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
-                if len(parts) > 1:
-                    pk = schema.primary_field.name
-                    if TIMESTAMP_COLUMN in table.column_names:  # a key may live in two partitions' segments
-                        table = newest_per_key(table, pk, limit=limit)
-                    else:
-                        table = table.take(pc.sort_indices(table, sort_keys=[(pk, "ascending")]))
-                        if limit is not None:
-                            table = table.slice(0, limit)
+                # With ``_ts`` asked (the delegator asks it): a key in two partitions' segments keeps its newest row.
+                table = merge_rows(parts, pk_field=schema.primary_field.name, limit=limit)
                 return table, table.num_rows
 
             if all(r is not None for r in listed) and sum(len(r) for r in listed if r is not None) <= INLINE_ROWS:
