@@ -52,7 +52,6 @@ from segcore.index.field_specs import FieldIndexSpec
 from segcore.segments.readmask import indexed_rows, read_mask
 from segcore.segments.reduce import merge_counts, merge_rows, merge_topk
 
-
 #: A query whose filter an index answers with at most this many rows in all is answered on the event loop.
 INLINE_ROWS = 4096
 

@@ -102,7 +102,7 @@ def test_empty_inputs() -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"topk": 0}, {"offset": -1}, {"metric": "BM25"}, {"results": []}],
+    [{"topk": 0}, {"offset": -1}, {"metric": "MANHATTAN"}, {"results": []}],
 )
 def test_invalid_arguments(kwargs) -> None:
     args = {"results": [hits([(0, 1, 1.0)])], "topk": 3, "metric": "L2", "pk_field": "id"} | kwargs
