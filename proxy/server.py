@@ -18,6 +18,8 @@ from proxy.auth.rpcs import Security
 from proxy.auth.state import SecurityStateCache
 from proxy.auth.tls import server_credentials
 from proxy.component import ProxyComponent
+from proxy.http.invoke import Gate
+from proxy.http.server import HttpServer
 from proxy.localnode import LocalQueryNode
 from proxy.metacache import MetaCache
 from proxy.metrics import DISTRIBUTED, STANDALONE, Deployment
@@ -49,6 +51,7 @@ class Proxy:
         self.address = ""
         self._health = Health([MILVUS_SERVICE])
         self.component = ProxyComponent()  # GetComponentStates / CheckHealth report it
+        self._http: HttpServer | None = None
         self._log = structlog.get_logger().bind(component="proxy")
 
     async def start(self) -> None:
@@ -71,7 +74,8 @@ class Proxy:
         self._authenticator = authenticator = Authenticator(self._states)
         service.attach_security(Security(self._coord, self._states, authenticator))
         resolve = collection_resolver(self._cache)
-        interceptors = [AuthInterceptor(authenticator, self._states, resolve)] if security.authorization_enabled else []
+        interceptor = AuthInterceptor(authenticator, self._states, resolve)
+        interceptors = [interceptor] if security.authorization_enabled else []
         # Milvus's deploy modes: the proxy of ``strata standalone`` shares its process with the WAL.
         mode = STANDALONE if self._local_wal is not None else DISTRIBUTED
 
@@ -92,6 +96,12 @@ class Proxy:
                        authorization=security.authorization_enabled)
         self.address = f"{c.common.host}:{port}"
         service.attach_deployment(Deployment(mode=mode, version=SERVER_VERSION, address=self.address))
+        # The RESTful API: the same handlers, checks and gate as the gRPC port (proxy/http/).
+        if c.http.enabled:
+            gate = Gate(authenticator, interceptor) if security.authorization_enabled else None
+            self._http = HttpServer(service, gate, host=c.common.host, port=c.http.port,
+                                    max_body=c.limits.server_max_recv_size)
+            await self._http.start()
         self._session = Session(
             self._store,
             ROLE,
@@ -106,6 +116,8 @@ class Proxy:
         self.component.stopping()
         await self._health.stopping()
         await self._session.stop()
+        if self._http is not None:
+            await self._http.stop()
         await self._server.stop(grace=2)
         await self._cache.stop()
         await self._states.stop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -9,6 +10,10 @@ import pytest
 from common.etcd.process import EtcdProcess
 from tests.harness import Standalone
 from tests.s3server import S3Server, run_s3_server
+
+# Every proxy a test starts serves its RESTful API on a free port, never the fixed default (19531),
+# so parallel workers and clusters do not fight over it; a harness may still name one.
+os.environ.setdefault("STRATA_PROXY_HTTP_PORT", "0")
 
 
 @pytest.fixture(scope="session")
