@@ -35,3 +35,18 @@ def ok(s: Standalone, path: str, body: dict[str, Any], headers: dict[str, str] |
     answer = post(s, path, body, headers)
     assert answer["code"] == 0, answer
     return answer["data"]
+
+
+def wait_loaded(s: Standalone, name: str, db_name: str = "", timeout: float = 60.0) -> None:
+    """Poll collections/get_load_state (as a REST client does) until the collection is loaded."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    body = {"collectionName": name, **({"dbName": db_name} if db_name else {})}
+    while True:
+        data = ok(s, "collections/get_load_state", body)
+        if data["loadState"] == "LoadStateLoaded":
+            assert data["loadProgress"] == 100
+            return
+        assert time.monotonic() < deadline, data
+        time.sleep(0.2)
