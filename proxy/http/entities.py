@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pymilvus import AnnSearchRequest, RRFRanker, WeightedRanker
+from pymilvus import RRFRanker, WeightedRanker
 from pymilvus.client.prepare import Prepare
 from pymilvus.grpc_gen import milvus_pb2, schema_pb2
 
@@ -166,13 +166,7 @@ async def hybrid_search(call: Call, body: Body) -> Any:
     subs = body.required("search")
     if not isinstance(subs, list):
         raise invalid("`search` must be a list")
-    requests = []
-    for raw in subs:
-        sub = Body(raw if isinstance(raw, dict) else {})
-        field, kind = _anns_field(schema, sub.text("annsField"))
-        requests.append(AnnSearchRequest(
-            data=_vectors(kind, field, sub.raw("data")), anns_field=field, param=_search_param(sub),
-            limit=sub.integer("limit", DEFAULT_SEARCH_LIMIT), expr=sub.text("filter") or None))
+    requests = [_search_request(Body(raw if isinstance(raw, dict) else {}), name, schema) for raw in subs]
     request = build(
         Prepare.hybrid_search_request_with_ranker, name, requests, _ranker(body.mapping("rerank")),
         body.integer("limit", DEFAULT_SEARCH_LIMIT), partition_names=body.strings("partitionNames"),

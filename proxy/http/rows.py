@@ -3,6 +3,7 @@ row <-> column code (the same conversions the pymilvus client makes)."""
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import numpy as np
@@ -65,13 +66,16 @@ def build(make: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def jsonable(value: Any) -> Any:
-    """numpy values and bytes as JSON takes them."""
+    """numpy values and bytes as JSON takes them: bytes (a binary vector) in base64, as Go's JSON
+    encodes Milvus's ``[]byte``."""
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], bytes):
+        value = value[0]  # pymilvus gives a row's binary vector as a list of one ``bytes``
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, bytes):
-        return list(value)
+        return base64.b64encode(value).decode()
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, list):
