@@ -31,8 +31,9 @@ def _ids(resp: milvus_pb2.MutationResult) -> list[Any]:
 
 async def insert(call: Call, body: Body) -> Any:
     name = body.name("collectionName")
+    data = body.required("data")
     schema = await _schema(call, name)
-    rows = prepare_rows(schema, body.required("data"))
+    rows = prepare_rows(schema, data)
     request = build(Prepare.row_insert_param, name, rows, body.text("partitionName"), schema["fields"],
                     schema.get("struct_array_fields") or [], enable_dynamic=schema.get("enable_dynamic_field", False),
                     schema_timestamp=schema.get("update_timestamp", 0))
@@ -42,8 +43,9 @@ async def insert(call: Call, body: Body) -> Any:
 
 async def upsert(call: Call, body: Body) -> Any:
     name = body.name("collectionName")
+    data = body.required("data")
     schema = await _schema(call, name)
-    rows = prepare_rows(schema, body.required("data"))
+    rows = prepare_rows(schema, data)
     request = build(Prepare.row_upsert_param, name, rows, body.text("partitionName"), schema["fields"],
                     schema.get("struct_array_fields") or [], enable_dynamic=schema.get("enable_dynamic_field", False),
                     schema_timestamp=schema.get("update_timestamp", 0),
