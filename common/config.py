@@ -103,6 +103,9 @@ class SecurityConfig:
     # common.security.defaultRootPasswordFile (Strata's own): a file holding that password instead
     # (a Kubernetes or Compose secret), read by the coordinator when it starts; wins over the above.
     default_root_password_file: str = ""
+    # common.security.superUsers: comma-separated user names that may set another user's password
+    # without giving the old one (Milvus's meaning: the only check they skip).
+    super_users: str | None = None
     # common.security.tlsMode: 0 off, 1 one-way (server certificate), 2 mutual (client certificate too).
     tls_mode: int = 0
     # tls.serverPemPath, tls.serverKeyPath, tls.caPemPath: PEM files of the proxy's certificate chain,
@@ -119,6 +122,10 @@ class SecurityConfig:
             raise ValueError("tlsMode 1 and 2 need tls.serverPemPath and tls.serverKeyPath")
         if self.tls_mode == 2 and not self.ca_pem_path:
             raise ValueError("tlsMode 2 (mutual TLS) needs tls.caPemPath")
+
+    def super_user_names(self) -> frozenset[str]:
+        """The names in ``super_users``, blanks around and empty names dropped."""
+        return frozenset(n.strip() for n in (self.super_users or "").split(",") if n.strip())
 
     def root_password(self) -> str:
         """root's first password: the file's content (one trailing newline dropped), else the setting.

@@ -232,6 +232,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(section="common", key="security.defaultRootPasswordFile", target=SecurityConfig,
             field="default_root_password_file",
             help="a file holding root's first password (a secret), instead of defaultRootPassword"),
+    Setting(section="common", key="security.superUsers", target=SecurityConfig, field="super_users",
+            help="comma-separated users who may set another user's password without the old one"),
     Setting(section="common", key="security.tlsMode", target=SecurityConfig, field="tls_mode",
             help="TLS of the proxy: 0 off, 1 one-way, 2 mutual", check=check_tls_mode),
     Setting(section="tls", key="serverPemPath", target=SecurityConfig, field="server_pem_path",

@@ -24,6 +24,7 @@ from common.errors import ErrorCode, InvalidArgument, StrataError
 from common.etcd.metastore import MetaStore, Op
 from common.passwords import hash_password
 from common.rbac import catalog
+from common.rbac.backup import RBACBackup, restore_ops
 from common.rbac.catalog import Grant, SecurityState, UserRecord
 from common.rbac.names import check_group_name, check_role_name, check_user_name
 from common.rbac.privileges import (
@@ -207,6 +208,16 @@ class Credentials:
                 await self._store.multi([Op(key=g.key, value=None), Op(key=replace(g, object_name=new).key, value=g.to_json())])
         if moved:
             self._log.info("grants of a renamed collection moved", db=db, old=old, new=new, grants=len(moved))
+
+    # ---- backup --------------------------------------------------------------------------------
+    async def restore(self, backup: RBACBackup) -> None:
+        """Add a ``BackupRBAC`` answer: checked whole first (``restore_ops``), then written in one
+        transaction, or in batches of ``TXN_BATCH_OPS`` keys when it has more (roles and groups first)."""
+        async with self._lock:
+            ops = restore_ops(await self.state(), backup, max_users=MAX_USERS, max_roles=MAX_ROLES)
+            await self._store.multi_batched(ops)
+        self._log.info("rbac restored", roles=len(backup.roles), groups=len(backup.groups),
+                       grants=len(backup.grants), users=len(backup.users))
 
     # ---- privilege groups ----------------------------------------------------------------------
     async def create_group(self, name: str) -> None:

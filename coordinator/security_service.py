@@ -7,6 +7,7 @@ from typing import TypeAlias
 import grpc
 
 from common.grpcutil import ok_status, rpc_method
+from common.rbac.backup import BackedUpUser, RBACBackup
 from coordinator.credentials import Credentials, grant_from
 from protos import security_pb2 as spb
 from protos import security_pb2_grpc
@@ -78,3 +79,20 @@ class SecurityService(security_pb2_grpc.SecurityServicer):
     async def OperatePrivilegeGroup(self, request: spb.PrivilegeGroupRequest, context: _Ctx) -> spb.SecurityResponse:
         await self._c.operate_group(request.group, list(request.privileges), remove=request.remove)
         return _ok()
+
+    @rpc_method(spb.SecurityResponse)
+    async def RestoreRBAC(self, request: spb.RestoreRequest, context: _Ctx) -> spb.SecurityResponse:
+        await self._c.restore(backup_from(request))
+        return _ok()
+
+
+def backup_from(request: spb.RestoreRequest) -> RBACBackup:
+    """The domain form of a restore request; an unknown object type is ``InvalidArgument``."""
+    return RBACBackup(
+        roles=tuple((r.role, r.description) for r in request.roles),
+        groups=tuple((g.group, frozenset(g.privileges)) for g in request.groups),
+        grants=tuple(grant_from(g.role, g.object_type, g.db_name, g.object_name, g.privilege, g.grantor)
+                     for g in request.grants),
+        users=tuple(BackedUpUser(name=u.user, password_hash=u.password_hash, roles=tuple(u.roles))
+                    for u in request.users),
+    )

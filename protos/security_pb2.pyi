@@ -84,3 +84,25 @@ class PrivilegeGroupRequest(_message.Message):
     privileges: _containers.RepeatedScalarFieldContainer[str]
     remove: bool
     def __init__(self, group: _Optional[str] = ..., privileges: _Optional[_Iterable[str]] = ..., remove: _Optional[bool] = ...) -> None: ...
+
+class RestoredUser(_message.Message):
+    __slots__ = ("user", "password_hash", "roles")
+    USER_FIELD_NUMBER: _ClassVar[int]
+    PASSWORD_HASH_FIELD_NUMBER: _ClassVar[int]
+    ROLES_FIELD_NUMBER: _ClassVar[int]
+    user: str
+    password_hash: str
+    roles: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, user: _Optional[str] = ..., password_hash: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class RestoreRequest(_message.Message):
+    __slots__ = ("roles", "groups", "grants", "users")
+    ROLES_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    GRANTS_FIELD_NUMBER: _ClassVar[int]
+    USERS_FIELD_NUMBER: _ClassVar[int]
+    roles: _containers.RepeatedCompositeFieldContainer[RoleRequest]
+    groups: _containers.RepeatedCompositeFieldContainer[PrivilegeGroupRequest]
+    grants: _containers.RepeatedCompositeFieldContainer[Grant]
+    users: _containers.RepeatedCompositeFieldContainer[RestoredUser]
+    def __init__(self, roles: _Optional[_Iterable[_Union[RoleRequest, _Mapping]]] = ..., groups: _Optional[_Iterable[_Union[PrivilegeGroupRequest, _Mapping]]] = ..., grants: _Optional[_Iterable[_Union[Grant, _Mapping]]] = ..., users: _Optional[_Iterable[_Union[RestoredUser, _Mapping]]] = ...) -> None: ...

@@ -89,6 +89,11 @@ class SecurityStub:
                 request_serializer=protos_dot_security__pb2.PrivilegeGroupRequest.SerializeToString,
                 response_deserializer=protos_dot_security__pb2.SecurityResponse.FromString,
                 _registered_method=True)
+        self.RestoreRBAC = channel.unary_unary(
+                '/strata.security.Security/RestoreRBAC',
+                request_serializer=protos_dot_security__pb2.RestoreRequest.SerializeToString,
+                response_deserializer=protos_dot_security__pb2.SecurityResponse.FromString,
+                _registered_method=True)
 
 
 class SecurityServicer:
@@ -160,6 +165,12 @@ class SecurityServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RestoreRBAC(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SecurityServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -216,6 +227,11 @@ def add_SecurityServicer_to_server(servicer, server):
             'OperatePrivilegeGroup': grpc.unary_unary_rpc_method_handler(
                     servicer.OperatePrivilegeGroup,
                     request_deserializer=protos_dot_security__pb2.PrivilegeGroupRequest.FromString,
+                    response_serializer=protos_dot_security__pb2.SecurityResponse.SerializeToString,
+            ),
+            'RestoreRBAC': grpc.unary_unary_rpc_method_handler(
+                    servicer.RestoreRBAC,
+                    request_deserializer=protos_dot_security__pb2.RestoreRequest.FromString,
                     response_serializer=protos_dot_security__pb2.SecurityResponse.SerializeToString,
             ),
     }
@@ -515,6 +531,33 @@ class Security:
             target,
             '/strata.security.Security/OperatePrivilegeGroup',
             protos_dot_security__pb2.PrivilegeGroupRequest.SerializeToString,
+            protos_dot_security__pb2.SecurityResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RestoreRBAC(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.security.Security/RestoreRBAC',
+            protos_dot_security__pb2.RestoreRequest.SerializeToString,
             protos_dot_security__pb2.SecurityResponse.FromString,
             options,
             channel_credentials,

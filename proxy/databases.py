@@ -18,6 +18,7 @@ from pymilvus.grpc_gen import common_pb2, milvus_pb2
 from common.database_properties import replica_number
 from common.names import DEFAULT_DATABASE, check_database_name
 from protos import databases_pb2 as dpb
+from proxy.auth.rpcs import Security
 from proxy.dbcontext import current_database
 from proxy.metacache import MetaCache
 from proxy.rpc import milvus_rpc
@@ -34,6 +35,7 @@ async def default_replicas(cache: MetaCache) -> int:
 
 class DatabaseRPCs:
     _cache: MetaCache
+    _security: Security
 
     async def _stub(self) -> Any:
         raise NotImplementedError
@@ -64,11 +66,13 @@ class DatabaseRPCs:
         self, request: milvus_pb2.ListDatabasesRequest, context: grpc.aio.ServicerContext
     ) -> milvus_pb2.ListDatabasesResponse:
         resp = await (await self._stub()).ListDatabases(dpb.ListDatabasesRequest(), timeout=DATABASE_TIMEOUT)
+        visible = self._security.visible_databases()  # the caller's grants, as Milvus
+        dbs = [d for d in resp.databases if visible is None or d.name in visible]
         return milvus_pb2.ListDatabasesResponse(
             status=success(),
-            db_names=[d.name for d in resp.databases],
-            created_timestamp=[d.created_timestamp for d in resp.databases],
-            db_ids=[d.id for d in resp.databases],
+            db_names=[d.name for d in dbs],
+            created_timestamp=[d.created_timestamp for d in dbs],
+            db_ids=[d.id for d in dbs],
         )
 
     @milvus_rpc(common_pb2.Status)

@@ -72,7 +72,9 @@ class Proxy:
         self._states = SecurityStateCache(self._store)
         await self._states.start()
         self._authenticator = authenticator = Authenticator(self._states)
-        service.attach_security(Security(self._coord, self._states, authenticator))
+        service.attach_security(
+            Security(self._coord, self._states, authenticator, super_users=security.super_user_names())
+        )
         resolve = collection_resolver(self._cache)
         interceptor = AuthInterceptor(authenticator, self._states, resolve)
         interceptors = [interceptor] if security.authorization_enabled else []

@@ -28,6 +28,7 @@ from protos import coordinator_pb2
 from proxy import convert
 from proxy.aliases import AliasRPCs
 from proxy.analyzers import AnalyzerRPCs
+from proxy.auth.backup_rpcs import RBACBackupRPCs
 from proxy.auth.rpcs import SecurityRPCs
 from proxy.batch_describe import BatchDescribeRPCs
 from proxy.consistency import guarantee_timestamp
@@ -92,6 +93,7 @@ class MilvusProxy(
     MetricsRPCs,
     LegacyRPCs,
     SecurityRPCs,
+    RBACBackupRPCs,
     AnalyzerRPCs,
     milvus_pb2_grpc.MilvusServiceServicer,
 ):
@@ -240,7 +242,9 @@ class MilvusProxy(
         resp = await (await self._stub()).ListCollections(
             coordinator_pb2.ListCollectionsRequest(db_name=current_database()), timeout=30
         )
-        colls = sorted(resp.collections, key=lambda c: c.collection_id)
+        visible = self._security.visible_collections(current_database())  # the caller's grants, as Milvus
+        colls = sorted((c for c in resp.collections if visible is None or c.name in visible),
+                       key=lambda c: c.collection_id)
         return milvus_pb2.ShowCollectionsResponse(
             status=success(),
             collection_names=[c.name for c in colls],

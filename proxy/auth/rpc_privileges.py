@@ -4,9 +4,10 @@ One row per RPC: the privilege, the object type it is checked on, and the reques
 the object (a collection, or a user for ``User`` rules); no field means the object ``*``. The
 rows follow Milvus's (the ``privilege_ext_obj`` option of each request in milvus.proto,
 ``tests/proxy/auth/test_rpc_privileges.py`` compares them), with these choices where
-milvus.proto has none: ``ShowCollections`` needs ``ShowCollections`` (Milvus filters the list
-instead), ``GetPartitionStatistics`` needs ``GetStatistics``. ``None``: any authenticated user
-(as in Milvus: the handshake, health, versions, metrics, and reads of cluster state). An RPC
+milvus.proto has none: ``GetPartitionStatistics`` needs ``GetStatistics``. ``None``: any
+authenticated user (as in Milvus: the handshake, health, versions, metrics, and reads of cluster
+state; ``ShowCollections`` and ``ListDatabases`` answer only what the user's grants cover,
+``visibility.py``). An RPC
 missing from the table is refused (``permission deny``), so a new RPC is never open by accident.
 README.md, "Security", shows the same table.
 """
@@ -40,7 +41,7 @@ RPC_PRIVILEGES: dict[str, Rule | None] = {
     "HasCollection": None,
     "DescribeCollection": Rule("DescribeCollection", G, "collection_name"),
     "BatchDescribeCollection": Rule("DescribeCollection", G, "collection_name"),
-    "ShowCollections": Rule("ShowCollections", G),
+    "ShowCollections": None,  # filtered by the caller's grants instead (visibility.py)
     "RenameCollection": Rule("RenameCollection", G, "oldName"),
     "AlterCollection": Rule("CreateCollection", G, "collection_name"),
     "AlterCollectionField": Rule("CreateCollection", G, "collection_name"),
@@ -122,7 +123,7 @@ RPC_PRIVILEGES: dict[str, Rule | None] = {
     # databases
     "CreateDatabase": Rule("CreateDatabase", G),
     "DropDatabase": Rule("DropDatabase", G),
-    "ListDatabases": None,
+    "ListDatabases": None,  # filtered by the caller's grants (visibility.py)
     "AlterDatabase": Rule("AlterDatabase", G),
     "DescribeDatabase": Rule("DescribeDatabase", G),
     # users, roles, grants (a user may always change its own password, see its own roles and grants)

@@ -33,6 +33,7 @@ from protos import security_pb2_grpc
 from proxy.auth.authenticator import Authenticator, decode_password
 from proxy.auth.interceptor import CURRENT_USER, DEFAULT_DB
 from proxy.auth.state import SecurityStateCache
+from proxy.auth.visibility import Visible, visible_collections, visible_databases
 from proxy.rpc import milvus_rpc
 from proxy.status import success
 
@@ -41,12 +42,34 @@ COORDINATOR_TIMEOUT = 30.0
 
 
 class Security:
-    """What the RBAC RPCs work with: the coordinator, the state copy and the authenticator."""
+    """What the RBAC RPCs work with: the coordinator, the state copy and the authenticator.
 
-    def __init__(self, coord: CoordinatorClient, states: SecurityStateCache, authenticator: Authenticator) -> None:
+    ``super_users``: ``common.security.superUsers``, users who may set another user's password
+    without giving the old one (as in Milvus, the only check they skip).
+    """
+
+    def __init__(
+        self,
+        coord: CoordinatorClient,
+        states: SecurityStateCache,
+        authenticator: Authenticator,
+        *,
+        super_users: frozenset[str] = frozenset(),
+    ) -> None:
         self.coord = coord
         self.states = states
         self.authenticator = authenticator
+        self.super_users = super_users
+
+    def visible_collections(self, db_name: str) -> Visible:
+        """The collections of ``db_name`` the caller sees listed (None: all; always all with authorization off)."""
+        user = CURRENT_USER.get()
+        return None if user is None else visible_collections(self.states.state, user, db_name)
+
+    def visible_databases(self) -> Visible:
+        """The databases the caller sees listed (None: all; always all with authorization off)."""
+        user = CURRENT_USER.get()
+        return None if user is None else visible_databases(self.states.state, user)
 
     async def change(self, method: str, request: Any) -> None:
         """Call the coordinator's ``method``, then reload the state copy."""
@@ -104,7 +127,8 @@ class SecurityRPCs:
             new = _password(request.newPassword, "new password")
             check_password(new)
             caller = _caller()
-            privileged = caller == ROOT_USER or ROLE_ADMIN in sec.states.state.roles_of(caller)
+            privileged = (caller == ROOT_USER or ROLE_ADMIN in sec.states.state.roles_of(caller)
+                          or caller in sec.super_users)
             if not privileged and not await sec.authenticator.verify(request.username, old):
                 raise StrataError("old password not correct for " + request.username, ErrorCode.REFUSED)
             hashed = await sec.authenticator.hash(new)

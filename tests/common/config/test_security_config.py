@@ -53,3 +53,14 @@ def test_root_password_from_a_file(tmp_path: Path) -> None:
     secret.write_text("")
     with pytest.raises(ValueError, match="empty"):
         load("coordinator", flags={}, config_file=None, environ=env).common.security.root_password()
+
+
+def test_super_users_from_yaml_and_env(tmp_path: Path) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text("common: {etcd: '127.0.0.1:2379', security: {superUsers: ' sue, ,tom '}}\n")
+    sec = load("proxy", flags={}, config_file=str(f), environ={}).common.security
+    assert sec.super_user_names() == frozenset({"sue", "tom"})
+    f.write_text("common:\n  etcd: '127.0.0.1:2379'\n  security:\n    superUsers:\n")  # as milvus.yaml ships it
+    assert load("proxy", flags={}, config_file=str(f), environ={}).common.security.super_user_names() == frozenset()
+    env = {"STRATA_ETCD": "127.0.0.1:2379", "STRATA_COMMON_SECURITY_SUPERUSERS": "sue"}
+    assert load("proxy", flags={}, config_file=None, environ=env).common.security.super_user_names() == {"sue"}
