@@ -41,9 +41,9 @@ async def create(call: Call, body: Body) -> Any:
     request = milvus_pb2.CreateCollectionRequest(
         collection_name=name,
         schema=schema.SerializeToString(),
-        shards_num=int(params.get("shardsNum", 1)),
+        shards_num=Body(params).integer("shardsNum", 1),
         consistency_level=_consistency(params.get("consistencyLevel")),  # type: ignore[arg-type]
-        num_partitions=int(params.get("partitionsNum", 0)),
+        num_partitions=Body(params).integer("partitionsNum", 0),
         properties=[common_pb2.KeyValuePair(key=prop, value=str(params[key]))
                     for key, prop in _PROPERTIES.items() if key in params],
     )

@@ -112,7 +112,7 @@ def _anns_field(schema: dict[str, Any], given: str) -> tuple[str, int]:
 
 def _search_param(body: Body) -> dict[str, Any]:
     raw = body.mapping("searchParams")
-    param: dict[str, Any] = {"params": dict(raw.get("params") or {})}
+    param: dict[str, Any] = {"params": dict(Body(raw).mapping("params"))}
     if raw.get("metricType") or body.text("metricType"):
         param["metric_type"] = raw.get("metricType") or body.text("metricType")
     return param
@@ -151,14 +151,16 @@ async def search(call: Call, body: Body) -> Any:
 
 def _ranker(rerank: dict[str, Any]) -> Any:
     strategy = rerank.get("strategy", "rrf")
-    params = rerank.get("params") or {}
+    params = Body(Body(rerank).mapping("params"))
     if strategy == "rrf":
-        return RRFRanker(int(params.get("k", 60)))
+        return RRFRanker(params.integer("k", 60))
     if strategy == "weighted":
-        weights = params.get("weights")
+        weights = params.raw("weights")
         if not isinstance(weights, list) or not weights:
             raise missing("rerank.params.weights")
-        return WeightedRanker(*weights, norm_score=bool(params.get("norm_score", True)))
+        if not all(isinstance(w, int | float) and not isinstance(w, bool) for w in weights):
+            raise invalid("`rerank.params.weights` must be numbers")
+        return WeightedRanker(*weights, norm_score=params.flag("norm_score", True))
     raise invalid(f"invalid rerank strategy: {strategy!r} (rrf or weighted)")
 
 

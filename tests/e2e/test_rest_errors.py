@@ -84,3 +84,39 @@ def test_request_timeout_header(standalone: Standalone) -> None:
     assert answer["code"] == 1100 and "Request-Timeout" in answer["message"]
     # Still serving after every refusal above.
     assert isinstance(ok(standalone, "collections/list", {}), list)
+
+
+ODD_BODIES = [
+    ("collections/create", {"collectionName": "odd", "dimension": 4, "params": {"shardsNum": "x"}}),
+    ("collections/create", {"collectionName": "odd", "dimension": "four"}),
+    ("collections/create", {"collectionName": "odd", "schema": {"fields": [1, 2]}}),
+    ("collections/create", {"collectionName": "odd", "schema": "fields"}),
+    ("collections/create", {"collectionName": ["odd"], "dimension": 4}),
+    ("collections/create", {"collectionName": "odd", "schema": {"fields": [
+        {"fieldName": "id", "dataType": "Int64", "isPrimary": "yes"}]}}),
+    ("indexes/create", {"collectionName": "odd", "indexParams": [{"fieldName": 7}]}),
+    ("indexes/create", {"collectionName": "odd", "indexParams": {"fieldName": "v"}}),
+    ("entities/search", {"collectionName": "odd", "data": [[1, 2]], "limit": "ten"}),
+    ("entities/search", {"collectionName": "odd", "data": [[1, 2]], "searchParams": {"params": "x"}}),
+    ("entities/hybrid_search", {"collectionName": "odd", "search": [{}], "rerank": {"strategy": "rrf",
+                                                                                  "params": {"k": "x"}}}),
+    ("entities/hybrid_search", {"collectionName": "odd", "search": [{"data": [[1, 2]]}],
+                                "rerank": {"strategy": "rrf", "params": {"k": "x"}}}),
+    ("entities/hybrid_search", {"collectionName": "odd", "search": [{"data": [[1, 2]]}],
+                                "rerank": {"strategy": "weighted", "params": {"weights": ["a"]}}}),
+    ("entities/hybrid_search", {"collectionName": "odd", "search": [{"data": [[1, 2]]}], "rerank": "rrf"}),
+    ("entities/get", {"collectionName": "odd", "id": {"a": 1}}),
+    ("entities/query", {"collectionName": "odd", "filter": "id > 0", "outputFields": "id"}),
+    ("partitions/load", {"collectionName": "odd", "partitionNames": "p1"}),
+    ("databases/create", {"dbName": "odd_db", "properties": ["a"]}),
+]
+
+
+@pytest.mark.parametrize(("path", "body"), ODD_BODIES)
+def test_odd_bodies_get_a_clear_error_not_a_crash(standalone: Standalone, milvus: MilvusClient, path: str,
+                                                  body: dict[str, object]) -> None:
+    if not milvus.has_collection("odd"):
+        milvus.create_collection("odd", dimension=2)
+    answer = post(standalone, path, body)
+    assert answer["code"] not in (0, 5) and answer["message"], answer  # 5: an internal error
+    assert "odd_db" not in milvus.list_databases()
