@@ -8,26 +8,14 @@ from typing import Any
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
 from proxy.http.body import Body
-from proxy.http.errors import invalid
 from proxy.http.indexes import create_indexes, index_summaries
 from proxy.http.invoke import Call
 from proxy.http.reply import Route
-from proxy.http.schema import custom_schema, describe_json, quick_schema
+from proxy.http.schema import consistency, custom_schema, describe_json, quick_schema
 
 # ``params`` of collections/create that become collection properties (Milvus's names).
 _PROPERTIES = {"ttlSeconds": "collection.ttl.seconds", "mmap.enabled": "mmap.enabled",
                "partitionKeyIsolation": "partitionkey.isolation"}
-
-_LEVELS = frozenset(common_pb2.ConsistencyLevel.keys())
-
-
-def _consistency(name: Any) -> int:
-    if name is None:
-        return int(common_pb2.Bounded)
-    if not isinstance(name, str) or name not in _LEVELS:
-        raise invalid(f"invalid consistencyLevel: {name!r}")
-    return int(common_pb2.ConsistencyLevel.Value(name))
-
 
 async def create(call: Call, body: Body) -> Any:
     name = body.name("collectionName")
@@ -42,7 +30,7 @@ async def create(call: Call, body: Body) -> Any:
         collection_name=name,
         schema=schema.SerializeToString(),
         shards_num=Body(params).integer("shardsNum", 1),
-        consistency_level=_consistency(params.get("consistencyLevel")),  # type: ignore[arg-type]
+        consistency_level=consistency(params.get("consistencyLevel", "Bounded")),  # type: ignore[arg-type]
         num_partitions=Body(params).integer("partitionsNum", 0),
         properties=[common_pb2.KeyValuePair(key=prop, value=str(params[key]))
                     for key, prop in _PROPERTIES.items() if key in params],

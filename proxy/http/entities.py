@@ -13,8 +13,8 @@ from proxy.http.body import Body
 from proxy.http.errors import invalid, missing
 from proxy.http.invoke import Call
 from proxy.http.reply import Reply, Route
-from proxy.http.rows import build, prepare_rows, query_rows, schema_dict, search_hits, vector_value
-from proxy.http.schema import VECTOR_TYPES
+from proxy.http.rows import build, build_rows, prepare_rows, query_rows, schema_dict, search_hits, vector_value
+from proxy.http.schema import VECTOR_TYPES, consistency
 
 # Milvus's default ``limit`` of entities/search and hybrid_search.
 DEFAULT_SEARCH_LIMIT = 100
@@ -34,9 +34,10 @@ async def insert(call: Call, body: Body) -> Any:
     data = body.required("data")
     schema = await _schema(call, name)
     rows = prepare_rows(schema, data)
-    request = build(Prepare.row_insert_param, name, rows, body.text("partitionName"), schema["fields"],
-                    schema.get("struct_array_fields") or [], enable_dynamic=schema.get("enable_dynamic_field", False),
-                    schema_timestamp=schema.get("update_timestamp", 0))
+    request = await build_rows(
+        Prepare.row_insert_param, name, rows, body.text("partitionName"), schema["fields"],
+        schema.get("struct_array_fields") or [], rows=len(rows),
+        enable_dynamic=schema.get("enable_dynamic_field", False), schema_timestamp=schema.get("update_timestamp", 0))
     resp = await call("Insert", request)
     return {"insertCount": resp.insert_cnt, "insertIds": _ids(resp)}
 
@@ -46,10 +47,11 @@ async def upsert(call: Call, body: Body) -> Any:
     data = body.required("data")
     schema = await _schema(call, name)
     rows = prepare_rows(schema, data)
-    request = build(Prepare.row_upsert_param, name, rows, body.text("partitionName"), schema["fields"],
-                    schema.get("struct_array_fields") or [], enable_dynamic=schema.get("enable_dynamic_field", False),
-                    schema_timestamp=schema.get("update_timestamp", 0),
-                    partial_update=body.flag("partialUpdate", False))
+    request = await build_rows(
+        Prepare.row_upsert_param, name, rows, body.text("partitionName"), schema["fields"],
+        schema.get("struct_array_fields") or [], rows=len(rows),
+        enable_dynamic=schema.get("enable_dynamic_field", False), schema_timestamp=schema.get("update_timestamp", 0),
+        partial_update=body.flag("partialUpdate", False))
     resp = await call("Upsert", request)
     return {"upsertCount": resp.upsert_cnt, "upsertIds": _ids(resp)}
 
@@ -68,7 +70,10 @@ def _query_request(body: Body, name: str, expr: str) -> milvus_pb2.QueryRequest:
     for key in ("limit", "offset"):
         if key in body:
             params.append((key, str(body.integer(key, 0))))
-    request = Prepare.query_request(name, expr, body.strings("outputFields"), body.strings("partitionNames"))
+    kwargs: dict[str, Any] = {}
+    if body.raw("consistencyLevel") is not None:
+        kwargs = {"use_default_consistency": False, "consistency_level": consistency(body.raw("consistencyLevel"))}
+    request = Prepare.query_request(name, expr, body.strings("outputFields"), body.strings("partitionNames"), **kwargs)
     for key, value in params:
         request.query_params.add(key=key, value=value)
     return request
@@ -129,8 +134,9 @@ def _search_request(body: Body, name: str, schema: dict[str, Any]) -> milvus_pb2
     kwargs: dict[str, Any] = {"offset": body.integer("offset", 0)}
     if body.text("groupingField"):
         kwargs["group_by_field"] = body.text("groupingField")
-    if body.raw("consistencyLevel"):
-        kwargs["consistency_level"] = body.text("consistencyLevel")
+    if body.raw("consistencyLevel") is not None:
+        kwargs["use_default_consistency"] = False
+        kwargs["consistency_level"] = consistency(body.raw("consistencyLevel"))
     return build(
         Prepare.search_requests_with_expr, name, field, _search_param(body), body.integer("limit", DEFAULT_SEARCH_LIMIT),
         data=_vectors(kind, field, body.raw("data")), expr=body.text("filter"),

@@ -3,6 +3,7 @@ row <-> column code (the same conversions the pymilvus client makes)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from typing import Any
 
@@ -55,6 +56,17 @@ def prepare_rows(schema: dict[str, Any], rows: Any) -> list[dict[str, Any]]:
     if not special:
         return rows
     return [{k: vector_value(kinds[k], v, k) if k in special else v for k, v in row.items()} for row in rows]
+
+
+# Rows converted on the event loop at most; more go to a thread (the loop serves other requests).
+INLINE_ROWS = 1000
+
+
+async def build_rows(make: Any, *args: Any, rows: int, **kwargs: Any) -> Any:
+    """``build`` for ``rows`` rows, in a thread when there are many."""
+    if rows <= INLINE_ROWS:
+        return build(make, *args, **kwargs)
+    return await asyncio.to_thread(build, make, *args, **kwargs)
 
 
 def build(make: Any, *args: Any, **kwargs: Any) -> Any:

@@ -18,6 +18,14 @@ VECTOR_TYPES = frozenset({
 
 _TYPE_NAMES = frozenset(schema_pb2.DataType.keys()) - {"None"}
 _FUNCTION_TYPES = frozenset(schema_pb2.FunctionType.keys())
+_LEVELS = frozenset(common_pb2.ConsistencyLevel.keys())
+
+
+def consistency(name: Any) -> int:
+    """A ``ConsistencyLevel`` from its Milvus name (``Strong``, ``Bounded``, ``Session``, ``Eventually``)."""
+    if not isinstance(name, str) or name not in _LEVELS:
+        raise invalid(f"invalid consistencyLevel: {name!r}")
+    return int(common_pb2.ConsistencyLevel.Value(name))
 
 
 def data_type(name: Any, what: str) -> int:

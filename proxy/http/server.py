@@ -9,6 +9,7 @@ Lives as long as the proxy: started after the gRPC server, stopped before it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -24,6 +25,7 @@ from proxy.http.rows import jsonable
 
 PREFIX = "/v2/vectordb"
 DEFAULT_TIMEOUT_SECONDS = 30.0  # Milvus's HTTPDefaultTimeout
+INLINE_JSON_CHARS = 1 << 20  # bodies and answers up to 1 MiB are (de)serialised on the event loop
 
 ROUTES: dict[str, dict[str, Route]] = {
     "collections": collections.ROUTES,
@@ -54,7 +56,8 @@ async def _body(request: web.Request) -> Body:
     if not text.strip():
         return Body({})
     try:
-        values = json.loads(text)
+        # A large body is parsed in a thread: the loop keeps serving (the gRPC port too).
+        values = json.loads(text) if len(text) <= INLINE_JSON_CHARS else await asyncio.to_thread(json.loads, text)
     except ValueError as err:
         raise RestError(NOT_JSON, f"{NOT_JSON_MESSAGE}, error: {err}") from err
     if not isinstance(values, dict):
@@ -64,6 +67,14 @@ async def _body(request: web.Request) -> Body:
 
 def _json(payload: dict[str, Any], status: int = 200) -> web.Response:
     return web.Response(text=json.dumps(payload, default=jsonable), status=status, content_type="application/json")
+
+
+async def _answer(reply: Reply) -> web.Response:
+    """The success answer; a large one (many rows or hits) is serialised in a thread."""
+    payload = {"code": 0, "data": reply.data, **reply.extra}
+    if isinstance(reply.data, list) and len(reply.data) > 1000:
+        return await asyncio.to_thread(_json, payload)
+    return _json(payload)
 
 
 class HttpServer:
@@ -112,5 +123,4 @@ class HttpServer:
         except Exception as err:  # request boundary: a crash answers an error, the server keeps serving
             self._log.exception("restful request failed", path=request.path)
             return _json({"code": 5, "message": f"internal error in {request.path}: {type(err).__name__}: {err}"})
-        reply = result if isinstance(result, Reply) else Reply(result)
-        return _json({"code": 0, "data": reply.data, **reply.extra})
+        return await _answer(result if isinstance(result, Reply) else Reply(result))

@@ -32,7 +32,8 @@ def collection(standalone: Standalone) -> str:
 def test_search_by_rest_and_by_pymilvus_agree(standalone: Standalone, milvus: MilvusClient, collection: str) -> None:
     query = [0.5] * DIM
     rest = ok(standalone, "entities/search", {"collectionName": collection, "data": [query], "limit": 5,
-                                              "outputFields": ["color"], "filter": "n >= 10"})
+                                              "outputFields": ["color"], "filter": "n >= 10",
+                                              "consistencyLevel": "Strong"})
     [grpc_hits] = milvus.search(collection, [query], limit=5, output_fields=["color"], filter="n >= 10")
     assert [h["id"] for h in rest] == [h["id"] for h in grpc_hits]
     assert [h["color"] for h in rest] == [h["entity"]["color"] for h in grpc_hits]
@@ -110,4 +111,20 @@ def test_binary_and_sparse_vectors(standalone: Standalone, milvus: MilvusClient)
     assert hit["id"] == "k2"
     [row] = ok(standalone, "entities/get", {"collectionName": name, "id": "k1", "outputFields": ["bits"]})
     assert row == {"id": "k1", "bits": base64.b64encode(bytes([1, 254])).decode()}  # Go's []byte in JSON
+    ok(standalone, "collections/drop", {"collectionName": name})
+
+
+def test_a_large_insert_and_answer(standalone: Standalone, milvus: MilvusClient) -> None:
+    """Over 1 MiB of JSON and 1,000 rows each way (parsed, converted and answered in threads)."""
+    name = unique_name()
+    ok(standalone, "collections/create", {"collectionName": name, "dimension": 32})
+    rng = random.Random(3)
+    rows = [{"id": i, "vector": [rng.random() for _ in range(32)]} for i in range(3000)]
+    inserted = ok(standalone, "entities/insert", {"collectionName": name, "data": rows})
+    assert inserted["insertCount"] == 3000 and inserted["insertIds"] == list(range(3000))
+    wait_loaded(standalone, name)
+    got = ok(standalone, "entities/query", {"collectionName": name, "filter": "id >= 500", "limit": 2000,
+                                            "outputFields": ["id"], "consistencyLevel": "Strong"})
+    assert len(got) == 2000 and all(r["id"] >= 500 for r in got)
+    assert milvus.query(name, filter="id >= 0", output_fields=["count(*)"])[0]["count(*)"] == 3000
     ok(standalone, "collections/drop", {"collectionName": name})

@@ -106,6 +106,8 @@ ODD_BODIES = [
                                 "rerank": {"strategy": "weighted", "params": {"weights": ["a"]}}}),
     ("entities/hybrid_search", {"collectionName": "odd", "search": [{"data": [[1, 2]]}], "rerank": "rrf"}),
     ("entities/get", {"collectionName": "odd", "id": {"a": 1}}),
+    ("entities/search", {"collectionName": "odd", "data": [[1, 2]], "consistencyLevel": "Sometimes"}),
+    ("entities/query", {"collectionName": "odd", "filter": "id > 0", "consistencyLevel": 3}),
     ("entities/query", {"collectionName": "odd", "filter": "id > 0", "outputFields": "id"}),
     ("partitions/load", {"collectionName": "odd", "partitionNames": "p1"}),
     ("databases/create", {"dbName": "odd_db", "properties": ["a"]}),
