@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/hotpath.py insert [--batches 55] [--batch 1000] [--dim 128] [--shards 1] [--loaded]
     .venv/bin/python benchmarks/hotpath.py search [--nq 1] [--seconds 10] [--rows 100000] [--dim 128] [--ef 64] [--shards 1]
+                                                  [--filter 'tag >= 0']
 
 ``insert``: one pymilvus client inserts ``--batches`` batches of ``--batch``
 random rows (built before the clock starts) into an unloaded collection (with
@@ -9,7 +10,7 @@ random rows (built before the clock starts) into an unloaded collection (with
 one after another, after 5 untimed ones. ``search``: ``--rows`` rows of the
 benchmarks' clustered set (``search_data.make_dataset``) are inserted, flushed, indexed (HNSW M=16, efConstruction=200) and loaded, then
 searches of ``--nq`` vectors at ``ef`` run one after another for ``--seconds``
-(``Eventually``). Both print rows/s or QPS and latency, and the CPU time each
+(``Eventually``), with ``--filter`` as each search's filter (``tag`` is ``id % 100``). Both print rows/s or QPS and latency, and the CPU time each
 process used per batch or request (psutil: user + system, all threads), so a
 change on the path is measured side by side, in one process tree, with the
 figures ``make bench`` cannot split. "node" is the process that runs the
@@ -109,7 +110,7 @@ def search(server: Standalone, args: argparse.Namespace) -> None:
     def one(i: int) -> None:
         client.search(
             "hot", data=[queries[(i * args.nq + j) % 1000].tolist() for j in range(args.nq)], limit=10,
-            search_params={"params": {"ef": args.ef}}, consistency_level="Eventually",
+            search_params={"params": {"ef": args.ef}}, consistency_level="Eventually", filter=args.filter,
         )
 
     for i in range(30):
@@ -126,7 +127,7 @@ def search(server: Standalone, args: argparse.Namespace) -> None:
 
     wall, n, cpu = _timed(server.proc.pid, run)
     p50, p99 = (float(np.percentile(latencies, q)) * 1e3 for q in (50, 99))
-    print(f"search nq={args.nq}: {n * args.nq / wall:,.0f} QPS, p50 {p50:.2f} ms, p99 {p99:.2f} ms ({n} requests)")
+    print(f"search nq={args.nq}{' filter=' + repr(args.filter) if args.filter else ''}: {n * args.nq / wall:,.0f} QPS, p50 {p50:.2f} ms, p99 {p99:.2f} ms ({n} requests)")
     _print_cpu(cpu, n, "request")
     client.close()
 
@@ -142,6 +143,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--ef", type=int, default=64)
+    ap.add_argument("--filter", default="", help="search: the filter of every search")
     ap.add_argument("--loaded", action="store_true", help="insert: into an indexed, loaded collection")
     args = ap.parse_args()
     if min(args.batches, args.batch, args.shards, args.dim, args.nq, args.rows, args.ef) < 1 or args.seconds <= 0:

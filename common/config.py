@@ -15,6 +15,8 @@ from urllib.parse import urlsplit
 STORAGE_SCHEMES = ("file", "s3")
 WAL_BACKENDS = ("local", "nats")
 NATS_MAX_REPLICAS = 5
+#: Milvus's metrics port (``metrics.port`` in milvus.yaml): every role process's /metrics and /healthz.
+DEFAULT_METRICS_PORT = 9091
 
 
 def check_etcd_endpoint(value: str) -> None:
@@ -152,10 +154,15 @@ class CommonConfig:
     port: int = 0
     session_ttl_seconds: int = 15
     security: SecurityConfig = field(default_factory=SecurityConfig)
+    # HTTP port of the process's /metrics, /healthz and /log/level on ``host`` (common/opsserver.py):
+    # None serves none, 0 any free port. The config file's default is Milvus's 9091.
+    metrics_port: int | None = None
 
     def validate(self) -> None:
         check_etcd_endpoint(self.etcd)
         check_port(self.port)
+        if self.metrics_port is not None:
+            check_port(self.metrics_port)
         check_positive(self.session_ttl_seconds)
         self.security.validate()
 

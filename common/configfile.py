@@ -40,6 +40,7 @@ from typing import Any
 import yaml
 
 from common.config import (
+    DEFAULT_METRICS_PORT,
     CommonConfig,
     CoordinatorConfig,
     JobsConfig,
@@ -124,6 +125,19 @@ def _port(role: str, default: int) -> Setting:
     )
 
 
+def _metrics_port(role: str) -> Setting:
+    return Setting(
+        section=role,
+        key="metrics_port",
+        target=CommonConfig,
+        field="metrics_port",
+        help=f"HTTP port of the {role} process's /metrics, /healthz and /log/level on `common.host` "
+             "(empty = none, 0 = any free port)",
+        check=check_port,
+        default=DEFAULT_METRICS_PORT,
+    )
+
+
 SETTINGS: tuple[Setting, ...] = (
     Setting(section="common", key="etcd", target=CommonConfig, field="etcd",
             help="etcd endpoint HOST:PORT (required)", check=check_etcd_endpoint),
@@ -134,6 +148,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(section="common", key="session_ttl_seconds", target=CommonConfig, field="session_ttl_seconds",
             help="lease TTL of the role's etcd session", check=check_positive),
     _port("coordinator", 0),
+    *(_metrics_port(role) for role in ROLES),
     Setting(section="coordinator", key="pchannels", target=CoordinatorConfig, field="pchannel_count",
             help="number of WAL pchannels", check=check_positive),
     Setting(section="coordinator", key="cluster_name", target=CoordinatorConfig, field="cluster_name",

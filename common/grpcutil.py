@@ -79,6 +79,12 @@ class Health:
     def __init__(self, services: Sequence[str] = ()) -> None:
         self._servicer = health_aio.HealthServicer()
         self._names = (OVERALL, *services)
+        self._serving: set[str] = set()
+        self._stopping = False
+
+    def is_serving(self, name: str = OVERALL) -> bool:
+        """Whether ``name`` answers SERVING now."""
+        return not self._stopping and name in self._serving
 
     async def attach(self, server: grpc.aio.Server) -> None:
         """Mark every name NOT_SERVING and register the service; before ``server.start()``."""
@@ -92,9 +98,11 @@ class Health:
             if name not in self._names:
                 raise ValueError(f"unknown health-check name {name!r}")
             await self._servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+            self._serving.add(name)
 
     async def stopping(self) -> None:
         """Mark every name NOT_SERVING, permanently (later ``serving()`` calls are ignored)."""
+        self._stopping = True
         await self._servicer.enter_graceful_shutdown()
 
 

@@ -12,7 +12,8 @@ import structlog
 class Component(Protocol):
     """A role's composition root: ``start()`` in dependency order, ``stop()`` in reverse."""
 
-    address: str
+    @property
+    def address(self) -> str: ...
 
     async def start(self) -> None: ...
 

@@ -8,7 +8,8 @@ takes the DDL lock, so a create and an alter of one index do not interleave.
 As in Milvus (datacoord's ``CreateIndex`` / ``AlterIndex`` / ``DropIndex``):
 
 * creating an index that exists with the same definition is a no-op, and
-  one that differs is refused (one index per field); the definition leaves
+  one that differs is refused (one index per field, but a JSON field has one
+  per ``json_path``, each under its own name); the definition leaves
   the properties out (``common/index_properties.py``), and properties given
   to a repeated create replace the stored ones;
 * altering (``alter_index_properties``, ``drop_index_properties``) changes only
@@ -29,6 +30,12 @@ from common.errors import CollectionLoaded, ErrorCode, IndexDuplicate, IndexNotF
 from common.index_properties import check_values, without_properties
 from coordinator.catalog import Catalog, CollectionMeta, IndexMeta
 from coordinator.idalloc import IDAllocator
+from segcore.index.scalar.spec import flat_params
+
+
+def _json_path(params: Mapping[str, str]) -> str | None:
+    """The JSON path a JSON index covers (``None``: not a JSON path index)."""
+    return flat_params(params).get("json_path") or None
 
 
 class IndexDDL:
@@ -50,6 +57,8 @@ class IndexDDL:
             for existing in await self._catalog.list_indexes(meta.collection_id):
                 if existing.field_name != field_name and existing.index_name != name:
                     continue
+                if existing.index_name != name and _json_path(existing.params) != _json_path(params):
+                    continue  # another path of the same JSON field: its own index (Milvus 2.6)
                 if existing.field_name == field_name and without_properties(existing.params) == without_properties(
                     params
                 ):

@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import structlog
 
@@ -44,6 +44,8 @@ from common.coordclient import COORDINATOR_ROLE, LEADER_KEY, LeaderInfo, read_le
 from common.etcd.metastore import MetaStore
 from common.etcd.session import Session, allocate_server_id
 from common.grpcutil import OVERALL, Health, LateServicers, start_server
+from common.readiness import role_reasons
+from common.statemetrics import GaugeSample, StateMetrics
 from common.storage.objectstore import ObjectStore
 from common.tasks import BackgroundTasks
 from coordinator.aliases import AliasDDL
@@ -59,6 +61,7 @@ from coordinator.ddl import DDL
 from coordinator.election import Election
 from coordinator.idalloc import IDAllocator
 from coordinator.indexes import IndexDDL
+from coordinator.metrics import coordinator_samples
 from coordinator.partitions import PartitionDDL
 from coordinator.query.coord import QueryCoordinator
 from coordinator.schema_ddl import SchemaDDL
@@ -102,6 +105,12 @@ class Coordinator:
         self._on_leadership_lost = on_leadership_lost or _exit_on_leadership_lost
         self._log = structlog.get_logger().bind(component="coordinator")
         self._tasks = BackgroundTasks("coordinator")
+        self._state_metrics = StateMetrics(self._state_samples)
+
+    def _state_samples(self) -> Iterator[GaugeSample]:
+        health: Health | None = getattr(self, "_health", None)
+        leading = health is not None and health.is_serving(COORDINATOR_SERVICE)
+        return coordinator_samples(getattr(self, "data", None) if leading else None, leading=leading)
 
     async def start(self) -> None:
         """Campaign (a standby blocks here), then start every component and serve.
@@ -109,6 +118,7 @@ class Coordinator:
         SIGINT/SIGTERM while standing by make the process exit 0 (``StandbyStopped``).
         """
         c = self.config
+        self._state_metrics.start()
         self._store = await MetaStore.connect(c.common.etcd, c.common.etcd_root)
         server_id = await allocate_server_id(self._store)
         self._election = Election(
@@ -129,6 +139,7 @@ class Coordinator:
         try:
             await self._campaign(LeaderInfo(server_id=server_id))
         except BaseException:  # StandbyStopped, a cancelled start(), etcd errors: clean up, re-raise
+            self._state_metrics.stop()
             await self._health.stopping()
             await self._server.stop(grace=None)
             await self._election.resign()
@@ -276,7 +287,14 @@ class Coordinator:
                 log.warning("ddl recovery failed, retrying", error=str(err))
                 await asyncio.sleep(1)
 
+    async def health_reasons(self) -> list[str]:
+        """Why this coordinator cannot lead or take over now (empty: it can); a standby is healthy, as its
+        whole-server health status says, and a leader's session must be alive."""
+        health: Health | None = getattr(self, "_health", None)
+        return role_reasons(COORDINATOR_ROLE, health, getattr(self, "_session", None))
+
     async def stop(self) -> None:
+        self._state_metrics.stop()
         await self._health.stopping()
         if self._gc is not None:
             await self._gc.stop()

@@ -32,7 +32,10 @@ from common.storage.segment_io import DELTA_PK_COLUMN, DELTA_TS_COLUMN, SegmentR
 from jobs.plans import IndexRef, OutputSegment, SegmentRef
 from jobs.sparktypes import rows_schema, spark_arrow_schema, spark_ddl, to_spark
 from segcore.index.factory import build_index
-from segcore.index.field_specs import field_index_spec
+from segcore.index.field_specs import field_index_specs, index_spec
+from segcore.index.scalar.index import build_scalar_index
+from segcore.index.scalar.spec import ScalarIndexSpec
+from segcore.index.scalar.store import save_scalar_index
 from segcore.index.store import save_index
 from segcore.segments.growing import GrowingStore
 
@@ -183,27 +186,35 @@ def _build_indexes(
     segment_id: int,
     indexes: Sequence[IndexRef],
 ) -> None:
-    """Build and save each vector index over the vectors exactly as a worker will hold them."""
+    """Build and save each index over the rows exactly as a worker will hold them: vector indexes over
+    the vectors, scalar ones (``segcore/index/scalar``) over the columns."""
     vector_indexes = [
         i for i in indexes if schema.has_field(i.field_name) and schema.field(i.field_name).dtype.is_vector
     ]
-    if not vector_indexes:
+    scalar_specs = [
+        s for s in field_index_specs(schema, [(i.field_name, i.index_id, i.params) for i in indexes])
+        if isinstance(s.spec, ScalarIndexSpec)
+    ]
+    if not vector_indexes and not scalar_specs:
         return
     held = GrowingStore(schema)
     held.apply_insert(table)
+    for scalar in scalar_specs:
+        assert isinstance(scalar.spec, ScalarIndexSpec)
+        built = build_scalar_index(scalar.spec, held.table())
+        field_id = schema.field(scalar.field_name).field_id
+        save_scalar_index(store, collection_id, segment_id, scalar.index_id, field_id, built)
     for ref in vector_indexes:
         field = schema.field(ref.field_name)
-        spec = field_index_spec(
-            ref.field_name,
-            ref.index_id,
+        spec = index_spec(
             ref.params,
             binary=field.dtype.is_binary_vector,
             sparse=field.dtype.is_sparse_vector,
             int8=field.dtype == DataType.INT8_VECTOR,
         )
         vectors = held.vector_matrix(field.name)
-        index = build_index(spec.spec, vectors)
-        save_index(store, collection_id, segment_id, ref.index_id, field.field_id, spec.spec, index, vectors)
+        index = build_index(spec, vectors)
+        save_index(store, collection_id, segment_id, ref.index_id, field.field_id, spec, index, vectors)
 
 
 def output_ddl() -> str:

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import assert_never
 
-from common.config import CoordinatorConfig, ProxyConfig, QueryNodeConfig, StreamingNodeConfig
+from common.config import DEFAULT_METRICS_PORT, CoordinatorConfig, ProxyConfig, QueryNodeConfig, StreamingNodeConfig
 from common.configfile import ENV_CONFIG_FILE, ENV_PREFIX, ROLES, SETTINGS, ConfigError, Value, load, resolve
 from common.logging import configure_logging
 
@@ -40,6 +40,8 @@ _ROLE_FLAGS: tuple[tuple[str, str, str], ...] = (
     ("--tick-interval", "streamingnode.tick_interval_seconds", "seconds between TimeTicks (default 0.2)"),
     ("--storage", "{role}.storage", "object storage: file:///PATH or s3://BUCKET/PREFIX"),
     ("--proxy-port", "querynode.proxy_port", "also run the proxy in this process, on this port (standalone does)"),
+    ("--metrics-port", "{role}.metrics_port", "HTTP port of /metrics, /healthz and /log/level (default 9091; "
+     "empty = none, 0 = any free port)"),
     ("--pchannels", "coordinator.pchannels", "number of WAL pchannels (default 4)"),
     ("--cluster-name", "coordinator.cluster_name", "cluster name (default strata)"),
 )
@@ -164,10 +166,18 @@ def _standalone(args: argparse.Namespace) -> int:
     if config_file is not None:
         # The children inherit the environment; the launcher's own flags still override the file.
         os.environ[ENV_CONFIG_FILE] = os.path.abspath(config_file)
+    # Operations ports: the node process's is its own setting (9091, Milvus's, by default); the
+    # coordinator's, unless set, is the next port up, so both fit on one machine.
+    coordinator_metrics: list[str] = []
+    if "coordinator.metrics_port" not in values:
+        node_metrics = values.get("streamingnode.metrics_port", DEFAULT_METRICS_PORT)
+        assert node_metrics is None or isinstance(node_metrics, int)
+        coordinator_metrics = ["--metrics-port", "" if node_metrics is None else str(node_metrics and node_metrics + 1)]
     from launch.standalone import run_standalone
 
     return run_standalone(
-        data_dir=args.data_dir, port=port, etcd_binary=args.etcd_binary, pchannels=pchannels, storage=storage
+        data_dir=args.data_dir, port=port, etcd_binary=args.etcd_binary, pchannels=pchannels, storage=storage,
+        coordinator_args=coordinator_metrics,
     )
 
 
@@ -181,9 +191,13 @@ def _standalone_node(args: argparse.Namespace, environ: Mapping[str, str]) -> in
     if query.proxy_port is None:
         raise ConfigError("querynode.proxy_port is required: the standalone node serves the proxy")
     from common.role import run_until_signalled
+    from launch.ops import Observed
     from launch.standalone_node import StandaloneNode
 
-    asyncio.run(run_until_signalled(StandaloneNode(streaming, query), NODE_COMMAND))
+    # One operations port for the process: the streaming node's setting (the first role it runs).
+    node = Observed(StandaloneNode(streaming, query), name=NODE_COMMAND, host=streaming.common.host,
+                    port=streaming.common.metrics_port)
+    asyncio.run(run_until_signalled(node, NODE_COMMAND))
     return 0
 
 
@@ -286,8 +300,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
     from common.role import run_until_signalled
+    from launch.ops import ObservableRole, Observed
 
-    component: object
+    component: ObservableRole
     match config:
         case CoordinatorConfig():
             from coordinator.server import Coordinator
@@ -307,7 +322,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             component = Proxy(config)
         case _:
             assert_never(config)
-    asyncio.run(run_until_signalled(component, args.command))  # type: ignore[arg-type]
+    observed = Observed(component, name=args.command, host=config.common.host, port=config.common.metrics_port)
+    asyncio.run(run_until_signalled(observed, args.command))
     return 0
 
 

@@ -43,6 +43,13 @@ class QueryNodeWithProxy:
         )
         await self._proxy.start()
 
+    async def health_reasons(self) -> list[str]:
+        """The query node's reasons, then its proxy's (which include the whole cluster's)."""
+        reasons = await self._node.health_reasons()
+        if self.config.proxy_port is not None:
+            reasons += await self._proxy.health_reasons() if self._proxy is not None else ["proxy not started"]
+        return reasons
+
     async def stop(self) -> None:
         if self._proxy is not None:
             await self._proxy.stop()

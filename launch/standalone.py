@@ -101,8 +101,15 @@ async def _cluster_ready(endpoint: str, port: int, pchannels: int) -> bool:
 
 
 def run_standalone(
-    *, data_dir: str, port: int, etcd_binary: str | None, pchannels: int, storage: str | None = None
+    *,
+    data_dir: str,
+    port: int,
+    etcd_binary: str | None,
+    pchannels: int,
+    storage: str | None = None,
+    coordinator_args: list[str] | None = None,
 ) -> int:
+    """Run until SIGINT/SIGTERM; ``coordinator_args``: extra flags of the coordinator (its metrics port)."""
     root = Path(data_dir).resolve()
     logs = root / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -125,7 +132,7 @@ def run_standalone(
         common = ["--etcd", etcd.endpoint]
         storage_args = ["--storage", storage or (root / "storage").resolve().as_uri()]
         role_args = {
-            "coordinator": [*common, "--pchannels", str(pchannels), *storage_args],
+            "coordinator": [*common, "--pchannels", str(pchannels), *storage_args, *(coordinator_args or [])],
             NODE_COMMAND: [*common, "--wal-dir", str(root / "wal"), *storage_args, "--proxy-port", str(port)],
         }
         backoffs = {role: RestartBackoff() for role in ROLE_ORDER}

@@ -38,6 +38,11 @@ class StandaloneNode:
         await self._query.start()
         self.address = f"{self._query_config.common.host}:{self._query_config.proxy_port}"
 
+    async def health_reasons(self) -> list[str]:
+        """The streaming node's reasons, then the query node's and the proxy's."""
+        reasons = await self._streaming.health_reasons()
+        return reasons + (await self._query.health_reasons() if self._query is not None else ["querynode not started"])
+
     async def stop(self) -> None:
         # The query node stops its proxy first, so no append reaches a closing WAL from here.
         if self._query is not None:

@@ -185,24 +185,26 @@ class UnwatchChannelRequest(_message.Message):
     def __init__(self, collection_id: _Optional[int] = ..., vchannel: _Optional[str] = ...) -> None: ...
 
 class ReadOptions(_message.Message):
-    __slots__ = ("guarantee_timestamp", "filter", "filter_params", "output_fields", "timeout_ms", "partition_ids", "expire_before", "ignore_growing")
+    __slots__ = ("guarantee_timestamp", "filter", "output_fields", "timeout_ms", "partition_ids", "expire_before", "ignore_growing", "filter_expr", "filter_cost")
     GUARANTEE_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
-    FILTER_PARAMS_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_FIELDS_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     PARTITION_IDS_FIELD_NUMBER: _ClassVar[int]
     EXPIRE_BEFORE_FIELD_NUMBER: _ClassVar[int]
     IGNORE_GROWING_FIELD_NUMBER: _ClassVar[int]
+    FILTER_EXPR_FIELD_NUMBER: _ClassVar[int]
+    FILTER_COST_FIELD_NUMBER: _ClassVar[int]
     guarantee_timestamp: int
     filter: str
-    filter_params: str
     output_fields: _containers.RepeatedScalarFieldContainer[str]
     timeout_ms: int
     partition_ids: _containers.RepeatedScalarFieldContainer[int]
     expire_before: int
     ignore_growing: bool
-    def __init__(self, guarantee_timestamp: _Optional[int] = ..., filter: _Optional[str] = ..., filter_params: _Optional[str] = ..., output_fields: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ..., partition_ids: _Optional[_Iterable[int]] = ..., expire_before: _Optional[int] = ..., ignore_growing: _Optional[bool] = ...) -> None: ...
+    filter_expr: bytes
+    filter_cost: int
+    def __init__(self, guarantee_timestamp: _Optional[int] = ..., filter: _Optional[str] = ..., output_fields: _Optional[_Iterable[str]] = ..., timeout_ms: _Optional[int] = ..., partition_ids: _Optional[_Iterable[int]] = ..., expire_before: _Optional[int] = ..., ignore_growing: _Optional[bool] = ..., filter_expr: _Optional[bytes] = ..., filter_cost: _Optional[int] = ...) -> None: ...
 
 class SearchRequest(_message.Message):
     __slots__ = ("collection_id", "vchannel", "read", "anns_field", "metric_type", "vectors", "topk", "params", "vchannels")

@@ -48,8 +48,8 @@ from pymilvus.grpc_gen import milvus_pb2, schema_pb2
 
 from common.config import DEFAULT_LIMITS, ProxyLimits
 from common.errors import InvalidArgument, NotSupported, StrataError
-from common.expr.asyncparse import parse_filter_async
 from common.jsonvalue import load_json
+from common.readplan import ReadFilter, ReadPlan, VectorQuery
 from common.schema import TIMESTAMP_COLUMN, CollectionSchema
 from proxy import convert
 from proxy.convert.pkids import check_no_primary_keys
@@ -63,7 +63,7 @@ from proxy.convert.search import (
 )
 from proxy.limits import check_expr_length
 from proxy.metacache import CollectionEntry
-from proxy.reads import ReadOptions, ReadRouter
+from proxy.reads import ReadRouter
 from proxy.status import success
 from segcore.segments.metric import Metric, parse_metric
 from segcore.segments.reduce import merge_topk
@@ -394,7 +394,7 @@ async def hybrid_search(
     coll: CollectionEntry,
     reads: ReadRouter,
     metric_for: MetricFor,
-    read_options: Callable[[], Awaitable[ReadOptions]],
+    read_options: Callable[[], Awaitable[ReadPlan]],
     limits: ProxyLimits = DEFAULT_LIMITS,
 ) -> milvus_pb2.SearchResults:
     """Answer a ``HybridSearchRequest``: run its sub searches at one timestamp and fuse them.
@@ -427,7 +427,8 @@ async def hybrid_search(
     schema = coll.schema
     output_fields = list(request.output_fields)
     fetch, _ = convert.resolve_output_fields(schema, output_fields)
-    specs = [await _parse_sub_request(i, sub, schema, limits) for i, sub in enumerate(requests)]
+    parsed = [await _parse_sub_request(i, sub, schema, limits) for i, sub in enumerate(requests)]
+    specs = [spec for spec, _ in parsed]
     nq = specs[0].nq
     for i, spec in enumerate(specs):
         if spec.nq != nq:
@@ -447,24 +448,17 @@ async def hybrid_search(
     shared = await read_options()  # one guarantee timestamp: every sub search sees the same data
     pk = schema.primary_field.name
 
-    async def one(spec: SearchSpec, metric: str) -> SubResult:
-        read = replace(shared, filter=spec.filter, filter_params=spec.filter_params, output_fields=fetch,
-                       ignore_growing=spec.ignore_growing)
-        parts = await reads.search(
-            coll,
-            read=read,
-            anns_field=spec.anns_field,
-            metric=metric,
-            vectors=spec.vectors,
-            topk=spec.topk,
-            params=spec.params,
-        )
+    async def one(spec: SearchSpec, bound: ReadFilter | None, metric: str) -> SubResult:
+        read = replace(shared, filter=bound, output_fields=tuple(fetch), ignore_growing=spec.ignore_growing)
+        query = VectorQuery(anns_field=spec.anns_field, metric=metric, vectors=spec.vectors, topk=spec.topk,
+                            params=spec.params)
+        parts = await reads.search(coll, read=read, query=query)
         merged = merge_topk(
             parts, topk=spec.topk, metric=metric, pk_field=pk, radius=spec.radius, range_filter=spec.range_filter
         )
         return SubResult(hits=merged, metric=metric)
 
-    subs = await _all(one(spec, metric) for spec, metric in zip(specs, metrics, strict=True))
+    subs = await _all(one(*sub, metric) for sub, metric in zip(parsed, metrics, strict=True))
     fused = fuse(subs, ranker=rank.ranker, limit=rank.limit, offset=rank.offset, pk_field=pk)
     results = convert.build_search_results(
         fused, nq=nq, topk=rank.limit, schema=schema, output_fields=output_fields, round_decimal=rank.round_decimal
@@ -474,7 +468,8 @@ async def hybrid_search(
 
 async def _parse_sub_request(
     index: int, sub: milvus_pb2.SearchRequest, schema: CollectionSchema, limits: ProxyLimits
-) -> SearchSpec:
+) -> tuple[SearchSpec, ReadFilter | None]:
+    """The sub request and its filter, bound once (its read plan carries it)."""
     anns = next((p.value for p in sub.search_params if p.key == "anns_field"), "")
     with _naming_sub_request(index, anns):
         check_no_primary_keys(sub)
@@ -483,8 +478,8 @@ async def _parse_sub_request(
             raise NotSupported("group by is not supported inside an ann search request of a hybrid search")
         if spec.filter.strip():
             check_expr_length(spec.filter, limits)
-            await parse_filter_async(spec.filter, schema, spec.filter_params or None)  # reject bad ones now
-    return spec
+        bound = await ReadFilter.parse_async(spec.filter, schema, spec.filter_params)  # reject bad ones now
+    return spec, bound
 
 
 @contextlib.contextmanager

@@ -24,12 +24,13 @@ from typing import Any
 import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
-from common.errors import IndexDuplicate, IndexNotFound, IndexNotSupported, InvalidArgument
+from common.errors import IndexDuplicate, IndexNotFound
 from common.fulltext.functions import bm25_outputs
 from common.index_properties import check_configurable
 from protos import coordinator_pb2
 from proxy.metacache import CollectionEntry, MetaCache
 from proxy.rpc import milvus_rpc
+from proxy.scalarindex import scalar_index_request
 from proxy.stats import WALStats
 from proxy.status import success
 from proxy.vectorindex import vector_index_params
@@ -79,27 +80,18 @@ class IndexRPCs:
     ) -> common_pb2.Status:
         coll = await self._coll(request.collection_name)
         params = {p.key: p.value for p in request.extra_params}
-        if not coll.schema.has_field(request.field_name):
-            raise InvalidArgument(f"cannot create index on non-exist field: {request.field_name}")
-        field = coll.schema.field(request.field_name)
-        if field.dtype.is_vector:
+        field_name, index_name = request.field_name, request.index_name
+        field = coll.schema.field(field_name) if coll.schema.has_field(field_name) else None
+        if field is not None and field.dtype.is_vector:
             # Defaults filled in; InvalidArgument naming a bad metric, index type or build parameter.
             params = vector_index_params(field, params, bm25=field.name in bm25_outputs(coll.schema))
         else:
-            # Refused before anything is written: a worker builds vector indexes only, and an index
-            # it cannot build must not be accepted (and then fail every load).
-            raise IndexNotSupported(
-                f"index type {params.get('index_type') or 'AUTOINDEX'} on field {field.name} "
-                f"({field.dtype.name}) is not supported: Strata builds indexes on vector fields only "
-                "(FLAT, HNSW, AUTOINDEX, the IVF families, SCANN, HNSW_SQ/PQ/PRQ, DISKANN); filters on scalar "
-                "and JSON fields scan the column"
-            )
+            # Scalar, ARRAY and JSON fields, dynamic keys: Milvus's index types, checked before any write.
+            field_name, index_name, params = scalar_index_request(coll.schema, field_name, index_name, params)
         await (await self._stub()).CreateIndex(
             coordinator_pb2.CreateIndexRequest(
                 collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
-                index=coordinator_pb2.IndexInfo(
-                    field_name=request.field_name, index_name=request.index_name, params=params
-                ),
+                index=coordinator_pb2.IndexInfo(field_name=field_name, index_name=index_name, params=params),
             ),
             timeout=INDEX_TIMEOUT,
         )

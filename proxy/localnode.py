@@ -1,32 +1,30 @@
-"""The query node of this process, called the way a gRPC stub is called.
+"""The query node of this process, as the proxy's ``NodeReads`` (``nodereads.py``).
 
 In standalone the proxy runs inside the query node's process
 (``querynode.proxy_port``). Reads for delegators on that node call its
-servicer directly: the same requests, the same errors (raised, as a checked stub
-raises them), without the gRPC hop and the (de)serialisation of both messages
-(search hits stay an Arrow table).
+servicer directly: the read plan the proxy built (its filter bound once), the
+query vectors as a matrix and the hits as an Arrow table, with the same errors
+as over gRPC and no (de)serialisation of anything.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
-from typing import Any, Protocol
+from dataclasses import replace
+from typing import Protocol
 
 import pyarrow as pa
 
-from common.rpcstatus import raise_for_status
-from protos import querynode_pb2 as pb
+from common.readplan import ReadPlan, VectorQuery
+from segcore.segments.query_vectors import query_matrix
 
 
 class QueryNodeReads(Protocol):
-    """The read methods of ``QueryNodeService``: (request, context) -> response; they never use
-    the gRPC context."""
+    """The in-process read methods of ``QueryNodeService``; they raise ``StrataError``."""
 
-    def Search(self, *args: Any, **kwargs: Any) -> Awaitable[Any]: ...
+    async def search_vchannels(self, vchannels: list[str], plan: ReadPlan, query: VectorQuery) -> pa.Table: ...
 
-    def Query(self, *args: Any, **kwargs: Any) -> Awaitable[Any]: ...
-
-    async def search_table(self, request: pb.SearchRequest) -> pa.Table: ...
+    async def query_vchannel(self, vchannel: str, plan: ReadPlan, *, limit: int | None,
+                             count_only: bool) -> tuple[pa.Table | None, int]: ...
 
 
 class LocalQueryNode:
@@ -34,12 +32,10 @@ class LocalQueryNode:
         self.address = address
         self._servicer = servicer
 
-    async def search_table(self, request: pb.SearchRequest) -> pa.Table:
-        """The hits as the Arrow table the servicer builds (no IPC round trip); raises ``StrataError``."""
-        return await self._servicer.search_table(request)
+    async def search(self, collection_id: int, vchannels: list[str], plan: ReadPlan, query: VectorQuery) -> pa.Table:
+        matrix = replace(query, vectors=query_matrix(query.vectors))  # as the node would decode it from bytes
+        return await self._servicer.search_vchannels(vchannels, plan, matrix)
 
-    async def Query(self, request: pb.QueryRequest, timeout: float | None = None) -> pb.QueryResponse:
-        """As a checked stub's ``Query`` (``common.rpcstatus.checked_stub``): a refused read raises its typed error."""
-        response: pb.QueryResponse = await self._servicer.Query(request, None)
-        raise_for_status(response.status)
-        return response
+    async def query(self, collection_id: int, vchannel: str, plan: ReadPlan, limit: int,
+                    count_only: bool) -> tuple[pa.Table | None, int]:
+        return await self._servicer.query_vchannel(vchannel, plan, limit=limit or None, count_only=count_only)

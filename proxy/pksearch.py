@@ -12,23 +12,24 @@ apply to it as to a search by vectors.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from common.config import ProxyLimits
+from common.readplan import ReadPlan
 from proxy.convert.output import column_to_field_data
 from proxy.convert.pkids import missing_keys_error, placeholder_from_field_data
 from proxy.convert.search import SearchSpec, with_key_vectors
 from proxy.metacache import CollectionEntry
-from proxy.reads import ReadOptions, ReadRouter
+from proxy.readplans import refiltered
+from proxy.reads import ReadRouter
 
 _KEYS_PARAM = "search_by_ids"
 
 
 async def resolve_key_vectors(
-    reads: ReadRouter, coll: CollectionEntry, spec: SearchSpec, read: ReadOptions, limits: ProxyLimits
+    reads: ReadRouter, coll: CollectionEntry, spec: SearchSpec, read: ReadPlan, limits: ProxyLimits
 ) -> SearchSpec:
     """``spec`` with its primary keys' vectors as the query vectors (a spec with vectors: as is).
 
@@ -45,10 +46,8 @@ async def resolve_key_vectors(
         return spec
     schema = coll.schema
     pk = schema.primary_field.name
-    lookup = replace(
-        read,
-        filter=f"{pk} in {{{_KEYS_PARAM}}}",
-        filter_params={_KEYS_PARAM: list(keys)},
+    lookup = await refiltered(
+        read, schema, filter=f"{pk} in {{{_KEYS_PARAM}}}", filter_params={_KEYS_PARAM: list(keys)},
         output_fields=[pk, spec.anns_field],
     )
     tables, _ = await reads.query(coll, read=lookup, limit=0, count_only=False)

@@ -9,8 +9,10 @@ node unreachable) is read from the next ready replica instead.
 A search makes one call per query node, not per vchannel: the vchannels whose
 delegators share a node in the chosen replica go in one request, and the node
 answers their hits together; if that call fails, each vchannel is read on its
-own (and moves to another replica as above). The query node of this process
-(standalone) is called in-process.
+own (and moves to another replica as above). A read is one ``ReadPlan``
+(``common/readplan.py``) built by the proxy's handler, its filter bound there;
+the query node of this process (standalone) gets it as it is
+(``localnode.py``), the others encoded for gRPC (``nodereads.py``).
 
 The coordinator's view of a collection (placements, loaded partitions) is
 kept for a second once a replica in it is ready, so steady reads cost no
@@ -22,67 +24,25 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import TypeVar
 
 import grpc
-import numpy as np
 import pyarrow as pa
 
 from common.aiogather import gather_all
-from common.arrowio import ipc_to_table
 from common.coordclient import CoordinatorClient
-from common.errors import ErrorCode, PartitionNotLoaded, SegmentLoadFailed, StrataError
+from common.errors import ErrorCode, SegmentLoadFailed, StrataError
 from common.grpcutil import StubCache
+from common.readplan import ReadPlan, VectorQuery
 from common.tsoutil import compose
 from common.ttl import expire_before
-from protos import coordinator_pb2, querynode_pb2, querynode_pb2_grpc
+from protos import coordinator_pb2, querynode_pb2_grpc
 from proxy.localnode import LocalQueryNode
 from proxy.metacache import CollectionEntry
-from segcore.segments.sparse_rows import PAIR, queries_to_bytes
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ReadOptions:
-    guarantee_ts: int
-    filter: str
-    filter_params: dict[str, Any]
-    output_fields: list[str]
-    timeout: float
-    partition_ids: list[int] | None = None  # None: every loaded partition
-    partition_names: dict[int, str] = field(default_factory=dict)  # for errors
-    expire_before: int = 0  # rows written before it have expired (the collection's TTL; 0: none)
-    ignore_growing: bool = False  # read sealed segments only (Milvus's ignore_growing)
-
-    def to_proto(self) -> querynode_pb2.ReadOptions:
-        return querynode_pb2.ReadOptions(
-            guarantee_timestamp=self.guarantee_ts,
-            filter=self.filter,
-            filter_params=json.dumps(self.filter_params) if self.filter_params else "",
-            output_fields=self.output_fields,
-            timeout_ms=int(self.timeout * 1000),
-            partition_ids=self.partition_ids or [],
-            expire_before=self.expire_before,
-            ignore_growing=self.ignore_growing,
-        )
-
-    def within(self, loaded: Sequence[int]) -> ReadOptions:
-        """These options restricted to the ``loaded`` partitions (the coordinator's list).
-
-        Naming a partition that is not loaded is an error; naming none reads every loaded one
-        (a dropped partition is never among them, so its rows are never read).
-        """
-        if self.partition_ids is not None:
-            missing = [p for p in self.partition_ids if p not in loaded]
-            if missing:
-                name = self.partition_names.get(missing[0], str(missing[0]))
-                raise PartitionNotLoaded(f"partition not loaded[partition={name}]")
-            return self
-        return replace(self, partition_ids=list(loaded))
-
+from proxy.nodereads import NodeReads, RemoteQueryNode
 
 LOADING_POLL_SECONDS = 0.1
 VIEW_TTL_SECONDS = 1.0  # a query view with a ready replica is reused this long (one coordinator call per second)
@@ -107,14 +67,14 @@ class ReadRouter:
         self._turn = itertools.count()
         self._views: dict[int, tuple[float, coordinator_pb2.QueryViewResponse]] = {}  # collection -> (when, view)
 
-    def _stub(self, address: str) -> Any:
+    def _node(self, address: str) -> NodeReads:
         """The query node at ``address``: this process's own in-process, others over gRPC."""
         if self._local is not None and address == self._local.address:
             return self._local
-        return self._stubs.get(address)
+        return RemoteQueryNode(self._stubs.get(address))
 
     async def _twice(
-        self, coll: CollectionEntry, read: ReadOptions, run: Callable[[list[Replica], ReadOptions], Awaitable[T]]
+        self, coll: CollectionEntry, read: ReadPlan, run: Callable[[list[Replica], ReadPlan], Awaitable[T]]
     ) -> T:
         """``run`` on the replicas of the kept view; if that fails, once more on a fresh view
         (the placements may have moved since it was fetched). Rows older than the collection's
@@ -139,8 +99,8 @@ class ReadRouter:
         return resp
 
     async def _replicas(
-        self, coll: CollectionEntry, read: ReadOptions, *, cached: bool
-    ) -> tuple[list[Replica], ReadOptions]:
+        self, coll: CollectionEntry, read: ReadPlan, *, cached: bool
+    ) -> tuple[list[Replica], ReadPlan]:
         """The ready replicas, each as its vchannels' delegators, waiting (up to ``timeout``) for one.
 
         A loaded collection is still *loading* right after a restart or a node loss, while its
@@ -205,47 +165,16 @@ class ReadRouter:
         assert last is not None
         raise last
 
-    async def search(
-        self,
-        coll: CollectionEntry,
-        *,
-        read: ReadOptions,
-        anns_field: str,
-        metric: str,
-        vectors: np.ndarray,
-        topk: int,
-        params: dict[str, Any],
-    ) -> list[pa.Table]:
-        # Float vectors as little-endian float32, binary codes (uint8) as they are (querynode.proto).
-        if vectors.dtype == PAIR:  # sparse: a padded batch of (index, value) pairs
-            payload = queries_to_bytes(vectors)
-        elif vectors.dtype == np.uint8:
-            payload = np.ascontiguousarray(vectors).tobytes()
-        else:
-            payload = np.ascontiguousarray(vectors, dtype="<f4").tobytes()
-        params_json = json.dumps(params)
+    async def search(self, coll: CollectionEntry, *, read: ReadPlan, query: VectorQuery) -> list[pa.Table]:
+        """Each node's hits (a table per node or vchannel called), to be merged by the caller."""
 
-        async def call(address: str, vchannels: list[str], read: ReadOptions) -> pa.Table:
-            request = querynode_pb2.SearchRequest(
-                collection_id=coll.collection_id,
-                vchannel=vchannels[0],
-                vchannels=vchannels if len(vchannels) > 1 else [],
-                read=read.to_proto(),
-                anns_field=anns_field,
-                metric_type=metric,
-                vectors=payload,
-                topk=topk,
-                params=params_json,
-            )
-            if self._local is not None and address == self._local.address:
-                return await self._local.search_table(request)
-            resp = await self._stubs.get(address).Search(request, timeout=read.timeout + 5)
-            return ipc_to_table(resp.results)
+        async def call(address: str, vchannels: list[str], read: ReadPlan) -> pa.Table:
+            return await self._node(address).search(coll.collection_id, vchannels, read, query)
 
-        async def run(replicas: list[Replica], read: ReadOptions) -> list[pa.Table]:
+        async def run(replicas: list[Replica], read: ReadPlan) -> list[pa.Table]:
             return await gather_all([node(vs, replicas, read) for vs in _by_node(coll, replicas[0])])
 
-        async def node(vchannels: list[str], replicas: list[Replica], read: ReadOptions) -> pa.Table:
+        async def node(vchannels: list[str], replicas: list[Replica], read: ReadPlan) -> pa.Table:
             """One call for the vchannels whose delegators share a node in the first replica; if it
             fails, each vchannel on its own, moving to other replicas as needed."""
             if len(vchannels) > 1:
@@ -259,33 +188,24 @@ class ReadRouter:
             parts = await gather_all([one(v, replicas, read) for v in vchannels])
             return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
-        async def one(vchannel: str, replicas: list[Replica], read: ReadOptions) -> pa.Table:
+        async def one(vchannel: str, replicas: list[Replica], read: ReadPlan) -> pa.Table:
             return await self._on_some_replica(vchannel, replicas, lambda p: call(p.address, [vchannel], read))
 
         return await self._twice(coll, read, run)
 
     async def query(
-        self, coll: CollectionEntry, *, read: ReadOptions, limit: int, count_only: bool
+        self, coll: CollectionEntry, *, read: ReadPlan, limit: int, count_only: bool
     ) -> tuple[list[pa.Table], int]:
+        """Each vchannel's rows (``limit`` 0: all; those with none left out) and the total count."""
 
-        async def run(replicas: list[Replica], read: ReadOptions) -> list[tuple[pa.Table | None, int]]:
+        async def run(replicas: list[Replica], read: ReadPlan) -> list[tuple[pa.Table | None, int]]:
             return list(await asyncio.gather(*(one(v, replicas, read) for v in sorted(set(coll.vchannels)))))
 
-        async def one(vchannel: str, replicas: list[Replica], read: ReadOptions) -> tuple[pa.Table | None, int]:
-            async def call(p: coordinator_pb2.ChannelPlacement) -> tuple[pa.Table | None, int]:
-                resp = await self._stub(p.address).Query(
-                    querynode_pb2.QueryRequest(
-                        collection_id=coll.collection_id,
-                        vchannel=vchannel,
-                        read=read.to_proto(),
-                        limit=limit,
-                        count_only=count_only,
-                    ),
-                    timeout=read.timeout + 5,
-                )
-                return (ipc_to_table(resp.results) if resp.results else None), int(resp.count)
-
-            return await self._on_some_replica(vchannel, replicas, call)
+        async def one(vchannel: str, replicas: list[Replica], read: ReadPlan) -> tuple[pa.Table | None, int]:
+            return await self._on_some_replica(
+                vchannel, replicas, lambda p: self._node(p.address).query(coll.collection_id, vchannel, read, limit,
+                                                                          count_only)
+            )
 
         results = await self._twice(coll, read, run)
         tables = [t for t, _ in results if t is not None]

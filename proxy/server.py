@@ -11,6 +11,7 @@ from common.coordclient import CoordinatorClient
 from common.etcd.metastore import MetaStore
 from common.etcd.session import Session
 from common.grpcutil import Health, message_size_options, start_server
+from proxy.access import AccessInterceptor
 from proxy.auth.authenticator import Authenticator
 from proxy.auth.interceptor import AuthInterceptor
 from proxy.auth.resolve import collection_resolver
@@ -67,6 +68,7 @@ class Proxy:
         self._cache.start(self._store)
         service = MilvusProxy(self._coord, self._producer, self._cache, self._reads, self._stats, limits=c.limits)
         service.attach_component(self.component)
+        self._service = service
         # Users, roles and grants: served always; checked on every call with authorizationEnabled.
         security = c.common.security
         self._states = SecurityStateCache(self._store)
@@ -77,7 +79,10 @@ class Proxy:
         )
         resolve = collection_resolver(self._cache)
         interceptor = AuthInterceptor(authenticator, self._states, resolve)
-        interceptors = [interceptor] if security.authorization_enabled else []
+        # The access log is outermost, so it also sees the calls authentication refuses.
+        interceptors: list[grpc.aio.ServerInterceptor] = [AccessInterceptor(self.component)]
+        if security.authorization_enabled:
+            interceptors.append(interceptor)
         # Milvus's deploy modes: the proxy of ``strata standalone`` shares its process with the WAL.
         mode = STANDALONE if self._local_wal is not None else DISTRIBUTED
 
@@ -113,6 +118,20 @@ class Proxy:
         )
         await self._session.start()
         await self._health.serving()
+
+    async def health_reasons(self) -> list[str]:
+        """Why this proxy cannot serve the Milvus API now (empty: it can): what ``CheckHealth`` answers,
+        that is this proxy's own state and then every node the coordinator checks."""
+        service: MilvusProxy | None = getattr(self, "_service", None)
+        if service is None:
+            return ["proxy not started"]
+        session: Session | None = getattr(self, "_session", None)
+        if session is not None and not session.alive:
+            return ["proxy etcd session lost (lease expired or etcd unreachable)"]
+        answer = await service.CheckHealth(milvus_pb2.CheckHealthRequest(), None)  # type: ignore[arg-type]
+        if answer.isHealthy:
+            return []
+        return list(answer.reasons) or [answer.status.reason or "proxy not healthy"]
 
     async def stop(self) -> None:
         self.component.stopping()

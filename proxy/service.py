@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from typing import Any
 
 import grpc
@@ -20,9 +21,10 @@ from pymilvus.grpc_gen import common_pb2, milvus_pb2, milvus_pb2_grpc, schema_pb
 from common.config import DEFAULT_LIMITS, ProxyLimits
 from common.coordclient import CoordinatorClient
 from common.errors import CollectionNotFound, ErrorCode, InvalidArgument, SegmentLoadFailed, StrataError
-from common.expr.asyncparse import parse_filter_async
+from common.expr.asyncparse import filter_size, parse_filter_async
 from common.fulltext.functions import bm25_outputs
 from common.names import cannot_find_collection, check_collection_name
+from common.readplan import ReadFilter, ReadPlan, VectorQuery
 from common.tsoutil import physical_ms
 from protos import coordinator_pb2
 from proxy import convert
@@ -49,7 +51,8 @@ from proxy.metrics import MetricsRPCs
 from proxy.partitions import PartitionRPCs, read_partitions, write_partition
 from proxy.pkfilter import primary_keys_of
 from proxy.pksearch import resolve_key_vectors
-from proxy.reads import ReadOptions, ReadRouter
+from proxy.readplans import plan_read
+from proxy.reads import ReadRouter
 from proxy.replicas import ReplicaRPCs
 from proxy.resource_groups import ResourceGroupRPCs
 from proxy.rpc import milvus_rpc
@@ -61,13 +64,13 @@ from proxy.unsupported import answer_unsupported
 from proxy.upserts import live_rows, plan_upsert
 from proxy.vectorindex import search_metric
 from proxy.writes import allocate_ids, delete_pks, insert_table, upsert_table
-from segcore.segments.reduce import merge_topk
+from segcore.segments.reduce import merge_rows, merge_topk
 from streamingnode.client.producer import Producer
 
 log = structlog.get_logger().bind(component="proxy")
 
 SERVER_VERSION = "v2.6.0-strata"
-DEFAULT_READ_TIMEOUT = 30.0
+DEFAULT_READ_TIMEOUT = 30.0  # as common/readplan.py's
 # Results of up to this many rows (or hits) are reduced and converted on the event loop; more in a thread.
 INLINE_REDUCE_ROWS = 4096
 
@@ -368,10 +371,11 @@ class MilvusProxy(
         )
         if pks is None:
             # A general filter: find the matching keys with a Strong read first (in the partition named).
-            read = ReadOptions(
-                guarantee_ts=await self._fresh_ts(), filter=request.expr, filter_params=params,
-                output_fields=[coll.schema.primary_field.name], timeout=DEFAULT_READ_TIMEOUT,
-                partition_ids=scoped, partition_names=names,
+            read = ReadPlan(
+                guarantee_ts=await self._fresh_ts(), filter=ReadFilter(text=request.expr, expr=expr,
+                                                                       cost=filter_size(request.expr, params)),
+                output_fields=(coll.schema.primary_field.name,), timeout=DEFAULT_READ_TIMEOUT,
+                partitions=None if scoped is None else tuple(scoped), partition_names=names,
             )
             tables, _ = await self._reads.query(coll, read=read, limit=0, count_only=False)
             pks = [v for t in tables for v in t.column(coll.schema.primary_field.name).to_pylist()]
@@ -443,7 +447,6 @@ class MilvusProxy(
         spec = convert.parse_search_request(request, coll.schema, self._limits)
         if spec.filter.strip():
             check_expr_length(spec.filter, self._limits)
-            await parse_filter_async(spec.filter, coll.schema, spec.filter_params or None)  # reject bad ones here
         fetch, _ = convert.resolve_output_fields(coll.schema, spec.output_fields)
         metric = await self._metric_for(coll, spec.anns_field, spec.metric_type)
         check_range(metric, spec.radius, spec.range_filter)  # the index's metric is known now
@@ -458,30 +461,27 @@ class MilvusProxy(
         if group:
             per_shard = first_fetch(per_shard, spec.group_size)
         partitions, names = await read_partitions(self._cache, coll, list(request.partition_names))
-        read = ReadOptions(
+        read = await plan_read(  # the filter parsed and bound here, once (a bad one is refused)
+            coll.schema,
             guarantee_ts=await self._guarantee(coll, request),
             filter=spec.filter,
             filter_params=spec.filter_params,
             output_fields=fetch,
             timeout=DEFAULT_READ_TIMEOUT,
-            partition_ids=partitions,
+            partitions=partitions,
             partition_names=names,
             ignore_growing=spec.ignore_growing,
         )
         spec = await resolve_key_vectors(self._reads, coll, spec, read, self._limits)  # search by primary keys
-        parts = await self._reads.search(
-            coll, read=read, anns_field=spec.anns_field, metric=metric, vectors=spec.vectors,
-            topk=per_shard, params=spec.params,
-        )
+        query = VectorQuery(anns_field=spec.anns_field, metric=metric, vectors=spec.vectors, topk=per_shard,
+                            params=spec.params)
+        parts = await self._reads.search(coll, read=read, query=query)
         while group and (
             more := next_fetch(parts, nq=spec.nq, groups_wanted=spec.topk + spec.offset, group_by=group,
                                fetched=per_shard)
         ):
             per_shard = more
-            parts = await self._reads.search(
-                coll, read=read, anns_field=spec.anns_field, metric=metric, vectors=spec.vectors,
-                topk=per_shard, params=spec.params,
-            )
+            parts = await self._reads.search(coll, read=read, query=replace(query, topk=per_shard))
         pk = coll.schema.primary_field.name
 
         def reduce() -> schema_pb2.SearchResultData:
@@ -519,11 +519,11 @@ class MilvusProxy(
         # Each sub request runs as a Search would, all at one guarantee timestamp, then fused (hybrid.py).
         coll = await self._lookup(request.collection_name)
 
-        async def shared_read() -> ReadOptions:
+        async def shared_read() -> ReadPlan:
             partitions, names = await read_partitions(self._cache, coll, list(request.partition_names))
-            return ReadOptions(
-                guarantee_ts=await self._guarantee(coll, request), filter="", filter_params={}, output_fields=[],
-                timeout=DEFAULT_READ_TIMEOUT, partition_ids=partitions, partition_names=names,
+            return await plan_read(
+                coll.schema, guarantee_ts=await self._guarantee(coll, request), timeout=DEFAULT_READ_TIMEOUT,
+                partitions=partitions, partition_names=names,
             )
 
         return await hybrid_search(
@@ -552,15 +552,15 @@ class MilvusProxy(
             )
         if expr_text.strip():
             check_expr_length(expr_text, self._limits)
-            await parse_filter_async(expr_text, coll.schema, params or None)
         partitions, names = await read_partitions(self._cache, coll, list(request.partition_names))
-        read = ReadOptions(
+        read = await plan_read(  # the filter parsed and bound here, once (a bad one is refused)
+            coll.schema,
             guarantee_ts=await self._guarantee(coll, request),
             filter=expr_text,
             filter_params=params,
             output_fields=[] if count_only else convert.resolve_output_fields(coll.schema, outputs)[0],
             timeout=DEFAULT_READ_TIMEOUT,
-            partition_ids=partitions,
+            partitions=partitions,
             partition_names=names,
             ignore_growing=convert.parse_bool("ignore_growing", qp.get("ignore_growing", "false")),
         )
@@ -572,10 +572,11 @@ class MilvusProxy(
         schema = coll.schema.arrow_schema(with_timestamp=False)
 
         def reduce() -> milvus_pb2.QueryResults:
-            combined = pa.concat_tables(tables) if tables else schema.empty_table().select(read.output_fields)
-            combined = combined.sort_by(pk)
-            if offset or limit >= 0:
-                combined = combined.slice(offset, None if limit < 0 else limit)
+            if not tables:
+                combined = schema.empty_table().select(list(read.output_fields))
+            else:  # vchannels partition the keys: no key is in two answers
+                combined = merge_rows(tables, pk_field=pk, offset=offset, limit=None if limit < 0 else limit,
+                                      distinct_keys=True)
             results = convert.build_query_results(
                 combined, schema=coll.schema, output_fields=outputs, collection_name=coll.name
             )

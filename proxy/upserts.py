@@ -34,7 +34,8 @@ from common.jsonvalue import load_json
 from common.schema import CollectionSchema, DataType, FieldSchema
 from proxy.convert.rows import filler_column, given_columns, insert_to_table
 from proxy.metacache import CollectionEntry
-from proxy.reads import ReadOptions, ReadRouter
+from proxy.readplans import plan_read
+from proxy.reads import ReadRouter
 
 # Reads the live rows of these keys (every field), in the partitions the upsert replaces rows of.
 ReadRows = Callable[[pa.Array], Awaitable[pa.Table]]
@@ -90,10 +91,10 @@ async def live_rows(
     for a partition-key collection), read at ``guarantee_ts``."""
     schema = coll.schema
     names = [f.name for f in schema.fields]
-    read = ReadOptions(
-        guarantee_ts=guarantee_ts, filter=f"{schema.primary_field.name} in {{keys}}",
+    read = await plan_read(
+        schema, guarantee_ts=guarantee_ts, filter=f"{schema.primary_field.name} in {{keys}}",
         filter_params={"keys": keys.to_pylist()}, output_fields=names, timeout=timeout,
-        partition_ids=None if partition_id is None else [partition_id],
+        partitions=None if partition_id is None else [partition_id],
     )
     tables, _ = await reads.query(coll, read=read, limit=0, count_only=False)
     if not tables:

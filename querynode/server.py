@@ -11,6 +11,8 @@ from common.coordclient import CoordinatorClient
 from common.etcd.metastore import MetaStore
 from common.etcd.session import Session, SessionInfo, allocate_server_id
 from common.grpcutil import Health, start_server
+from common.readiness import role_reasons
+from common.statemetrics import StateMetrics
 from common.storage.objectstore import ObjectStore
 from protos import querynode_pb2, querynode_pb2_grpc
 from querynode.service.service import QueryNodeService
@@ -59,6 +61,8 @@ class QueryNode:
             on_registered=registered,
         )
         await self._session.start(server_id=node_id)
+        self._state_metrics = StateMetrics(service.state_samples)
+        self._state_metrics.start()
         await self._health.serving()
 
     @property
@@ -66,7 +70,18 @@ class QueryNode:
         """The gRPC servicer of both roles, once started (a proxy in this process reads through it)."""
         return self._service
 
+    async def health_reasons(self) -> list[str]:
+        """Why this node cannot serve reads now (empty: it can): not serving, session lost, a broken delegator."""
+        reasons = role_reasons(ROLE, self._health, getattr(self, "_session", None))
+        service: QueryNodeService | None = getattr(self, "_service", None)
+        for vchannel, d in sorted(service.delegators.items()) if service is not None else []:
+            if d.broken:
+                reasons.append(f"delegator of {vchannel} is broken (waiting to be watched again)")
+        return reasons
+
     async def stop(self) -> None:
+        if hasattr(self, "_state_metrics"):
+            self._state_metrics.stop()
         await self._health.stopping()
         await self._session.stop()
         await self._server.stop(grace=1)

@@ -8,6 +8,7 @@ WAL manager (its lifetimes call the flusher hooks), gRPC server, then the sessio
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from typing import Any
 
 import grpc
@@ -18,11 +19,14 @@ from common.errors import InvalidArgument
 from common.etcd.metastore import MetaStore
 from common.etcd.session import Session
 from common.grpcutil import Health, start_server
+from common.readiness import role_reasons
+from common.statemetrics import GaugeSample, StateMetrics
 from common.storage.objectstore import ObjectStore
 from protos import streaming_pb2, streaming_pb2_grpc
 from streamingnode.flusher.dataclient import CoordinatorDataClient
 from streamingnode.flusher.flusher import FlusherManager
 from streamingnode.flusher.policy import SyncOptions
+from streamingnode.metrics import wal_samples
 from streamingnode.service.handler import HandlerService
 from streamingnode.service.manager import ManagerService
 from streamingnode.shard import SealPolicy
@@ -62,6 +66,14 @@ class StreamingNode:
         self._session: Session | None = None
         self.manager: WALManager | None = None
         self._health = Health(HEALTH_SERVICES)
+        self._state_metrics = StateMetrics(self._state_samples)
+
+    def _state_samples(self) -> Iterator[GaugeSample]:
+        """Each pchannel's term and availability, each vchannel's checkpoint lag and segments."""
+        for s in self.manager.states() if self.manager is not None else []:
+            yield from wal_samples(s.pchannel, s.term, s.available)
+        for flusher in list(self.flushers.flushers.values()) if hasattr(self, "flushers") else []:
+            yield from flusher.state_samples()
 
     async def start(self) -> None:
         c = self.config
@@ -103,9 +115,21 @@ class StreamingNode:
             self._store, ROLE, self.address, ttl_seconds=c.common.session_ttl_seconds, on_lost=manager.release_all
         )
         await self._session.start()
+        self._state_metrics.start()
         await self._health.serving()
 
+    async def health_reasons(self) -> list[str]:
+        """Why this node cannot take appends now (empty: it can): not serving, session lost, a WAL unavailable."""
+        reasons = role_reasons(ROLE, self._health, self._session)
+        if self._session is None:
+            return reasons
+        for s in self.manager.states() if self.manager is not None else []:
+            if not s.available and s.error:
+                reasons.append(f"wal {s.pchannel} term {s.term} unavailable: {s.error}")
+        return reasons
+
     async def stop(self) -> None:
+        self._state_metrics.stop()
         await self._health.stopping()
         if self._session is not None:
             await self._session.stop()

@@ -11,8 +11,11 @@ from common.etcd.process import EtcdProcess
 from tests.harness import Standalone
 from tests.s3server import S3Server, run_s3_server
 
-# Every proxy a test starts serves its RESTful API on a free port, never the fixed default (19531),
-# so parallel workers and clusters do not fight over it; a harness may still name one.
+# Every role process a test starts serves its operations port on a free port, not Milvus's 9091:
+# tests run side by side (xdist, several checkouts) and a fixed port would collide.
+for _role in ("coordinator", "streamingnode", "querynode", "proxy"):
+    os.environ.setdefault(f"STRATA_{_role.upper()}_METRICS_PORT", "0")
+# Likewise every proxy's RESTful API, not the fixed 19531; a harness may still name one.
 os.environ.setdefault("STRATA_PROXY_HTTP_PORT", "0")
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
 import aetcd
@@ -27,6 +27,7 @@ import structlog
 
 from common.etcd.lease import keep_alive
 from common.etcd.metastore import MetaStore
+from common.statemetrics import GaugeSample, StateMetrics
 from common.tasks import BackgroundTasks
 
 SESSION_PREFIX = "session/"
@@ -98,8 +99,17 @@ class Session:
         self._lease: aetcd.Lease | None = None
         self.info: SessionInfo | None = None
         self.lost_count = 0
+        self.alive = False  # registered and its lease kept alive (False from a lost lease to the next registration)
         self._log = structlog.get_logger().bind(component="session", role=role)
         self._tasks = BackgroundTasks("session", role=role)
+        self._metrics = StateMetrics(self._samples)
+
+    def _samples(self) -> Iterator[GaugeSample]:
+        labels = {"role": self._role, "server_id": str(self.info.server_id) if self.info is not None else ""}
+        yield GaugeSample(name="strata_etcd_session_alive", help="1 while the role's etcd session holds its lease",
+                          labels=labels, value=1 if self.alive else 0)
+        yield GaugeSample(name="strata_etcd_session_lost", help="Leases the role's session lost since it started",
+                          labels=labels, value=self.lost_count)
 
     @property
     def server_id(self) -> int:
@@ -108,6 +118,7 @@ class Session:
 
     async def start(self, server_id: int | None = None) -> SessionInfo:
         info = await self._register(server_id)
+        self._metrics.start()
         self._tasks.start(self._run(), name=f"session-{self._role}")
         return info
 
@@ -117,6 +128,7 @@ class Session:
         lease = await self._store.client.lease(self._ttl)
         await self._store.put(info.key, info.to_json(), lease=lease)
         self.info, self._lease = info, lease
+        self.alive = True
         self._log.info("session registered", server_id=sid, address=self._address)
         if self._on_registered is not None:
             self._on_registered(info)
@@ -129,6 +141,7 @@ class Session:
             reason: list[str] = []
             await keep_alive(self._lease, self._ttl, reason.append, self._log)
             self.lost_count += 1
+            self.alive = False
             self._log.error("session lost", reason=reason[0] if reason else "", server_id=self.server_id)
             if self._on_lost is not None:
                 try:
@@ -149,6 +162,8 @@ class Session:
                     await asyncio.sleep(self._retry)
 
     async def stop(self) -> None:
+        self.alive = False
+        self._metrics.stop()
         await self._tasks.stop()
         if self._lease is not None:
             with contextlib.suppress(Exception):

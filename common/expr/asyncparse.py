@@ -4,7 +4,8 @@ Parsing and binding cost roughly a microsecond per character of filter text
 (long literal lists included, ``literal_lists.py``) and per element of a list
 parameter. A short filter is parsed inline (a thread hand-off would cost
 more); a long one in a thread, so the loop keeps answering other requests
-while a 200,000-id ``in`` list is bound.
+while a 200,000-id ``in`` list is bound. A short filter without parameters comes from
+``parsecache.py`` when it was parsed before.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from common.expr.ast import Expr
+from common.expr.parsecache import PARSED
 from common.expr.parser import parse_filter
 from common.schema import CollectionSchema
 
@@ -31,6 +33,8 @@ async def parse_filter_async(text: str, schema: CollectionSchema, params: Mappin
 
     Raises ``IllegalFilter`` as ``parse_filter`` does. Cancelling the caller leaves the thread to finish.
     """
+    if not params and len(text) <= INLINE_SIZE:
+        return PARSED.parse(text, schema)  # the same filter, request after request: bound once
     if filter_size(text, params) <= INLINE_SIZE:
         return parse_filter(text, schema, params)
     return await asyncio.to_thread(parse_filter, text, schema, params)

@@ -70,6 +70,7 @@ from common.expr.ast import (
     operand_kind,
     reads_json,
 )
+from common.expr.leafindex import LeafIndex
 from common.expr.semantics import MISSING
 from common.expr.text_predicates import text_match_mask
 
@@ -86,7 +87,7 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _NULL_BOOL = pa.scalar(None, pa.bool_())
 
 
-def evaluate(expr: Expr, table: pa.Table | pa.RecordBatch) -> np.ndarray:
+def evaluate(expr: Expr, table: pa.Table | pa.RecordBatch, *, indexes: LeafIndex | None = None) -> np.ndarray:
     """Evaluate ``expr`` on every row of ``table``.
 
     Only the columns named by :func:`referenced_fields` are read; any other
@@ -96,6 +97,8 @@ def evaluate(expr: Expr, table: pa.Table | pa.RecordBatch) -> np.ndarray:
         expr: A filter from :func:`parse_filter`.
         table: A table or record batch with one column per schema field, typed as
             ``FieldSchema.arrow_type()``; JSON and ``$meta`` hold JSON text.
+        indexes: Scalar indexes over ``table``'s rows (``leafindex.py``): a leaf they cover reads
+            no column but for its null mask.
 
     Returns:
         A ``bool`` numpy array of length ``table.num_rows``; rows where the
@@ -105,15 +108,16 @@ def evaluate(expr: Expr, table: pa.Table | pa.RecordBatch) -> np.ndarray:
         IllegalFilter: A column the filter reads is missing from ``table``
             (a missing dynamic field reads as all null).
     """
-    result = _eval(_Context(table), expr)
+    result = _eval(_Context(table, indexes), expr)
     return np.asarray(pc.fill_null(result, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 class _Context:
     """Per-evaluation caches of columns, null masks and parsed JSON values."""
 
-    def __init__(self, table: pa.Table | pa.RecordBatch) -> None:
+    def __init__(self, table: pa.Table | pa.RecordBatch, indexes: LeafIndex | None = None) -> None:
         self.table = table
+        self.indexes = indexes
         self.num_rows: int = table.num_rows
         self._columns: dict[str, pa.Array] = {}
         self._null_masks: dict[str, pa.Array | None] = {}
@@ -195,7 +199,8 @@ def _eval(ctx: _Context, expr: Expr) -> pa.Array:
             name = expr.field.name  # the chunks as stored: each has its token index
             return text_match_mask(ctx.table.column(name) if name in ctx.table.column_names else ctx.column(name), expr)
         case Compare() | InList() | Like() | JsonContains() | Exists():
-            result = pc.fill_null(_leaf(ctx, expr), False)
+            indexed = ctx.indexes.leaf(expr) if ctx.indexes is not None else None
+            result = pa.array(indexed) if indexed is not None else pc.fill_null(_leaf(ctx, expr), False)
             for element in set(iter_elements(expr)):
                 result = pc.and_(result, ctx.element(element)[1])
             unknown = _unknown_mask(ctx, expr)

@@ -32,7 +32,7 @@ BuildKey = tuple[int, int]  # (segment, index)
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class IndexDef:
-    """A vector index of a collection, as the catalog has it."""
+    """An index of a collection (on a vector or a scalar field), as the catalog has it."""
 
     index_id: int
     field_name: str

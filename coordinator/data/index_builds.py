@@ -175,7 +175,7 @@ class IndexBuildScheduler:
             defs = [
                 IndexDef(index_id=i.index_id, field_name=i.field_name, index_type=i.params.get("index_type", "") or "AUTOINDEX")
                 for i in indexes
-                if meta.schema.has_field(i.field_name) and meta.schema.field(i.field_name).dtype.is_vector
+                if meta.schema.has_field(i.field_name)  # vector and scalar indexes alike
             ]
             # A build refused for good is not wanted again (nor are the collection's files listed for it).
             builds = wanted_builds(segments, defs, saved=self._done | self._failed.keys(), compacting=compacting)

@@ -27,6 +27,7 @@ from common.etcd.metastore import MetaStore
 from common.etcd.session import SessionInfo, follow_sessions
 from common.grpcutil import StubCache
 from common.tasks import BackgroundTasks
+from coordinator.metrics import PCHANNEL_MOVES
 from coordinator.streaming.pchannel import PChannelMeta, PChannelState
 from coordinator.streaming.policy import BalancePolicy
 from protos import streaming_pb2, streaming_pb2_grpc
@@ -164,6 +165,7 @@ class StreamingBalancer:
         moves = self._policy.plan(list(self._channels.values()), live, counts, time.monotonic())
         if not moves:
             return
+        PCHANNEL_MOVES.inc(len(moves))
         # Phase 1: persist the new terms before any node hears of them.
         staged = {}
         for name, node in moves.items():

@@ -66,7 +66,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
@@ -77,12 +76,11 @@ import pyarrow as pa
 import structlog
 
 from common.errors import ErrorCode, NotReady, PositionTruncated, StrataError
-from common.expr import Expr
-from common.expr.asyncparse import filter_size, parse_filter_async
 from common.failpoints import failpoint
 from common.fulltext.index_params import bm25_params
 from common.message import Delete, DropPartition, Insert, SchemaChange, TimeTick, decode
 from common.position import Position
+from common.readplan import ReadPlan, VectorQuery
 from common.schema import TIMESTAMP_COLUMN, CollectionSchema
 from common.schema_evolution import conform_table, is_newer
 from common.segment import SegmentMeta
@@ -103,12 +101,10 @@ from querynode.offload import concat_slices, run_sliced, search_cost
 from querynode.worker.client import WorkerClient
 from querynode.worker.segment import search_rows
 from segcore.index.base import search_params
-from segcore.segments.dedupe import newest_per_key
 from segcore.segments.growing import GrowingStore
 from segcore.segments.readmask import read_mask
-from segcore.segments.reduce import merge_topk
+from segcore.segments.reduce import merge_counts, merge_rows, merge_topk
 from segcore.segments.sealed import load_deletes
-from segcore.segments.sparse_rows import queries_to_bytes
 from streamingnode.client.assignment import AssignmentSource
 from streamingnode.client.consumer import consume
 
@@ -119,30 +115,6 @@ WORKER_LOST = {ErrorCode.SEGMENT_NOT_FOUND, ErrorCode.NOT_READY, ErrorCode.UNAVA
 _T = TypeVar("_T")
 # Hits merged on the event loop up to this many (a millisecond or so); more in a thread.
 INLINE_MERGE_ROWS = 4096
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ReadSpec:
-    guarantee_ts: int
-    filter: str
-    filter_params: dict
-    output_fields: tuple[str, ...]
-    timeout: float
-    partitions: frozenset[int] | None = None  # None: every partition
-    expire_before: int = 0  # rows written before it have expired (the collection's TTL; 0: none)
-    ignore_growing: bool = False  # sealed segments only: growing data is left out (Milvus's ignore_growing)
-
-    def to_proto(self) -> qpb.ReadOptions:
-        return qpb.ReadOptions(
-            guarantee_timestamp=self.guarantee_ts,
-            filter=self.filter,
-            filter_params=json.dumps(self.filter_params) if self.filter_params else "",
-            output_fields=list(self.output_fields),
-            timeout_ms=int(self.timeout * 1000),
-            partition_ids=sorted(self.partitions or ()),
-            expire_before=self.expire_before,
-            ignore_growing=self.ignore_growing,
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,7 +313,7 @@ class Delegator:
 
     async def _tell_schema(self, placement: Placement, sids: list[int]) -> None:
         try:
-            await self._workers.update_schema(placement.address, self.collection_id, self.schema)
+            await self._workers.at(placement.address).update_schema(self.collection_id, self.schema)
         except (grpc.aio.AioRpcError, StrataError) as err:
             self._take_offline(sids, f"schema change on node {placement.node_id} failed: {err}")
 
@@ -362,7 +334,7 @@ class Delegator:
                 per_worker.setdefault(placement, {})[sid] = (pks.filter(pa.array(hit)), ts[hit])
         for placement, cuts in per_worker.items():
             try:
-                await self._workers.cut(placement.address, self.collection_id, cuts)
+                await self._workers.at(placement.address).cut(self.collection_id, cuts)
             except (grpc.aio.AioRpcError, StrataError) as err:
                 self._take_offline(list(cuts), f"forwarding to node {placement.node_id} failed: {err}")
 
@@ -477,16 +449,10 @@ class Delegator:
             pks, ts = pa.concat_arrays([pks, own_pks.cast(pks.type)]), np.concatenate([ts, own_ts])
         schema = self.schema
         try:
-            await self._workers.load(
-                target.address,
-                collection_id=self.collection_id,
-                schema=schema,
-                segments=[meta],
-                indexes=self.indexes,
-                cuts={sid: (pks, ts)},
-            )
+            await self._workers.at(target.address).load(self.collection_id, schema, [meta], self.indexes,
+                                                         {sid: (pks, ts)})
             if self.schema is not schema:  # a field was added while it loaded
-                await self._workers.update_schema(target.address, self.collection_id, self.schema)
+                await self._workers.at(target.address).update_schema(self.collection_id, self.schema)
         except Exception as err:  # the worker's failure (an in-process worker raises what it met)
             self._load_failed(placed, err)
             return None
@@ -531,7 +497,7 @@ class Delegator:
                                 pks = pa.concat_arrays([pks, q.keys.filter(mask).cast(pks.type)])
                                 ts = np.concatenate([ts, q.stamps[hit]])
                     if len(pks):
-                        await self._workers.cut(p.placed.placement.address, self.collection_id, {sid: (pks, ts)})
+                        await self._workers.at(p.placed.placement.address).cut(self.collection_id, {sid: (pks, ts)})
             except (grpc.aio.AioRpcError, StrataError) as err:
                 for p in prepared:
                     self._load_failed(p.placed, err)
@@ -574,7 +540,7 @@ class Delegator:
         await self.dist.drained(snap.version)
         for placement, sids in _group({**held, **old}).items():
             try:
-                await self._workers.release(placement.address, self.collection_id, sids)
+                await self._workers.at(placement.address).release(self.collection_id, sids)
             except (grpc.aio.AioRpcError, StrataError) as err:
                 self._log.info("release failed", segments=sids, error=str(err))
         if release:
@@ -598,15 +564,8 @@ class Delegator:
             "another replica"
         )
 
-    async def _filter(self, spec: ReadSpec) -> Expr | None:
-        """The read's filter, parsed once for its growing segments (in a thread when long, and
-        before the data lock, which holds back the WAL's messages)."""
-        if not spec.filter.strip():
-            return None
-        return await parse_filter_async(spec.filter, self.schema, spec.filter_params or None)
-
     @contextlib.asynccontextmanager
-    async def _read_view(self, spec: ReadSpec) -> AsyncIterator[tuple[dict[Placement, list[int]], list[GrowingStore]]]:
+    async def _read_view(self, plan: ReadPlan) -> AsyncIterator[tuple[dict[Placement, list[int]], list[GrowingStore]]]:
         """The sealed segments a read covers (by worker, pinned until the block ends) and its growing
         segments, as of one moment: a handoff takes a segment out of the growing ones and puts it in
         the snapshot in one step under the data lock, so both are read under it. (Pinned before the
@@ -615,7 +574,7 @@ class Delegator:
         with contextlib.ExitStack() as pins:
             async with self._lock:
                 snap = pins.enter_context(self.dist.pinned())
-                sealed, stores = self._sealed_in(snap, spec), self._growing_in(spec)
+                sealed, stores = self._sealed_in(snap, plan), self._growing_in(plan)
             yield sealed, stores
 
     async def _remote(self, placement: Placement, sids: list[int], call: Awaitable[_T]) -> _T:
@@ -625,71 +584,53 @@ class Delegator:
         except (grpc.aio.AioRpcError, StrataError) as err:
             raise self._read_failed(placement, sids, err) from err
 
-    def _growing_in(self, spec: ReadSpec) -> list[GrowingStore]:
+    def _growing_in(self, plan: ReadPlan) -> list[GrowingStore]:
         """The growing segments a read covers (call under the data lock): none with ``ignore_growing``."""
-        if spec.ignore_growing:
+        if plan.ignore_growing:
             return []
-        if spec.partitions is None:
+        if plan.partitions is None:
             return list(self.data.growing.values())
-        return [s for sid, s in self.data.growing.items() if self._partition_of.get(sid) in spec.partitions]
+        return [s for sid, s in self.data.growing.items() if self._partition_of.get(sid) in plan.partitions]
 
-    def _sealed_in(self, snap: Snapshot, spec: ReadSpec) -> dict[Placement, list[int]]:
+    def _sealed_in(self, snap: Snapshot, plan: ReadPlan) -> dict[Placement, list[int]]:
         """The pinned snapshot's sealed segments a read covers, by worker."""
-        if spec.partitions is None:
+        if plan.partitions is None:
             return snap.by_worker()
         out: dict[Placement, list[int]] = {}
         for placement, sids in snap.by_worker().items():
-            mine = [sid for sid in sids if self._partition_of.get(sid) in spec.partitions]
+            mine = [sid for sid in sids if self._partition_of.get(sid) in plan.partitions]
             if mine:
                 out[placement] = mine
         return out
 
-    async def search(
-        self,
-        spec: ReadSpec,
-        *,
-        field: str,
-        vectors: np.ndarray,
-        raw_vectors: bytes,
-        metric: str,
-        topk: int,
-        params: dict[str, object],
-    ) -> pa.Table:
-        read_ts = await self.tsafe.wait(spec.guarantee_ts, timeout=spec.timeout, what=f"search {self.vchannel}")
+    async def search(self, plan: ReadPlan, query: VectorQuery) -> pa.Table:
+        """This vchannel's top ``query.topk`` hits per query vector: the growing segments searched
+        here, the sealed ones on their workers, merged."""
+        read_ts = await self.tsafe.wait(plan.guarantee_ts, timeout=plan.timeout, what=f"search {self.vchannel}")
         self._check_readable()
-        if metric.upper() == "BM25":  # text queries: term frequencies weighted by this shard's IDF
-            built = bm25_params(next((dict(i.params) for i in self.indexes if i.field_name == field), {}))
-            vectors, params = self.bm25.weigh(field, vectors, params, built, self.data.growing)
-            raw_vectors = queries_to_bytes(vectors)
-        parsed = search_params(params)
+        if query.metric.upper() == "BM25":  # text queries: term frequencies weighted by this shard's IDF
+            built = bm25_params(next((dict(i.params) for i in self.indexes if i.field_name == query.anns_field), {}))
+            weighed, weights = self.bm25.weigh(query.anns_field, query.vectors, dict(query.params), built,
+                                               self.data.growing)
+            query = replace(query, vectors=weighed, params=weights)
+        field, vectors, metric, topk = query.anns_field, query.vectors, query.metric, query.topk
+        parsed = search_params(dict(query.params))
 
         def on_worker(placement: Placement, sids: list[int]) -> Awaitable[pa.Table]:
-            return self._remote(placement, sids, self._workers.search(
-                placement.address,
-                collection_id=self.collection_id,
-                segment_ids=sids,
-                read_ts=read_ts,
-                read=spec.to_proto(),
-                anns_field=field,
-                metric=metric,
-                vectors=raw_vectors,
-                matrix=vectors,
-                topk=topk,
-                params=params,
-                timeout=spec.timeout,
-            ))
+            worker = self._workers.at(placement.address)
+            return self._remote(placement, sids, worker.search(self.collection_id, sids, read_ts, plan, query))
 
         async def growing(stores: list[GrowingStore]) -> list[pa.Table]:
             if not stores:
                 return []
-            expr = await self._filter(spec)
+            expr = plan.expr
             # A store's filter mask, kept while no insert has grown it (rows only ever get appended).
             masks: dict[int, tuple[int, np.ndarray | None]] = {}
 
             def mask(i: int, store: GrowingStore) -> np.ndarray | None:
                 kept = masks.get(i)
                 if kept is None or kept[0] != store.num_rows:
-                    kept = masks[i] = (store.num_rows, read_mask(store, expr=expr, expire_before=spec.expire_before))
+                    kept = masks[i] = (store.num_rows, read_mask(store, expr=expr, expire_before=plan.expire_before))
                 return kept[1]
 
             def run(part: slice, _threads: int) -> list[pa.Table]:  # exact search: numpy picks its threads
@@ -704,12 +645,12 @@ class Delegator:
                         read_ts=read_ts,
                         mask=mask(i, store),
                         params=parsed,
-                        output_fields=spec.output_fields,
+                        output_fields=plan.output_fields,
                     )
                     for i, store in enumerate(stores)
                 ]
 
-            size = filter_size(spec.filter, spec.filter_params) if expr is not None else 0
+            size = plan.filter_cost
             cost = sum(search_cost(s.num_rows, None, vectors, parsed, filter_size=size) for s in stores)
             # Slice by slice under the data lock (no message is applied to the stores meanwhile): the
             # WAL's messages, and so tsafe and the reads waiting for it, move on between slices. A row
@@ -719,7 +660,7 @@ class Delegator:
             )
             return [concat_slices([a[i] for a in answers], slices) for i in range(len(stores))]
 
-        async with self._read_view(spec) as (sealed, stores):
+        async with self._read_view(plan) as (sealed, stores):
             if not stores and len(sealed) == 1:  # one worker holds all of it: no task to gather
                 [(placement, sids)] = sealed.items()
                 parts = [await on_worker(placement, sids)]
@@ -731,67 +672,56 @@ class Delegator:
         if not parts:
             empty = GrowingStore(self.schema)
             none = np.empty(0, dtype=np.int64)
-            return empty.hits_table(none, none, np.empty(0, np.float32), spec.output_fields)
+            return empty.hits_table(none, none, np.empty(0, np.float32), plan.output_fields)
         if len(parts) == 1:
             return parts[0]
         merge = functools.partial(merge_topk, parts, topk=topk, metric=metric, pk_field=self._pk)
         return merge() if sum(p.num_rows for p in parts) <= INLINE_MERGE_ROWS else await asyncio.to_thread(merge)
 
-    async def query(self, spec: ReadSpec, *, limit: int | None, count_only: bool) -> tuple[pa.Table | None, int]:
-        read_ts = await self.tsafe.wait(spec.guarantee_ts, timeout=spec.timeout, what=f"query {self.vchannel}")
+    async def query(self, plan: ReadPlan, *, limit: int | None, count_only: bool) -> tuple[pa.Table | None, int]:
+        """This vchannel's rows (sorted by key, at most ``limit``) or, ``count_only``, their count."""
+        read_ts = await self.tsafe.wait(plan.guarantee_ts, timeout=plan.timeout, what=f"query {self.vchannel}")
         self._check_readable()
-        asked = spec
+        asked = plan
         if not count_only:  # rows carry their _ts: a key in two partitions keeps its newest row
-            spec = replace(spec, output_fields=(*spec.output_fields, TIMESTAMP_COLUMN))
+            plan = replace(plan, output_fields=(*plan.output_fields, TIMESTAMP_COLUMN))
 
         def remote(placement: Placement, sids: list[int]) -> Awaitable[tuple[pa.Table | None, int]]:
-            return self._remote(placement, sids, self._workers.query(
-                placement.address,
-                collection_id=self.collection_id,
-                segment_ids=sids,
-                read_ts=read_ts,
-                read=spec.to_proto(),
-                limit=limit,
-                count_only=count_only,
-                timeout=spec.timeout,
-            ))
+            worker = self._workers.at(placement.address)
+            return self._remote(placement, sids, worker.query(self.collection_id, sids, read_ts, plan, limit, count_only))
 
-        async def growing(stores: list[GrowingStore]) -> tuple[pa.Table | None, int]:
+        async def growing(stores: list[GrowingStore]) -> list[tuple[pa.Table | None, int]]:
             if not stores:
-                return None, 0
-            expr = await self._filter(spec)
+                return []
 
             def mask(store: GrowingStore) -> np.ndarray | None:
-                return read_mask(store, expr=expr, expire_before=spec.expire_before)
+                return read_mask(store, expr=plan.expr, expire_before=plan.expire_before)
 
             async with self._lock:
 
-                def run() -> tuple[pa.Table | None, int]:
+                def run() -> list[tuple[pa.Table | None, int]]:
                     if count_only:
-                        return None, sum(s.count(read_ts=read_ts, mask=mask(s)) for s in stores)
+                        return [(None, s.count(read_ts=read_ts, mask=mask(s))) for s in stores]
                     parts = [
-                        s.query(read_ts=read_ts, mask=mask(s), output_fields=spec.output_fields, limit=limit)
+                        s.query(read_ts=read_ts, mask=mask(s), output_fields=plan.output_fields, limit=limit)
                         for s in stores
                     ]
-                    return (pa.concat_tables(parts) if parts else None), sum(p.num_rows for p in parts)
+                    return [(p, p.num_rows) for p in parts]
 
                 return await asyncio.to_thread(run)
 
-        async with self._read_view(spec) as (sealed, stores):
-            results = await asyncio.gather(growing(stores), *(remote(p, s) for p, s in sealed.items()))
+        async with self._read_view(plan) as (sealed, stores):
+            local, *others = await asyncio.gather(growing(stores), *(remote(p, s) for p, s in sealed.items()))
+        results = [*local, *others]
         if count_only:
-            return None, sum(n for _, n in results)
+            return None, merge_counts([n for _, n in results])
         tables = [t for t, _ in results if t is not None and t.num_rows]
         if not tables:
             empty = GrowingStore(self.schema).query(read_ts=read_ts, output_fields=asked.output_fields)
             return empty, 0
-
-        def merge() -> pa.Table:
-            table = newest_per_key(pa.concat_tables(tables), self._pk, limit=limit)
-            return table.drop_columns([TIMESTAMP_COLUMN]) if TIMESTAMP_COLUMN not in asked.output_fields else table
-
-        rows = sum(t.num_rows for t in tables)
-        table = merge() if rows <= INLINE_MERGE_ROWS else await asyncio.to_thread(merge)
+        keep_ts = TIMESTAMP_COLUMN in asked.output_fields
+        merge = functools.partial(merge_rows, tables, pk_field=self._pk, limit=limit, keep_ts=keep_ts)
+        table = merge() if sum(t.num_rows for t in tables) <= INLINE_MERGE_ROWS else await asyncio.to_thread(merge)
         return table, table.num_rows
 
 

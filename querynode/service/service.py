@@ -2,73 +2,42 @@
 
 Delegators are created by ``WatchChannel`` and changed by ``SyncDistribution``;
 the worker's segments are loaded, cut and released by delegators. Protobuf
-stops here: both roles get domain types.
+stops here: both roles get domain types, a read its ``ReadPlan`` decoded once
+per request (``common/readplan_pb.py``). The proxy of this process calls
+``search_vchannels`` and ``query_vchannel`` directly with the plan it built.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+
 import grpc
-import numpy as np
 import pyarrow as pa
 
 from common.aiogather import gather_all
 from common.arrowio import table_to_ipc
 from common.errors import ErrorCode, InvalidArgument, StrataError
 from common.grpcutil import ok_status, rpc_method
-from common.schema import CollectionSchema, FieldSchema
+from common.readplan import ReadPlan, VectorQuery
+from common.readplan_pb import decode_read_plan
+from common.schema import CollectionSchema
 from common.segment import SegmentLevel
 from common.segment_pb import position_from_pb, segment_from_pb
+from common.statemetrics import GaugeSample
 from common.storage.objectstore import ObjectStore
 from protos import querynode_pb2 as pb
 from protos import querynode_pb2_grpc
-from querynode.delegator.delegator import Delegator, PlacedSegment, ReadSpec
+from querynode.delegator.delegator import Delegator, PlacedSegment
 from querynode.delegator.distribution import Placement
-from querynode.worker.client import WorkerClient, segment_read
+from querynode.metrics import observe, tsafe_samples
+from querynode.worker.client import WorkerClient
 from querynode.worker.cuts import decode_cuts
 from querynode.worker.worker import Worker
 from segcore.index.base import parse_params, search_params
-from segcore.index.field_specs import vector_index_specs
-from segcore.segments.sparse_rows import queries_from_bytes
+from segcore.index.field_specs import field_index_specs
+from segcore.segments.query_vectors import decode_queries
 from streamingnode.client.assignment import AssignmentSource
-
-DEFAULT_READ_TIMEOUT = 30.0
-
-
-def _read_spec(read: pb.ReadOptions) -> ReadSpec:
-    try:
-        params = parse_params(read.filter_params)
-    except ValueError as err:
-        raise InvalidArgument(f"malformed filter params: {err}") from err
-    return ReadSpec(
-        guarantee_ts=read.guarantee_timestamp,
-        filter=read.filter,
-        filter_params=params,
-        output_fields=tuple(read.output_fields),
-        timeout=read.timeout_ms / 1000 if read.timeout_ms else DEFAULT_READ_TIMEOUT,
-        partitions=frozenset(read.partition_ids) or None,
-        expire_before=read.expire_before,
-        ignore_growing=read.ignore_growing,
-    )
-
-
-def _matrix(raw: bytes, field: FieldSchema) -> np.ndarray:
-    """The query vectors of a request, row after row: float32 little-endian, or for a binary
-    vector field the ``dim / 8`` bytes of each row's code, for a sparse one a padded batch of pairs
-    (``sparse_rows.queries_to_bytes``)."""
-    if field.dtype.is_sparse_vector:
-        try:
-            return queries_from_bytes(raw)
-        except ValueError as err:
-            raise InvalidArgument(str(err)) from None
-    if field.dtype.is_binary_vector:
-        width = field.code_size
-        if width <= 0 or len(raw) % width:
-            raise InvalidArgument(f"search vectors of {len(raw)} bytes are not a whole number of {width}-byte codes")
-        return np.frombuffer(raw, dtype=np.uint8).reshape(-1, width).copy()
-    dim = field.dim
-    if dim <= 0 or len(raw) % (4 * dim):
-        raise InvalidArgument(f"search vectors of {len(raw)} bytes are not a whole number of {dim}-dim float32 rows")
-    return np.frombuffer(raw, dtype="<f4").reshape(-1, dim).astype(np.float32)  # a writable copy
 
 
 def _placed(items: list[pb.SegmentPlacement]) -> list[PlacedSegment]:
@@ -93,6 +62,14 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
         self.worker = Worker(storage)
         self._workers = WorkerClient(self.worker)
         self.delegators: dict[str, Delegator] = {}
+
+    def state_samples(self) -> Iterator[GaugeSample]:
+        """Each delegator's tsafe lag and the worker's sealed segments per collection (for ``/metrics``)."""
+        segments: dict[int, int] = {}
+        for collection_id, _ in list(self.worker.segments):
+            segments[collection_id] = segments.get(collection_id, 0) + 1
+        tsafes = [(v, d.tsafe.value) for v, d in list(self.delegators.items())]
+        return tsafe_samples(self.node_id, tsafes, segments)
 
     def serve_at(self, address: str) -> None:
         """This node's address: its delegators call its own worker in-process, not over gRPC."""
@@ -154,49 +131,58 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
 
     @rpc_method(pb.SearchResponse)
     async def Search(self, request: pb.SearchRequest, context: grpc.aio.ServicerContext) -> pb.SearchResponse:
-        return pb.SearchResponse(status=ok_status(), results=table_to_ipc(await self.search_table(request)))
+        vchannels = list(request.vchannels or [request.vchannel])
+        field = self._delegator(vchannels[0]).schema.field(request.anns_field)
+        query = VectorQuery(anns_field=request.anns_field, metric=request.metric_type, topk=request.topk,
+                            vectors=decode_queries(request.vectors, field), params=_params(request.params))
+        hits = await self.search_vchannels(vchannels, decode_read_plan(request.read), query)
+        return pb.SearchResponse(status=ok_status(), results=table_to_ipc(hits))
 
-    async def search_table(self, request: pb.SearchRequest) -> pa.Table:
-        """The hits of a ``Search`` request (raises ``StrataError``); the proxy of this process calls it."""
-        delegators = [self._delegator(v) for v in (request.vchannels or [request.vchannel])]
+    async def search_vchannels(self, vchannels: list[str], plan: ReadPlan, query: VectorQuery) -> pa.Table:
+        """The hits of the delegators of ``vchannels`` (one collection's), unmerged: the proxy ranks
+        every node's hits together (vchannels partition the keys). Raises ``StrataError``."""
+        started, ok = time.perf_counter(), False
+        try:
+            table = await self._search_vchannels(vchannels, plan, query)
+            ok = True
+            return table
+        finally:
+            observe(self.node_id, "search", ok, started)
+
+    async def _search_vchannels(self, vchannels: list[str], plan: ReadPlan, query: VectorQuery) -> pa.Table:
+        delegators = [self._delegator(v) for v in vchannels]
         if len({d.collection_id for d in delegators}) != 1:
             raise InvalidArgument("one search call covers the vchannels of one collection")
-        field = delegators[0].schema.field(request.anns_field)
-        spec = _read_spec(request.read)
-        vectors = _matrix(request.vectors, field)
-        params = _params(request.params)
-        searches = [
-            d.search(
-                spec,
-                field=request.anns_field,
-                vectors=vectors,
-                raw_vectors=request.vectors,
-                metric=request.metric_type,
-                topk=request.topk,
-                params=params,
-            )
-            for d in delegators
-        ]
-        results = await gather_all(searches)
-        # Unmerged: the proxy ranks every node's hits together (vchannels partition the keys).
+        results = await gather_all([d.search(plan, query) for d in delegators])
         return results[0] if len(results) == 1 else pa.concat_tables(results)
 
     @rpc_method(pb.QueryResponse)
     async def Query(self, request: pb.QueryRequest, context: grpc.aio.ServicerContext) -> pb.QueryResponse:
-        d = self._delegator(request.vchannel)
-        table, count = await d.query(
-            _read_spec(request.read), limit=request.limit or None, count_only=request.count_only
+        table, count = await self.query_vchannel(
+            request.vchannel, decode_read_plan(request.read), limit=request.limit or None, count_only=request.count_only
         )
         return pb.QueryResponse(
             status=ok_status(), results=table_to_ipc(table) if table is not None else b"", count=count
         )
+
+    async def query_vchannel(
+        self, vchannel: str, plan: ReadPlan, *, limit: int | None, count_only: bool
+    ) -> tuple[pa.Table | None, int]:
+        """The delegator of ``vchannel``'s rows (at most ``limit``) or count. Raises ``StrataError``."""
+        started, ok = time.perf_counter(), False
+        try:
+            result = await self._delegator(vchannel).query(plan, limit=limit, count_only=count_only)
+            ok = True
+            return result
+        finally:
+            observe(self.node_id, "query", ok, started)
 
     # -- worker role ----------------------------------------------------------------------------
 
     @rpc_method(pb.StatusResponse)
     async def LoadSegments(self, request: pb.LoadSegmentsRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
         schema = CollectionSchema.from_json(request.schema_json)
-        indexes = vector_index_specs(schema, ((i.field_name, i.index_id, dict(i.params)) for i in request.indexes))
+        indexes = field_index_specs(schema, ((i.field_name, i.index_id, dict(i.params)) for i in request.indexes))
         await self.worker.load(
             request.collection_id,
             schema,
@@ -212,9 +198,9 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
     ) -> pb.BuildSegmentIndexResponse:
         schema = CollectionSchema.from_json(request.schema_json)
         i = request.index
-        specs = vector_index_specs(schema, [(i.field_name, i.index_id, dict(i.params))])
+        specs = field_index_specs(schema, [(i.field_name, i.index_id, dict(i.params))])
         if not specs:
-            raise InvalidArgument(f"no vector field {i.field_name!r} to build index {i.index_id} on")
+            raise InvalidArgument(f"no field {i.field_name!r} to build index {i.index_id} on")
         built = await self.worker.build_index(request.collection_id, schema, segment_from_pb(request.segment), specs[0])
         return pb.BuildSegmentIndexResponse(status=ok_status(), built=built)
 
@@ -230,15 +216,15 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
 
     @rpc_method(pb.SearchResponse)
     async def SearchSegments(self, request: pb.SearchSegmentsRequest, context: grpc.aio.ServicerContext) -> pb.SearchResponse:
-        read = segment_read(request.read_ts, request.read)
-        schema = self.worker.schema(request.collection_id)
-        field = schema.field(request.anns_field)
+        plan = decode_read_plan(request.read)
+        field = self.worker.schema(request.collection_id).field(request.anns_field)
         result = await self.worker.search(
             request.collection_id,
             list(request.segment_ids),
-            read,
+            plan,
+            read_ts=request.read_ts,
             field_name=request.anns_field,
-            queries=_matrix(request.vectors, field),
+            queries=decode_queries(request.vectors, field),
             metric=request.metric_type,
             topk=request.topk,
             params=search_params(_params(request.params)),
@@ -247,11 +233,11 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
 
     @rpc_method(pb.QueryResponse)
     async def QuerySegments(self, request: pb.QuerySegmentsRequest, context: grpc.aio.ServicerContext) -> pb.QueryResponse:
-        read = segment_read(request.read_ts, request.read)
         table, count = await self.worker.query(
             request.collection_id,
             list(request.segment_ids),
-            read,
+            decode_read_plan(request.read),
+            read_ts=request.read_ts,
             limit=request.limit or None,
             count_only=request.count_only,
         )

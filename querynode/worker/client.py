@@ -1,9 +1,12 @@
 """How a delegator reaches the workers holding its sealed segments.
 
-The worker of the delegator's own node is called in-process (no gRPC, no
-Arrow IPC round trip, the query vectors passed as they are); other workers
-over gRPC. Errors come back typed (checked stubs, ``common/rpcstatus.py``; the local worker
-raises the same ``StrataError``s); a worker that cannot be reached raises
+One interface (``WorkerHandle``) with two implementations, chosen per address:
+the worker of the delegator's own node is called in-process (``LocalWorker``:
+no gRPC, no Arrow IPC round trip, the read plan and the query vectors passed as
+they are); other workers over gRPC (``RemoteWorker``: the plan encoded once per
+call by ``common/readplan_pb.py``, the vectors by ``query_vectors.py``). Errors
+come back typed (checked stubs, ``common/rpcstatus.py``; the local worker raises
+the same ``StrataError``s); a worker that cannot be reached raises
 ``grpc.aio.AioRpcError``. Protobuf stops here.
 """
 
@@ -11,182 +14,152 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
 
 from common.arrowio import ipc_to_table, table_to_ipc
-from common.errors import InvalidArgument
 from common.grpcutil import StubCache
+from common.readplan import ReadPlan, VectorQuery
+from common.readplan_pb import encode_read_plan
 from common.schema import CollectionSchema
 from common.segment import SegmentMeta
 from common.segment_pb import segment_to_pb
 from protos import querynode_pb2 as pb
 from protos import querynode_pb2_grpc
 from querynode.worker.cuts import encode_cuts
-from querynode.worker.worker import SegmentRead, Worker
-from segcore.index.base import parse_params, search_params
-from segcore.index.field_specs import vector_index_specs
+from querynode.worker.worker import Worker
+from segcore.index.base import search_params
+from segcore.index.field_specs import field_index_specs
+from segcore.segments.query_vectors import encode_queries
 
 LOAD_TIMEOUT = 600.0
 CALL_TIMEOUT = 60.0
 
+Cuts = dict[int, tuple[pa.Array, np.ndarray]]  # segment -> (keys, timestamps) whose older versions end
 
-def _cuts(cuts: dict[int, tuple[pa.Array, np.ndarray]]) -> list[pb.SegmentCuts]:
+
+def _cuts(cuts: Cuts) -> list[pb.SegmentCuts]:
     return [pb.SegmentCuts(segment_id=sid, cuts=encode_cuts(p, t)) for sid, (p, t) in cuts.items() if len(p)]
 
 
-def segment_read(read_ts: int, read: pb.ReadOptions) -> SegmentRead:
-    """What a worker reads: the delegator's read options at its read timestamp."""
-    try:
-        params = parse_params(read.filter_params)
-    except ValueError as err:
-        raise InvalidArgument(f"malformed filter params: {err}") from err
-    return SegmentRead(
-        read_ts=read_ts,
-        filter=read.filter,
-        filter_params=params,
-        output_fields=tuple(read.output_fields),
-        expire_before=read.expire_before,
-    )
+class WorkerHandle(Protocol):
+    """One worker as a delegator uses it; the methods raise ``StrataError`` (or ``AioRpcError``).
+    ``load`` loads ``segments`` with their ``cuts`` applied before they are readable; a read waits
+    up to ``plan.timeout`` for the worker."""
+
+    async def load(self, collection_id: int, schema: CollectionSchema, segments: Sequence[SegmentMeta],
+                   indexes: Sequence[pb.IndexSpec], cuts: Cuts) -> None: ...
+
+    async def update_schema(self, collection_id: int, schema: CollectionSchema) -> None: ...
+
+    async def release(self, collection_id: int, segment_ids: Sequence[int]) -> None: ...
+
+    async def cut(self, collection_id: int, cuts: Cuts) -> None: ...
+
+    async def search(self, collection_id: int, segment_ids: Sequence[int], read_ts: int, plan: ReadPlan,
+                     query: VectorQuery) -> pa.Table: ...
+
+    async def query(self, collection_id: int, segment_ids: Sequence[int], read_ts: int, plan: ReadPlan,
+                    limit: int | None, count_only: bool) -> tuple[pa.Table | None, int]: ...
+
+
+class LocalWorker:
+    """The worker of this process, called directly."""
+
+    def __init__(self, worker: Worker) -> None:
+        self._worker = worker
+
+    async def load(self, collection_id: int, schema: CollectionSchema, segments: Sequence[SegmentMeta],
+                   indexes: Sequence[pb.IndexSpec], cuts: Cuts) -> None:
+        specs = field_index_specs(schema, ((i.field_name, i.index_id, dict(i.params)) for i in indexes))
+        await self._worker.load(collection_id, schema, list(segments), specs, cuts)
+
+    async def update_schema(self, collection_id: int, schema: CollectionSchema) -> None:
+        await self._worker.update_schema(collection_id, schema)
+
+    async def release(self, collection_id: int, segment_ids: Sequence[int]) -> None:
+        await self._worker.release(collection_id, list(segment_ids))
+
+    async def cut(self, collection_id: int, cuts: Cuts) -> None:
+        await self._worker.cut(collection_id, cuts)
+
+    async def search(self, collection_id: int, segment_ids: Sequence[int], read_ts: int, plan: ReadPlan,
+                     query: VectorQuery) -> pa.Table:
+        return await self._worker.search(
+            collection_id, list(segment_ids), plan, read_ts=read_ts, field_name=query.anns_field,
+            queries=query.vectors, metric=query.metric, topk=query.topk, params=search_params(dict(query.params)),
+        )
+
+    async def query(self, collection_id: int, segment_ids: Sequence[int], read_ts: int, plan: ReadPlan,
+                    limit: int | None, count_only: bool) -> tuple[pa.Table | None, int]:
+        return await self._worker.query(
+            collection_id, list(segment_ids), plan, read_ts=read_ts, limit=limit or None, count_only=count_only
+        )
+
+
+class RemoteWorker:
+    """The worker of another query node, over gRPC."""
+
+    def __init__(self, stub: querynode_pb2_grpc.QueryNodeStub) -> None:
+        self._stub = stub
+
+    async def load(self, collection_id: int, schema: CollectionSchema, segments: Sequence[SegmentMeta],
+                   indexes: Sequence[pb.IndexSpec], cuts: Cuts) -> None:
+        request = pb.LoadSegmentsRequest(
+            collection_id=collection_id, schema_json=schema.to_json(), segments=[segment_to_pb(m) for m in segments],
+            indexes=list(indexes), cuts=_cuts(cuts),
+        )
+        await self._stub.LoadSegments(request, timeout=LOAD_TIMEOUT)
+
+    async def update_schema(self, collection_id: int, schema: CollectionSchema) -> None:
+        """A load of no segment: the RPC form of ``Worker.update_schema``."""
+        await self.load(collection_id, schema, (), (), {})
+
+    async def release(self, collection_id: int, segment_ids: Sequence[int]) -> None:
+        request = pb.ReleaseSegmentsRequest(collection_id=collection_id, segment_ids=list(segment_ids))
+        await self._stub.ReleaseSegments(request, timeout=CALL_TIMEOUT)
+
+    async def cut(self, collection_id: int, cuts: Cuts) -> None:
+        request = pb.DeleteRequest(collection_id=collection_id, cuts=_cuts(cuts))
+        await self._stub.Delete(request, timeout=CALL_TIMEOUT)
+
+    async def search(self, collection_id: int, segment_ids: Sequence[int], read_ts: int, plan: ReadPlan,
+                     query: VectorQuery) -> pa.Table:
+        request = pb.SearchSegmentsRequest(
+            collection_id=collection_id, segment_ids=list(segment_ids), read_ts=read_ts, read=encode_read_plan(plan),
+            anns_field=query.anns_field, metric_type=query.metric, vectors=encode_queries(query.vectors),
+            topk=query.topk, params=json.dumps(query.params),
+        )
+        resp = await self._stub.SearchSegments(request, timeout=plan.timeout)
+        return ipc_to_table(resp.results)
+
+    async def query(self, collection_id: int, segment_ids: Sequence[int], read_ts: int, plan: ReadPlan,
+                    limit: int | None, count_only: bool) -> tuple[pa.Table | None, int]:
+        request = pb.QuerySegmentsRequest(
+            collection_id=collection_id, segment_ids=list(segment_ids), read_ts=read_ts, read=encode_read_plan(plan),
+            limit=limit or 0, count_only=count_only,
+        )
+        resp = await self._stub.QuerySegments(request, timeout=plan.timeout)
+        return (ipc_to_table(resp.results) if resp.results else None), int(resp.count)
 
 
 class WorkerClient:
+    """The workers by address: this node's own (``local_address``) in-process, the others over gRPC."""
+
     def __init__(self, local: Worker | None = None, local_address: str = "") -> None:
         self._stubs = StubCache(querynode_pb2_grpc.QueryNodeStub)
-        self._local = local
+        self._local = None if local is None else LocalWorker(local)
         self.local_address = local_address
 
-    def _here(self, address: str) -> Worker | None:
-        return self._local if self._local is not None and address == self.local_address else None
-
-    async def load(
-        self,
-        address: str,
-        *,
-        collection_id: int,
-        schema: CollectionSchema,
-        segments: Sequence[SegmentMeta],
-        indexes: Sequence[pb.IndexSpec],
-        cuts: dict[int, tuple[pa.Array, np.ndarray]],
-    ) -> None:
-        if (worker := self._here(address)) is not None:
-            specs = vector_index_specs(schema, ((i.field_name, i.index_id, dict(i.params)) for i in indexes))
-            await worker.load(collection_id, schema, list(segments), specs, cuts)
-            return
-        await self._stubs.get(address).LoadSegments(
-            pb.LoadSegmentsRequest(
-                collection_id=collection_id,
-                schema_json=schema.to_json(),
-                segments=[segment_to_pb(m) for m in segments],
-                indexes=list(indexes),
-                cuts=_cuts(cuts),
-            ),
-            timeout=LOAD_TIMEOUT,
-        )
-
-    async def update_schema(self, address: str, collection_id: int, schema: CollectionSchema) -> None:
-        """Give the worker's segments of the collection the fields ``schema`` added (a load of no segment)."""
-        if (worker := self._here(address)) is not None:
-            await worker.update_schema(collection_id, schema)
-            return
-        await self.load(address, collection_id=collection_id, schema=schema, segments=(), indexes=(), cuts={})
-
-    async def release(self, address: str, collection_id: int, segment_ids: Sequence[int]) -> None:
-        if (worker := self._here(address)) is not None:
-            await worker.release(collection_id, list(segment_ids))
-            return
-        await self._stubs.get(address).ReleaseSegments(
-            pb.ReleaseSegmentsRequest(collection_id=collection_id, segment_ids=list(segment_ids)), timeout=CALL_TIMEOUT
-        )
-
-    async def cut(self, address: str, collection_id: int, cuts: dict[int, tuple[pa.Array, np.ndarray]]) -> None:
-        if (worker := self._here(address)) is not None:
-            await worker.cut(collection_id, cuts)
-            return
-        await self._stubs.get(address).Delete(
-            pb.DeleteRequest(collection_id=collection_id, cuts=_cuts(cuts)), timeout=CALL_TIMEOUT
-        )
-
-    async def search(
-        self,
-        address: str,
-        *,
-        collection_id: int,
-        segment_ids: Sequence[int],
-        read_ts: int,
-        read: pb.ReadOptions,
-        anns_field: str,
-        metric: str,
-        vectors: bytes,
-        matrix: np.ndarray,
-        topk: int,
-        params: dict[str, object],
-        timeout: float,
-    ) -> pa.Table:
-        """``vectors``: the query vectors as Arrow IPC (sent to remote workers); ``matrix``: the same, as floats."""
-        if (worker := self._here(address)) is not None:
-            return await worker.search(
-                collection_id,
-                list(segment_ids),
-                segment_read(read_ts, read),
-                field_name=anns_field,
-                queries=matrix,
-                metric=metric,
-                topk=topk,
-                params=search_params(params),
-            )
-        resp = await self._stubs.get(address).SearchSegments(
-            pb.SearchSegmentsRequest(
-                collection_id=collection_id,
-                segment_ids=list(segment_ids),
-                read_ts=read_ts,
-                read=read,
-                anns_field=anns_field,
-                metric_type=metric,
-                vectors=vectors,
-                topk=topk,
-                params=json.dumps(params),
-            ),
-            timeout=timeout,
-        )
-        return ipc_to_table(resp.results)
-
-    async def query(
-        self,
-        address: str,
-        *,
-        collection_id: int,
-        segment_ids: Sequence[int],
-        read_ts: int,
-        read: pb.ReadOptions,
-        limit: int | None,
-        count_only: bool,
-        timeout: float,
-    ) -> tuple[pa.Table | None, int]:
-        if (worker := self._here(address)) is not None:
-            return await worker.query(
-                collection_id,
-                list(segment_ids),
-                segment_read(read_ts, read),
-                limit=limit or None,
-                count_only=count_only,
-            )
-        resp = await self._stubs.get(address).QuerySegments(
-            pb.QuerySegmentsRequest(
-                collection_id=collection_id,
-                segment_ids=list(segment_ids),
-                read_ts=read_ts,
-                read=read,
-                limit=limit or 0,
-                count_only=count_only,
-            ),
-            timeout=timeout,
-        )
-        return (ipc_to_table(resp.results) if resp.results else None), int(resp.count)
+    def at(self, address: str) -> WorkerHandle:
+        if self._local is not None and address == self.local_address:
+            return self._local
+        return RemoteWorker(self._stubs.get(address))
 
     async def close(self) -> None:
         await self._stubs.close()
 
 
-__all__ = ["WorkerClient", "table_to_ipc"]
+__all__ = ["LocalWorker", "RemoteWorker", "WorkerClient", "WorkerHandle", "table_to_ipc"]

@@ -42,7 +42,10 @@ from segcore.index.diskann_files import disk_root, new_index_dir
 from segcore.index.factory import build_index
 from segcore.index.field_specs import FieldIndexSpec
 from segcore.index.options import DEFAULT_OPTIONS
-from segcore.index.spec import IndexKind
+from segcore.index.scalar.index import ScalarIndex, build_scalar_index
+from segcore.index.scalar.spec import ScalarIndexSpec
+from segcore.index.scalar.store import load_scalar_index, save_scalar_index
+from segcore.index.spec import IndexKind, IndexSpec
 from segcore.index.store import load_index, save_index
 from segcore.segments.growing import GrowingStore
 
@@ -76,8 +79,17 @@ def load_segment(
         if not schema.has_field(spec.field_name):
             continue
         f = schema.field(spec.field_name)
+        if isinstance(spec.spec, ScalarIndexSpec):
+            failpoint("worker.load_index")
+            scalar = load_scalar_index(storage, meta.collection_id, meta.segment_id, spec.index_id, f.field_id,
+                                       spec.spec, store.num_rows)
+            if scalar is None:
+                missing.append(spec)
+            else:
+                seg.put_index(f.name, scalar, spec.index_id)
+            continue
         if not f.dtype.is_vector:
-            continue  # scalar indexes: filters are evaluated vectorised over the columns
+            continue
         _vectors_on_disk_for(store, f.name, spec)
         vectors = store.vector_matrix(f.name)
         failpoint("worker.load_index")
@@ -91,12 +103,19 @@ def load_segment(
 
 def build_segment_index(
     storage: ObjectStore, schema: CollectionSchema, seg: WorkerSegment, spec: FieldIndexSpec, threads: int = 1
-) -> FieldIndex:
+) -> FieldIndex | ScalarIndex:
     """Build the segment's index of ``spec`` on ``threads`` threads and save it (blocking: seconds to
-    minutes). The segment may be read meanwhile: the build only reads its vectors."""
+    minutes). The segment may be read meanwhile: the build only reads its vectors (a scalar index:
+    its column)."""
     failpoint("worker.build_index")
     meta = seg.meta
     f = schema.field(spec.field_name)
+    if isinstance(spec.spec, ScalarIndexSpec):
+        scalar = build_scalar_index(spec.spec, seg.store.table())
+        save_scalar_index(storage, meta.collection_id, meta.segment_id, spec.index_id, f.field_id, scalar)
+        log.info("scalar index built", segment=meta.segment_id, field=f.name, index_type=spec.spec.index_type,
+                 rows=scalar.num_rows)
+        return scalar
     _vectors_on_disk_for(seg.store, f.name, spec)
     vectors = seg.store.vector_matrix(f.name)
     index = build_index(spec.spec, vectors, options=dataclasses.replace(DEFAULT_OPTIONS, threads=threads))
@@ -108,13 +127,16 @@ def build_segment_index(
 
 def restore_segment_index(
     storage: ObjectStore, schema: CollectionSchema, seg: WorkerSegment, spec: FieldIndexSpec
-) -> FieldIndex | None:
+) -> FieldIndex | ScalarIndex | None:
     """The segment's index of ``spec`` as saved in storage, or ``None`` when none is saved (blocking).
 
     A build of an index another build saved meanwhile (the coordinator's and a loading
     worker's, or two replicas') restores it instead of building it again."""
     meta = seg.meta
     f = schema.field(spec.field_name)
+    if isinstance(spec.spec, ScalarIndexSpec):
+        return load_scalar_index(storage, meta.collection_id, meta.segment_id, spec.index_id, f.field_id, spec.spec,
+                                 seg.store.num_rows)
     _vectors_on_disk_for(seg.store, f.name, spec)
     index = load_index(
         storage, meta.collection_id, meta.segment_id, spec.index_id, f.field_id, spec.spec, seg.store.vector_matrix(f.name)
@@ -124,7 +146,7 @@ def restore_segment_index(
 
 def ensure_segment_index(
     storage: ObjectStore, schema: CollectionSchema, seg: WorkerSegment, spec: FieldIndexSpec, threads: int = 1
-) -> tuple[FieldIndex, bool]:
+) -> tuple[FieldIndex | ScalarIndex, bool]:
     """The segment's index of ``spec``: restored if saved meanwhile, else built on ``threads`` threads
     and saved (``build_segment_index``); and whether it was built (blocking)."""
     restored = restore_segment_index(storage, schema, seg, spec)
@@ -137,7 +159,7 @@ def _vectors_on_disk_for(store: GrowingStore, field: str, spec: FieldIndexSpec) 
     """A DISKANN field's rows move to a file on the node's disk (mapped) before its index is built
     or restored: the index keeps its own vectors on disk and reads the segment's rows only to
     re-score candidates and for exact searches, so neither copy stays resident."""
-    if spec.spec.kind is not IndexKind.DISKANN or store.vectors_on_disk(field):
+    if not isinstance(spec.spec, IndexSpec) or spec.spec.kind is not IndexKind.DISKANN or store.vectors_on_disk(field):
         return
     directory = new_index_dir(disk_root(DEFAULT_OPTIONS.disk_dir), store)  # deleted with the store
     store.keep_vectors_on_disk(field, os.path.join(directory, f"{field}.vectors"))

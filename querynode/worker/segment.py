@@ -22,6 +22,9 @@ from common.segment import SegmentMeta
 from common.storage.stats import SegmentStats
 from segcore.index.base import SearchParams, VectorIndex
 from segcore.index.factory import IndexSpec, build_index
+from segcore.index.scalar.index import ScalarIndex
+from segcore.index.scalar.planner import IndexedFilter
+from segcore.index.scalar.spec import ScalarIndexSpec
 from segcore.index.sparse_exact import exact_sparse_index
 from segcore.segments.growing import GrowingStore
 from segcore.segments.metric import parse_metric
@@ -40,6 +43,8 @@ class WorkerSegment:
     store: GrowingStore
     stats: list[SegmentStats]
     indexes: dict[str, FieldIndex] = field(default_factory=dict)
+    scalar_indexes: dict[int, ScalarIndex] = field(default_factory=dict)  # by catalog index id
+    _filter: IndexedFilter | None = None
 
     @property
     def segment_id(self) -> int:
@@ -53,6 +58,27 @@ class WorkerSegment:
         """The field's index when it was built for ``metric``; None: search exactly."""
         fi = self.indexes.get(field_name)
         return fi.index if fi is not None and parse_metric(fi.spec.metric) == parse_metric(metric) else None
+
+    def has_index(self, field_name: str, index_id: int, spec: IndexSpec | ScalarIndexSpec) -> bool:
+        """Whether the index is in place (a vector field holds one index; a scalar index is by id)."""
+        if isinstance(spec, ScalarIndexSpec):
+            return index_id in self.scalar_indexes
+        return field_name in self.indexes
+
+    def put_index(self, field_name: str, built: FieldIndex | ScalarIndex, index_id: int) -> None:
+        if isinstance(built, ScalarIndex):
+            self.scalar_indexes[index_id] = built
+            self._filter = None
+        else:
+            self.indexes[field_name] = built
+
+    def filter_indexes(self) -> IndexedFilter | None:
+        """The scalar indexes as the filter evaluator uses them (None: none)."""
+        if not self.scalar_indexes:
+            return None
+        if self._filter is None:
+            self._filter = IndexedFilter(self.scalar_indexes.values())
+        return self._filter
 
     def cut(self, pks: pa.Array, ts: np.ndarray) -> None:
         self.store.cut(pks, ts)

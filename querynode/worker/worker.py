@@ -11,7 +11,9 @@ builds one for the coordinator (``coordinator/data/index_builds.py``) whether
 the segment is loaded or not, in the same slot. ``cut`` applies forwarded deletes and supersedes. Reads compute the
 filter bitset vectorised and search or query each named segment at the
 delegator's read timestamp (inline when small, else in a worker thread: ``querynode.offload``),
-and merge this worker's hits. An unfiltered batch of queries alone on the node walks each
+and merge this worker's hits (``segcore/segments/reduce.py``). A read comes as the proxy's
+``ReadPlan`` (``common/readplan.py``), its filter bound once by the proxy, with the delegator's read
+timestamp beside it. An unfiltered batch of queries alone on the node walks each
 graph on every core the other reads leave free (``CoreShare``).
 
 One readers-writer lock per collection: reads of its segments run side by side, but never
@@ -28,17 +30,14 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import structlog
 
 from common.errors import SegmentNotFound
-from common.expr import Expr
-from common.expr.asyncparse import filter_size, parse_filter_async
-from common.schema import TIMESTAMP_COLUMN, CollectionSchema
+from common.readplan import ReadPlan
+from common.schema import CollectionSchema
 from common.schema_evolution import is_newer
 from common.segment import SegmentMeta
 from common.storage.objectstore import ObjectStore
@@ -50,19 +49,12 @@ from querynode.worker.rwlock import ReadWriteLock
 from querynode.worker.segment import WorkerSegment
 from segcore.index.base import SearchParams
 from segcore.index.field_specs import FieldIndexSpec
-from segcore.segments.dedupe import newest_per_key
-from segcore.segments.growing import GrowingStore
-from segcore.segments.readmask import read_mask
-from segcore.segments.reduce import merge_topk
+from segcore.segments.readmask import indexed_rows, read_mask
+from segcore.segments.reduce import merge_counts, merge_rows, merge_topk
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SegmentRead:
-    read_ts: int
-    filter: str
-    filter_params: dict
-    output_fields: tuple[str, ...]
-    expire_before: int = 0  # rows written before it have expired (the collection's TTL; 0: none)
+#: A query whose filter an index answers with at most this many rows in all is answered on the event loop.
+INLINE_ROWS = 4096
 
 
 class Worker:
@@ -151,13 +143,13 @@ class Worker:
         key = (collection_id, seg.segment_id)
         try:
             async with self._build_slot:
-                if self.segments.get(key) is not seg or spec.field_name in seg.indexes:
+                if self.segments.get(key) is not seg or seg.has_index(spec.field_name, spec.index_id, spec.spec):
                     return  # released, or a coordinator's build (``build_index``) put it in place
                 with self._cores.take(self._cores.cores) as threads:
                     built, _ = await asyncio.to_thread(ensure_segment_index, self._storage, schema, seg, spec, threads)
             async with self._locks[collection_id].write():
                 if self.segments.get(key) is seg:
-                    seg.indexes[spec.field_name] = built
+                    seg.put_index(spec.field_name, built, spec.index_id)
         except asyncio.CancelledError:
             raise
         except Exception as err:  # task boundary: the segment stays searchable, exactly
@@ -179,15 +171,15 @@ class Worker:
         async with self._build_slot:
             held = self.segments.get(key)
             if held is not None:
-                if spec.field_name in held.indexes:
+                if held.has_index(spec.field_name, spec.index_id, spec.spec):
                     return False  # restored or built when loaded: saved
                 with self._cores.take(self._cores.cores) as threads:
                     index, built = await asyncio.to_thread(
                         ensure_segment_index, self._storage, schema, held, spec, threads
                     )
                 async with self._locks[collection_id].write():
-                    if self.segments.get(key) is held and spec.field_name not in held.indexes:
-                        held.indexes[spec.field_name] = index
+                    if self.segments.get(key) is held and not held.has_index(spec.field_name, spec.index_id, spec.spec):
+                        held.put_index(spec.field_name, index, spec.index_id)
                 return built
             seg, missing = await asyncio.to_thread(load_segment, self._storage, schema, meta, [spec])
             try:
@@ -239,38 +231,32 @@ class Worker:
             out.append(seg)
         return out
 
-    @staticmethod
-    async def _filter(schema: CollectionSchema | None, read: SegmentRead) -> Expr | None:
-        """The read's filter, parsed once for all its segments (in a thread when long)."""
-        if schema is None or not read.filter.strip():
-            return None
-        return await parse_filter_async(read.filter, schema, read.filter_params or None)
-
     async def search(
         self,
         collection_id: int,
         segment_ids: Sequence[int],
-        read: SegmentRead,
+        plan: ReadPlan,
         *,
+        read_ts: int,
         field_name: str,
         queries: np.ndarray,
         metric: str,
         topk: int,
         params: SearchParams,
     ) -> pa.Table:
-        schema = self._schemas[collection_id] if segment_ids else None
-        expr = await self._filter(schema, read)
+        expr = plan.expr
         lock = self._locks[collection_id]
         async with lock.read():
             segments = self._held(collection_id, segment_ids)
         if not segments:
             raise SegmentNotFound("no segment to search")
-        assert schema is not None
+        pk = self._schemas[collection_id].primary_field.name
         masks: dict[int, np.ndarray | None] = {}  # by segment: sealed rows do not change, so once per read
 
         def mask(seg: WorkerSegment) -> np.ndarray | None:
             if seg.segment_id not in masks:
-                masks[seg.segment_id] = read_mask(seg.store, expr=expr, expire_before=read.expire_before)
+                masks[seg.segment_id] = read_mask(seg.store, expr=expr, expire_before=plan.expire_before,
+                                                  indexes=seg.filter_indexes())
             return masks[seg.segment_id]
 
         def run(part: slice, threads: int) -> pa.Table:
@@ -280,21 +266,20 @@ class Worker:
                     queries=queries[part],
                     metric=metric,
                     topk=topk,
-                    read_ts=read.read_ts,
+                    read_ts=read_ts,
                     mask=mask(seg),
                     params=params,
-                    output_fields=read.output_fields,
+                    output_fields=plan.output_fields,
                     threads=threads,
                 )
                 for seg in segments
             ]
             if len(parts) == 1:
                 return parts[0]
-            return merge_topk(parts, topk=topk, metric=metric, pk_field=schema.primary_field.name)
+            return merge_topk(parts, topk=topk, metric=metric, pk_field=pk)
 
-        size = filter_size(read.filter, read.filter_params) if expr is not None else 0
         cost = sum(
-            search_cost(seg.num_rows, seg.index_for(field_name, metric), queries, params, filter_size=size)
+            search_cost(seg.num_rows, seg.index_for(field_name, metric), queries, params, filter_size=plan.filter_cost)
             for seg in segments
         )
         # Slice by slice under the collection's read lock: a cut waits for one slice, not the whole search.
@@ -305,42 +290,52 @@ class Worker:
         return concat_slices(tables, slices)
 
     async def query(
-        self, collection_id: int, segment_ids: Sequence[int], read: SegmentRead, *, limit: int | None, count_only: bool
+        self,
+        collection_id: int,
+        segment_ids: Sequence[int],
+        plan: ReadPlan,
+        *,
+        read_ts: int,
+        limit: int | None,
+        count_only: bool,
     ) -> tuple[pa.Table | None, int]:
         schema = self._schemas.get(collection_id)
-        expr = await self._filter(schema, read)
 
-        def mask(store: GrowingStore) -> np.ndarray | None:
-            return read_mask(store, expr=expr, expire_before=read.expire_before)
+        expr = plan.expr
+
+        def mask(seg: WorkerSegment) -> np.ndarray | None:
+            return read_mask(seg.store, expr=expr, expire_before=plan.expire_before, indexes=seg.filter_indexes())
+
+        def rows(seg: WorkerSegment) -> np.ndarray | None:
+            """The rows a selective indexed filter matches, when the read has no other condition."""
+            return indexed_rows(seg.filter_indexes(), expr, seg.num_rows) if not plan.expire_before else None
 
         async with self._locks[collection_id].read():
             segments = self._held(collection_id, segment_ids)
+            # Index lookups only (binary searches, slices of at most 1/32 of a segment): on the loop.
+            listed = [rows(s) for s in segments]
 
             def run() -> tuple[pa.Table | None, int]:
                 if not segments or schema is None:
                     return None, 0
                 if count_only:
-                    return None, sum(s.store.count(read_ts=read.read_ts, mask=mask(s.store)) for s in segments)
+                    return None, merge_counts([
+                        s.store.count(read_ts=read_ts, rows=r) if r is not None
+                        else s.store.count(read_ts=read_ts, mask=mask(s))
+                        for s, r in zip(segments, listed, strict=True)
+                    ])
                 parts = [
-                    s.store.query(
-                        read_ts=read.read_ts,
-                        mask=mask(s.store),
-                        output_fields=read.output_fields,
-                        limit=limit,
-                    )
-                    for s in segments
+                    s.store.query(read_ts=read_ts, rows=r, output_fields=plan.output_fields, limit=limit)
+                    if r is not None
+                    else s.store.query(read_ts=read_ts, mask=mask(s), output_fields=plan.output_fields, limit=limit)
+                    for s, r in zip(segments, listed, strict=True)
                 ]
-                table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
-                if len(parts) > 1:
-                    pk = schema.primary_field.name
-                    if TIMESTAMP_COLUMN in table.column_names:  # a key may live in two partitions' segments
-                        table = newest_per_key(table, pk, limit=limit)
-                    else:
-                        table = table.take(pc.sort_indices(table, sort_keys=[(pk, "ascending")]))
-                        if limit is not None:
-                            table = table.slice(0, limit)
+                # With ``_ts`` asked (the delegator asks it): a key in two partitions' segments keeps its newest row.
+                table = merge_rows(parts, pk_field=schema.primary_field.name, limit=limit)
                 return table, table.num_rows
 
+            if all(r is not None for r in listed) and sum(len(r) for r in listed if r is not None) <= INLINE_ROWS:
+                return run()  # a few rows' visibility and values: less than a thread hand-off costs
             return await asyncio.to_thread(run)
 
     def schema(self, collection_id: int) -> CollectionSchema:
@@ -354,6 +349,7 @@ class Worker:
         return [(c, s, seg.num_rows) for (c, s), seg in sorted(self.segments.items())]
 
     def index_ids(self, collection_id: int, segment_id: int) -> list[int]:
-        """The catalog ids of the vector indexes in place on a held segment (none: it is searched exactly)."""
+        """The catalog ids of the vector indexes in place on a held segment (none: it is searched exactly;
+        ``GetQuerySegmentInfo`` names the vector index a segment is searched through)."""
         seg = self.segments.get((collection_id, segment_id))
         return [] if seg is None else sorted(fi.index_id for fi in seg.indexes.values())

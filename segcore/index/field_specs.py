@@ -12,18 +12,23 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+import structlog
+
 from common.errors import InvalidArgument
 from common.schema import CollectionSchema, DataType
+from segcore.index.scalar.spec import ScalarIndexSpec, scalar_index_spec
 from segcore.index.spec import IndexSpec
 
 _META_KEYS = {"index_type", "metric_type", "params"}
+
+log = structlog.get_logger().bind(component="index-specs")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FieldIndexSpec:
     field_name: str
     index_id: int
-    spec: IndexSpec
+    spec: IndexSpec | ScalarIndexSpec
 
 
 def index_spec(
@@ -91,3 +96,24 @@ def vector_index_specs(
         for name, index_id, params in indexes
         if schema.has_field(name) and schema.field(name).dtype.is_vector
     ]
+
+
+def field_index_specs(
+    schema: CollectionSchema, indexes: Iterable[tuple[str, int, Mapping[str, str]]]
+) -> list[FieldIndexSpec]:
+    """The specs of every index a worker builds: on vector fields (``vector_index_specs``) and on
+    scalar, ARRAY and JSON fields (``segcore/index/scalar``). A scalar index whose params do not
+    define one (a catalog written before the proxy checked them) is left out and logged: filters on
+    its field scan the column."""
+    listed = list(indexes)
+    specs = vector_index_specs(schema, listed)
+    for name, index_id, params in listed:
+        if not schema.has_field(name) or schema.field(name).dtype.is_vector:
+            continue
+        try:
+            spec = scalar_index_spec(schema, name, params)
+        except InvalidArgument as err:
+            log.warning("scalar index left out", field=name, index_id=index_id, error=err.message)
+            continue
+        specs.append(FieldIndexSpec(field_name=name, index_id=index_id, spec=spec))
+    return specs

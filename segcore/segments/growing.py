@@ -318,15 +318,21 @@ class GrowingStore:
         mask: np.ndarray | None = None,
         output_fields: Sequence[str] = (),
         limit: int | None = None,
+        rows: np.ndarray | None = None,
     ) -> pa.Table:
         """Visible rows (and ``mask``): primary key then ``output_fields``, by ascending key.
 
-        At most ``limit`` rows when given (the smallest keys).
+        At most ``limit`` rows when given (the smallest keys). ``rows``, instead of ``mask``: the
+        positions that may be returned (each once, any order; a scalar index's answer), so that no
+        pass over every row is made.
         """
         if limit is not None and limit < 0:
             raise ValueError(f"limit must not be negative, got {limit}")
         outputs = self._output_columns(output_fields)
-        rows = np.flatnonzero(self._selection(read_ts, mask))
+        if rows is not None:
+            rows = rows[self.visible_mask(read_ts)[rows]]
+        else:
+            rows = np.flatnonzero(self._selection(read_ts, mask))
         if limit == 0:
             rows = rows[:0]
         keys = self._rows.take(rows, [self._pk.name]).column(0)
@@ -337,9 +343,15 @@ class GrowingStore:
             order = pc.sort_indices(keys)
         return self._take_columns(rows[order.to_numpy()], [self._pk.name, *outputs])
 
-    def count(self, *, read_ts: int, mask: np.ndarray | None = None) -> int:
-        """Number of live rows (and ``mask``) at ``read_ts``: every row of a key inserted twice
-        with one timestamp counts, as Milvus's ``count(*)`` counts them (``mvcc``, siblings)."""
+    def count(self, *, read_ts: int, mask: np.ndarray | None = None, rows: np.ndarray | None = None) -> int:
+        """Number of live rows (and ``mask``, or among ``rows``: positions, each once) at ``read_ts``:
+        every row of a key inserted twice with one timestamp counts, as Milvus's ``count(*)`` counts
+        them (``mvcc``, siblings)."""
+        if rows is not None:
+            if not self._chains.has_siblings:
+                return int(np.count_nonzero(self.visible_mask(read_ts)[rows]))
+            _check_ts(read_ts, "read ts")
+            return int(np.count_nonzero(self._chains.live(read_ts)[rows]))
         if not self._chains.has_siblings:
             return int(np.count_nonzero(self._selection(read_ts, mask)))
         _check_ts(read_ts, "read ts")

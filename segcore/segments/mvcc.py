@@ -47,13 +47,25 @@ from segcore.segments.pk_index import MISSING, PkIndex
 FOREVER = np.iinfo(np.uint64).max
 
 
+def _max_at_most(values: np.ndarray, at: np.uint64) -> int:
+    """The largest of ``values`` not above ``at`` (0 when none is)."""
+    below = values[values <= at]
+    return int(below.max()) if len(below) else 0
+
+
+def _min_above(values: np.ndarray, at: np.uint64) -> int:
+    """The smallest of ``values`` above ``at`` (``FOREVER`` + 1 when none is)."""
+    above = values[values > at]
+    return int(above.min()) if len(above) else int(FOREVER) + 1
+
+
 class VersionChains:
     """Validity intervals of an append-only sequence of rows keyed by primary key.
 
     Not thread-safe: one writer, and reads must not overlap writes.
     """
 
-    __slots__ = ("_begin", "_end", "_high_water", "_index", "_last", "_prev", "_shadowed")
+    __slots__ = ("_begin", "_end", "_high_water", "_index", "_last", "_prev", "_shadowed", "_span")
 
     def __init__(self, index: PkIndex) -> None:
         self._index = index
@@ -63,6 +75,9 @@ class VersionChains:
         self._shadowed = GrowableArray(np.bool_)  # per row: a later sibling (same key and _ts) exists
         self._last = GrowableArray(np.int64)  # per key code: newest version's row
         self._high_water = 0
+        # The last ``visible`` answer and the read timestamps ``[lo, hi)`` it holds for: no row begins or
+        # ends inside, so a sealed segment's reads at ever newer timestamps reuse it until the next write.
+        self._span: tuple[int, int, np.ndarray] | None = None
 
     @property
     def num_rows(self) -> int:
@@ -87,6 +102,7 @@ class VersionChains:
     def append(self, pks: pa.Array, ts: np.ndarray) -> None:
         """Append rows with keys ``pks`` (no nulls) and uint64 timestamps ``ts``."""
         self.check_append(ts)
+        self._span = None
         count = len(ts)
         if count == 0:
             return
@@ -127,6 +143,7 @@ class VersionChains:
 
     def _end_with_siblings(self, rows: np.ndarray, ts: np.ndarray) -> None:
         """End each of ``rows`` at its ``ts`` (if not earlier), and the siblings before it in its chain."""
+        self._span = None
         begin, prev, end = self._begin.view(), self._prev.view(), self._end.view()
         while len(rows):
             np.minimum.at(end, rows, ts)
@@ -196,8 +213,20 @@ class VersionChains:
 
     def visible(self, read_ts: int) -> np.ndarray:
         """Bool per row: the row a read of its key sees at ``read_ts`` (live, and not shadowed by a
-        later sibling): at most one per key."""
-        return self.live(read_ts) & ~self._shadowed.view()
+        later sibling): at most one per key. Read-only; the same array may answer several timestamps."""
+        span = self._span
+        if span is not None and span[0] <= read_ts < span[1]:
+            return span[2]
+        at = np.uint64(read_ts)
+        begin, end = self._begin.view(), self._end.view()
+        mask = (begin <= at) & (end > at) & ~self._shadowed.view()
+        mask.flags.writeable = False
+        # Visibility changes only at a row's begin or end: it holds from the last of those at or before
+        # ``read_ts`` up to the first one after it.
+        lo = max(_max_at_most(begin, at), _max_at_most(end, at))
+        hi = min(_min_above(begin, at), _min_above(end, at))
+        self._span = (lo, hi, mask)
+        return mask
 
     @property
     def has_siblings(self) -> bool:

@@ -5,15 +5,41 @@ from __future__ import annotations
 import numpy as np
 
 from common.expr import Expr, evaluate
+from segcore.index.scalar.planner import IndexedFilter
 from segcore.segments.growing import GrowingStore
 
 
-def read_mask(store: GrowingStore, *, expr: Expr | None, expire_before: int) -> np.ndarray | None:
+def read_mask(
+    store: GrowingStore, *, expr: Expr | None, expire_before: int, indexes: IndexedFilter | None = None
+) -> np.ndarray | None:
     """Bool per stored row: matches ``expr`` (the read's filter, parsed once per read; None: no
     filter) and was written at or after ``expire_before`` (the collection's TTL; 0: nothing
-    expires). None: every row may be returned."""
-    mask = evaluate(expr, store.table()) if expr is not None else None
+    expires). None: every row may be returned.
+
+    ``indexes``: the segment's scalar indexes (sealed segments); a filter they cover entirely is
+    answered from them alone, else each covered predicate is and the rest is scanned.
+    """
+    mask = None
+    if expr is not None:
+        if indexes:
+            mask = indexes.mask(expr)
+        if mask is None:
+            mask = evaluate(expr, store.table(), indexes=indexes or None)
     kept = store.unexpired(expire_before)
     if kept is None:
         return mask
     return kept if mask is None else mask & kept
+
+
+#: A filter's rows are taken from its indexes as a list when at most this share of the segment matches;
+#: above it a mask is cheaper (a long list of positions costs a sort where a mask needs one pass).
+ROWS_SHARE = 1 / 32
+
+
+def indexed_rows(indexes: IndexedFilter | None, expr: Expr | None, num_rows: int) -> np.ndarray | None:
+    """The positions matching ``expr``, from the segment's scalar indexes alone, when the filter is made
+    of indexed ``==``, ranges and ``in`` (``IndexedFilter.rows``) and few rows match; ``None``: use
+    ``read_mask``."""
+    if expr is None or not indexes:
+        return None
+    return indexes.rows(expr, limit=int(num_rows * ROWS_SHARE))

@@ -1,6 +1,7 @@
-"""The final top-k reduce: merge per-shard / per-segment search results.
+"""The reduce of every read at every level (worker, delegator, proxy): a search's
+hits (``merge_topk``) and a query's rows (``merge_rows``, ``merge_counts``).
 
-Inputs are tables shaped like :meth:`GrowingStore.search` output (``query``,
+**Search.** Inputs are tables shaped like :meth:`GrowingStore.search` output (``query``,
 the primary key, ``distance``, then output fields; optionally ``_ts``, the
 row's write timestamp). Pure and vectorised: the proxy (or delegator) calls
 it on what its sub-requests returned.
@@ -25,6 +26,16 @@ exact otherwise, as in Milvus:
   reduce, are what hide overwritten rows;
 * with ``group_by``, an inner call drops a group's hits where that group
   ranks below its page, though the group may rank high overall.
+
+**Query.** Inputs are tables of rows sorted by primary key, one row per key
+each (a segment's visible rows, or a lower level's answer), with the same
+columns, ``_ts`` among them where a key may have rows in two inputs (a key
+inserted into two partitions: each row is live, as in Milvus, ``count(*)``
+counts each, and a query keeps the newest, Milvus's
+``MergeSegcoreRetrieveResults``). The answer is sorted by key, one row per
+key, then paged: workers and delegators pass ``limit`` (offset plus limit of
+the request), the proxy ``offset`` and ``limit``. Vchannels partition the keys,
+so the proxy passes ``distinct_keys`` and no ``_ts`` reaches it.
 """
 
 from __future__ import annotations
@@ -39,7 +50,7 @@ from common.schema import TIMESTAMP_COLUMN
 from segcore.segments.growing import DISTANCE_COLUMN, QUERY_COLUMN
 from segcore.segments.metric import larger_is_better
 
-__all__ = ["TIMESTAMP_COLUMN", "in_range", "larger_is_better", "merge_topk"]
+__all__ = ["TIMESTAMP_COLUMN", "in_range", "larger_is_better", "merge_counts", "merge_rows", "merge_topk"]
 
 _SEQ = "__seq"
 
@@ -285,3 +296,64 @@ def _position_in_runs(run_start: np.ndarray) -> np.ndarray:
     lengths = np.diff(np.append(starts, n))
     result: np.ndarray = np.arange(n) - np.repeat(starts, lengths)
     return result
+
+
+def merge_rows(
+    tables: Sequence[pa.Table],
+    *,
+    pk_field: str,
+    limit: int | None = None,
+    offset: int = 0,
+    distinct_keys: bool = False,
+    keep_ts: bool = True,
+) -> pa.Table:
+    """A query's rows from several inputs: sorted by key, one per key (the newest), paged.
+
+    Each input must hold its rows sorted by ``pk_field``, one row per key. A key in two
+    inputs keeps the row with the largest ``_ts`` (equal: the earlier input's); without a
+    ``_ts`` column, or with ``distinct_keys`` (no key is in two inputs), nothing is deduped.
+    Then ``offset`` rows are skipped and ``limit`` kept (None: all). ``keep_ts=False`` drops
+    the ``_ts`` column from the answer.
+
+    Raises:
+        ValueError: no inputs, mismatched columns, a negative ``offset`` or ``limit``.
+    """
+    if not tables:
+        raise ValueError("no query results to merge")
+    if offset < 0 or (limit is not None and limit < 0):
+        raise ValueError(f"offset and limit must not be negative, got {offset} and {limit}")
+    if len(tables) == 1:
+        table = tables[0]  # sorted by key, one row per key already
+    else:
+        try:
+            table = pa.concat_tables(tables)
+        except pa.ArrowInvalid as err:
+            raise ValueError("query results to merge have different columns") from err
+        if not distinct_keys and TIMESTAMP_COLUMN in table.column_names:
+            table = _newest_per_key(table, pk_field)
+        elif table.num_rows:
+            table = table.take(pc.sort_indices(table, sort_keys=[(pk_field, "ascending")]))
+    if offset or (limit is not None and limit < table.num_rows):
+        table = table.slice(offset, limit)
+    if not keep_ts and TIMESTAMP_COLUMN in table.column_names:
+        table = table.drop_columns([TIMESTAMP_COLUMN])
+    return table
+
+
+def merge_counts(counts: Sequence[int]) -> int:
+    """A ``count(*)`` from its parts: every live row counts, a key in two partitions twice."""
+    return sum(counts)
+
+
+def _newest_per_key(table: pa.Table, pk: str) -> pa.Table:
+    """``table``'s rows sorted by ``pk``, one per key: the largest ``_ts``, a tie the row first
+    in ``table`` (the sort is stable)."""
+    if table.num_rows == 0:
+        return table
+    order = pc.sort_indices(table, sort_keys=[(pk, "ascending"), (TIMESTAMP_COLUMN, "descending")])
+    ordered = table.take(order)
+    keys = ordered.column(pk).combine_chunks()
+    first = np.ones(len(keys), dtype=bool)
+    if len(keys) > 1:
+        first[1:] = pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1)).to_numpy(zero_copy_only=False)
+    return ordered if first.all() else ordered.filter(pa.array(first))

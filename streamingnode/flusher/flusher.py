@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import structlog
@@ -35,6 +36,7 @@ from common.errors import CollectionNotFound, SegmentNotFound
 from common.failpoints import failpoint
 from common.message import CreateCollection, decode
 from common.position import Position
+from common.statemetrics import GaugeSample
 from common.storage.objectstore import ObjectStore
 from common.tasks import BackgroundTasks
 from protos.common_pb2 import MessageType
@@ -42,6 +44,7 @@ from streamingnode.flusher.dataclient import DataClient, RecoveredChannel
 from streamingnode.flusher.pipeline import AllocSegment, ChannelPipeline, MarkState, SyncDeletes, SyncSegment, Work
 from streamingnode.flusher.policy import SyncOptions, due_syncs
 from streamingnode.flusher.sync import Syncer
+from streamingnode.metrics import FLUSH_SYNC_SECONDS, checkpoint_samples
 from streamingnode.wal.wal import WAL
 from streamingnode.walimpls.wal import DeliverPolicy, MessageID
 
@@ -208,9 +211,13 @@ class WALFlusher:
             case MarkState(segment_id=sid, state=state):
                 await self._client.update_state(sid, state)
             case SyncSegment():
+                started = time.perf_counter()
                 await self.syncer.sync_segment(p, work)
+                FLUSH_SYNC_SECONDS.labels(self.wal.channel, "segment").observe(time.perf_counter() - started)
             case SyncDeletes():
+                started = time.perf_counter()
                 await self.syncer.sync_deletes(p, work)
+                FLUSH_SYNC_SECONDS.labels(self.wal.channel, "deletes").observe(time.perf_counter() - started)
 
     # -- checkpoints and truncation -------------------------------------------------------------
 
@@ -264,6 +271,17 @@ class WALFlusher:
         else:
             return None
         return await self.wal.truncate(MessageID.from_bytes(bound.message_id))
+
+    def state_samples(self) -> Iterator[GaugeSample]:
+        """Each live vchannel's checkpoint lag and buffered segments by state (for ``/metrics``)."""
+        tick = self.wal.last_timetick
+        for v, p in list(self.pipelines.items()):
+            if p.dropped:
+                continue
+            cp = p.checkpoint()
+            sealed = sum(1 for b in p.segments.values() if b.sealed)
+            segments = {"growing": len(p.segments) - sealed, "sealed": sealed}
+            yield from checkpoint_samples(self.wal.channel, v, tick, cp.timetick if cp is not None else None, segments)
 
     def stats(self) -> dict[str, Any]:
         return {

@@ -52,6 +52,7 @@ from common.position import Position
 from common.tasks import BackgroundTasks
 from common.tsoutil import physical_ms
 from protos.common_pb2 import Message, MessageType
+from streamingnode.metrics import observe_append
 from streamingnode.shard import ShardManager
 from streamingnode.wal.holds import DEFAULT_MAX_AGE_SECONDS, ReadHolds
 from streamingnode.wal.recovery import RecoveryHandle, RecoverySnapshot
@@ -294,6 +295,11 @@ class WAL:
             case _:
                 pass
 
+    @property
+    def last_timetick(self) -> int | None:
+        """The timetick of the last persisted TimeTick (None before ``start()``)."""
+        return self._folded.timetick if self._folded is not None else None
+
     def collection_rows(self, collection_id: int) -> int:
         return self._rows.get(collection_id, 0)
 
@@ -491,7 +497,9 @@ class WAL:
         payloads = [m.SerializeToString() for m in stamped]
         payloads.append(tick.SerializeToString())
         try:
+            started = time.perf_counter()
             ids = await self.impl.append(payloads)
+            observe_append(self.channel, time.perf_counter() - started, len(stamped), payloads)
             self._wab.append_batch(list(zip(ids, stamped, strict=False)), (ids[-1], tick), wake=False)
         except BaseException:
             # The batch may or may not be in the log, and it is not in the buffer:

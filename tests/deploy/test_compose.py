@@ -55,7 +55,8 @@ COMPOSE_FILE = REPO / "deploy" / "docker-compose.yml"
 PROJECT = "strata-deploy-test"
 IMAGE = "strata:deploy-test"
 # Every fixed port of the compose file (etcd, nats, s3, spark, the roles); the proxy's is chosen here.
-FIXED_PORTS = {23790, 23800, 24222, 28222, 29000, 27077, 28080, 27078, 28081, 19601, 19602, 19611, 19612, 19621, 19622}
+FIXED_PORTS = {23790, 23800, 24222, 28222, 29000, 27077, 28080, 27078, 28081, 19601, 19602, 19611, 19612, 19621, 19622,
+               19701, 19702, 19711, 19712, 19721, 19722, 9091}  # the roles' metrics ports
 DIM = 16
 
 

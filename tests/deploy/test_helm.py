@@ -39,13 +39,16 @@ SCENARIOS = {
     "local-wal": [VALUES / "local-wal.yaml"],
     "nats-cluster": [VALUES / "nats-cluster.yaml"],
     "security": [VALUES / "security.yaml"],
+    "monitoring": [VALUES / "monitoring.yaml"],
 }
+# Custom resources Kubernetes' own schemas do not describe (prometheus-operator's), checked by their own test.
+CUSTOM_KINDS = {"PodMonitor"}
 # The oldest release with GA gRPC probes, and the newest kubernetes-validate knows.
 KUBERNETES_VERSIONS = ("1.27.0", "1.37.0")
 RELEASE, NAMESPACE = "strata", "vectors"
 POD_IP = "10.42.0.7"
 # Variables a Strata container may set besides the settings' own.
-EXTRA_STRATA_ENV = {ENV_CONFIG_FILE, "STRATA_LOG_LEVEL", *ENV_ALIASES}
+EXTRA_STRATA_ENV = {ENV_CONFIG_FILE, "STRATA_LOG_LEVEL", "STRATA_LOG_FORMAT", *ENV_ALIASES}
 
 Doc = dict[str, Any]
 
@@ -85,6 +88,8 @@ def test_every_manifest_validates_against_the_kubernetes_schemas(
     docs = rendered[scenario]
     assert docs
     for doc in docs:
+        if doc["kind"] in CUSTOM_KINDS:
+            continue
         try:
             kubernetes_validate.validate(doc, version, strict=True)
         except kubernetes_validate.ValidationError as err:
@@ -194,7 +199,8 @@ def test_role_containers_run_what_the_cli_accepts(
         # It binds and advertises the pod IP, on the port of the container, its probes and Services.
         assert config.common.host == POD_IP
         ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-        assert ports == {"grpc": config.common.port}, ports
+        metrics = {} if config.common.metrics_port is None else {"metrics": config.common.metrics_port}
+        assert ports == {"grpc": config.common.port, **metrics}, ports
         # A TLS proxy is probed with a TCP connect (Kubernetes' gRPC probes speak plaintext only).
         kind = "tcpSocket" if role == "proxy" and config.common.security.tls_mode else "grpc"
         for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
@@ -350,6 +356,58 @@ def test_nats_cluster_routes_every_server(rendered: dict[str, list[Doc]]) -> Non
     assert routes == [f"{RELEASE}-nats-{i}.{RELEASE}-nats-peer.{NAMESPACE}.svc" for i in range(3)]
     assert one(docs, "StatefulSet", f"{RELEASE}-nats")["spec"]["replicas"] == 3
     assert one(docs, "Deployment", f"{RELEASE}-spark-worker")["spec"]["replicas"] == 3
+
+
+# --- metrics -----------------------------------------------------------------------------------------
+
+
+def _selects(selector: Doc, labels: dict[str, str]) -> bool:
+    for e in selector.get("matchExpressions", []):
+        assert e["operator"] == "In", e
+        if labels.get(e["key"]) not in e["values"]:
+            return False
+    return selector.get("matchLabels", {}).items() <= labels.items()
+
+
+def test_every_role_serves_metrics_where_the_pod_monitor_and_annotations_point(
+    rendered: dict[str, list[Doc]], tmp_path: Path
+) -> None:
+    docs = rendered["monitoring"]
+    monitor = one(docs, "PodMonitor", RELEASE)
+    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+    assert monitor["metadata"]["labels"]["release"] == "kube-prometheus"
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    assert (endpoint["port"], endpoint["path"], endpoint["interval"]) == ("metrics", "/metrics", "15s")
+    selected = {d["metadata"]["name"] for d in _workloads(docs)
+                if _selects(monitor["spec"]["selector"], d["spec"]["template"]["metadata"]["labels"])}
+    assert selected == {f"{RELEASE}-{role}" for role in ROLES}
+    config_file = tmp_path / "strata.yaml"
+    config_file.write_text(one(docs, "ConfigMap", f"{RELEASE}-config")["data"]["strata.yaml"])
+    for role, (deployment, container) in _role_deployments(docs).items():
+        env = _environment(container, docs)
+        assert env["STRATA_LOG_FORMAT"] == "json"
+        config = load(role, flags={}, config_file=str(config_file), environ=env)
+        annotations = deployment["spec"]["template"]["metadata"]["annotations"]
+        assert config.common.metrics_port == 9100
+        assert annotations["prometheus.io/port"] == "9100" and annotations["prometheus.io/scrape"] == "true"
+        assert {"name": "metrics", "containerPort": 9100, "protocol": "TCP"} in container["ports"]
+    # The defaults: Milvus's port, annotations, no PodMonitor (it needs the operator's CRDs).
+    defaults = rendered["defaults"]
+    assert not by_kind(defaults, "PodMonitor")
+    _, container = _role_deployments(defaults)["proxy"]
+    assert {"name": "metrics", "containerPort": 9091, "protocol": "TCP"} in container["ports"]
+
+
+def test_metrics_can_be_turned_off(renderer: Renderer, tmp_path: Path) -> None:
+    docs = renderer.template(sets=["metrics.enabled=false", "metrics.podMonitor.enabled=true"])
+    assert not by_kind(docs, "PodMonitor")
+    config_file = tmp_path / "strata.yaml"
+    config_file.write_text(one(docs, "ConfigMap", f"{RELEASE}-config")["data"]["strata.yaml"])
+    for role, (deployment, container) in _role_deployments(docs).items():
+        config = load(role, flags={}, config_file=str(config_file), environ=_environment(container, docs))
+        assert config.common.metrics_port is None
+        assert [p["name"] for p in container["ports"]] == ["grpc"]
+        assert "prometheus.io/scrape" not in deployment["spec"]["template"]["metadata"]["annotations"]
 
 
 # --- values and errors -----------------------------------------------------------------------------

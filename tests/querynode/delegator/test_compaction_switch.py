@@ -24,10 +24,11 @@ import pyarrow as pa
 import pytest
 
 from common.message import Delete
+from common.readplan import ReadPlan
 from common.segment import SegmentMeta, SegmentState
 from common.storage.objectstore import ObjectStore
 from protos import querynode_pb2 as qpb
-from querynode.delegator.delegator import Delegator, ReadSpec
+from querynode.delegator.delegator import Delegator
 from querynode.service.service import QueryNodeService
 from tests.querynode.delegator.walnode import (
     LOCAL,
@@ -46,7 +47,7 @@ pytestmark = pytest.mark.timeout(60)
 
 
 async def _count(d: Delegator, guarantee: int) -> int:
-    spec = ReadSpec(guarantee_ts=guarantee, filter="", filter_params={}, output_fields=(), timeout=5)
+    spec = ReadPlan(guarantee_ts=guarantee, timeout=5)
     _, n = await d.query(spec, limit=None, count_only=True)
     return n
 

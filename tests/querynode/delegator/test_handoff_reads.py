@@ -24,9 +24,10 @@ import pyarrow as pa
 import pytest
 
 from common.message import Delete
+from common.readplan import ReadPlan, VectorQuery
 from common.storage.objectstore import ObjectStore
 from protos import querynode_pb2 as qpb
-from querynode.delegator.delegator import Delegator, ReadSpec
+from querynode.delegator.delegator import Delegator
 from querynode.service.service import QueryNodeService
 from tests.querynode.delegator.walnode import (
     LOCAL,
@@ -45,16 +46,16 @@ pytestmark = pytest.mark.timeout(60)
 SEGMENT = 77
 
 
-def _spec(guarantee: int) -> ReadSpec:
-    return ReadSpec(guarantee_ts=guarantee, filter="", filter_params={}, output_fields=(), timeout=5)
+def _spec(guarantee: int) -> ReadPlan:
+    return ReadPlan(guarantee_ts=guarantee, timeout=5)
 
 
 async def _reads(d: Delegator, guarantee: int) -> tuple[int, list[int]]:
     """``count(*)`` and the keys of a top-10 search near key 50, sent together."""
     (_, count), hits = await asyncio.gather(
         d.query(_spec(guarantee), limit=None, count_only=True),
-        d.search(_spec(guarantee), field="v", vectors=np.array([[50.0, 1.0]], np.float32), raw_vectors=b"",
-                 metric="L2", topk=10, params={}),
+        d.search(_spec(guarantee), VectorQuery(anns_field="v", metric="L2", topk=10,
+                                               vectors=np.array([[50.0, 1.0]], np.float32))),
     )
     return count, sorted(hits.column("id").to_pylist())
 

@@ -19,10 +19,10 @@ import pyarrow as pa
 import pytest
 
 from common.message import Insert, SchemaChange, decode
+from common.readplan import ReadFilter, ReadPlan, VectorQuery
 from common.schema import DataType, FieldSchema
 from common.storage.objectstore import ObjectStore
 from protos.common_pb2 import Message
-from querynode.delegator.delegator import ReadSpec
 from querynode.service.service import QueryNodeService
 from tests.querynode.delegator.walnode import (
     LOCAL,
@@ -60,8 +60,9 @@ def _insert(table: pa.Table, segment_id: int) -> Message:
     return msg
 
 
-def _spec(guarantee: int, filter: str = "") -> ReadSpec:
-    return ReadSpec(guarantee_ts=guarantee, filter=filter, filter_params={}, output_fields=("n", "tag", "w"),
+def _spec(guarantee: int, filter: str = "") -> ReadPlan:
+    """A read as the proxy plans it, its filter bound to the new schema (the guarantee covers it)."""
+    return ReadPlan(guarantee_ts=guarantee, filter=ReadFilter.parse(filter, NEW), output_fields=("n", "tag", "w"),
                     timeout=5)
 
 
@@ -99,8 +100,8 @@ async def test_an_added_field_reads_as_its_fill_in_every_copy_written_before(nod
                        200: (7, "new", [1.0, 0.0]), 201: (None, "new", None)}
         table, _ = await d.query(_spec(last.timetick, "tag == 'old' and n is null"), limit=None, count_only=False)
         assert sorted(table.column("id").to_pylist()) == [0, 1, 2, 100, 101, 102, 300]
-        hits = await d.search(_spec(last.timetick), field="w", vectors=np.array([[1.0, 0.0]], np.float32),
-                              raw_vectors=b"", metric="L2", topk=10, params={})
+        query = VectorQuery(anns_field="w", metric="L2", topk=10, vectors=np.array([[1.0, 0.0]], np.float32))
+        hits = await d.search(_spec(last.timetick), query)
         assert hits.column("id").to_pylist() == [200]
         # The worker's copy of the sealed segment has the field, and a replayed older schema changes nothing.
         assert service.worker.schema(C) == NEW

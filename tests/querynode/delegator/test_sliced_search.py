@@ -23,10 +23,11 @@ import pyarrow as pa
 import pytest
 
 from common.message import Delete
+from common.readplan import ReadFilter, ReadPlan, VectorQuery
 from common.storage.objectstore import ObjectStore
 from querynode import offload
 from querynode.delegator import delegator
-from querynode.delegator.delegator import Delegator, ReadSpec
+from querynode.delegator.delegator import Delegator
 from querynode.service.service import QueryNodeService
 from tests.querynode.delegator.walnode import LOCAL, C, Node, P, V, create_and_insert, watch_request
 
@@ -45,8 +46,8 @@ async def _until(check: Any) -> None:
 async def _search(d: Delegator, guarantee: int) -> pa.Table:
     """``NQ`` identical queries near key 50, top 5 each: every query's hits are keys 48 to 52."""
     vectors = np.tile(np.array([[50.0, 1.0]], np.float32), (NQ, 1))
-    spec = ReadSpec(guarantee_ts=guarantee, filter="id >= 0", filter_params={}, output_fields=(), timeout=5)
-    return await d.search(spec, field="v", vectors=vectors, raw_vectors=b"", metric="L2", topk=5, params={})
+    spec = ReadPlan(guarantee_ts=guarantee, filter=ReadFilter.parse("id >= 0", d.schema), timeout=5)
+    return await d.search(spec, VectorQuery(anns_field="v", metric="L2", vectors=vectors, topk=5))
 
 
 class _Lock(asyncio.Lock):

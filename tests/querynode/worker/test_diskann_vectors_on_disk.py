@@ -12,9 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from common.readplan import ReadPlan
 from common.storage.objectstore import ObjectStore
 from querynode.worker.loader import load_segment
-from querynode.worker.worker import SegmentRead, Worker
+from querynode.worker.worker import Worker
 from segcore.index.base import SearchParams
 from segcore.index.field_specs import field_index_spec
 from segcore.index.spec import IndexKind
@@ -23,11 +24,11 @@ from tests.querynode.worker.segments import COLL, SEG, flushed_segment
 
 DISKANN = field_index_spec("vec", 9, {"index_type": "DISKANN", "metric_type": "L2", "params": '{"max_degree": 16}'})
 HNSW = field_index_spec("vec", 7, {"index_type": "HNSW", "metric_type": "L2", "params": '{"M": 8, "efConstruction": 16}'})
-READ = SegmentRead(read_ts=10_000, filter="", filter_params={}, output_fields=("vec",))
+READ = ReadPlan(guarantee_ts=0, output_fields=("vec",))
 
 
 async def _top(worker: Worker, query: np.ndarray) -> tuple[list[int], list[list[float]]]:
-    hits = await worker.search(COLL, [SEG], READ, field_name="vec", queries=query[None, :], metric="L2", topk=3,
+    hits = await worker.search(COLL, [SEG], READ, read_ts=10_000, field_name="vec", queries=query[None, :], metric="L2", topk=3,
                                params=SearchParams(search_list=20))
     return hits.column("pk").to_pylist(), hits.column("vec").to_pylist()
 

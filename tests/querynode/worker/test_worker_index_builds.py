@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from common import failpoints
+from common.readplan import ReadPlan
 from common.storage.objectstore import ObjectStore
-from querynode.worker.worker import SegmentRead, Worker
+from querynode.worker.worker import Worker
 from segcore.index.base import SearchParams
 from segcore.index.field_specs import field_index_spec
 from segcore.index.spec import IndexKind
@@ -21,7 +22,7 @@ from tests.common.storage.segment_data import full_schema
 from tests.querynode.worker.segments import COLL, SEG, flushed_segment
 
 HNSW = field_index_spec("vec", 7, {"index_type": "HNSW", "metric_type": "L2", "params": '{"M": 8, "efConstruction": 16}'})
-READ = SegmentRead(read_ts=10_000, filter="", filter_params={}, output_fields=())
+READ = ReadPlan(guarantee_ts=0)
 
 
 @pytest.fixture(autouse=True)
@@ -31,7 +32,7 @@ def disarmed() -> Iterator[None]:
 
 
 async def _search(worker: Worker, query: np.ndarray) -> list[int]:
-    hits = await worker.search(COLL, [SEG], READ, field_name="vec", queries=query[None, :], metric="L2", topk=3,
+    hits = await worker.search(COLL, [SEG], READ, read_ts=10_000, field_name="vec", queries=query[None, :], metric="L2", topk=3,
                                params=SearchParams())
     return hits.column("pk").to_pylist()
 

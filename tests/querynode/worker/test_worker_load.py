@@ -14,15 +14,16 @@ from pathlib import Path
 
 import numpy as np
 
+from common.readplan import ReadPlan
 from common.storage.objectstore import ObjectStore
-from querynode.worker.worker import SegmentRead, Worker
+from querynode.worker.worker import Worker
 from tests.common.storage.segment_data import full_schema
 from tests.querynode.worker.segments import COLL, SEG, flushed_segment
 
 
 def _alive(worker: Worker) -> int:
-    read = SegmentRead(read_ts=10_000, filter="", filter_params={}, output_fields=())
-    _, n = asyncio.run(worker.query(COLL, [SEG], read, limit=None, count_only=True))
+    read = ReadPlan(guarantee_ts=0)
+    _, n = asyncio.run(worker.query(COLL, [SEG], read, read_ts=10_000, limit=None, count_only=True))
     return n
 
 

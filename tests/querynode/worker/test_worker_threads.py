@@ -7,11 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from common.readplan import ReadFilter, ReadPlan
 from common.storage.objectstore import ObjectStore
 from querynode import offload
 from querynode.offload import CoreShare
 from querynode.worker import loader
-from querynode.worker.worker import SegmentRead, Worker
+from querynode.worker.worker import Worker
 from segcore.index.base import NO_PARAMS
 from segcore.index.field_specs import FieldIndexSpec
 from segcore.index.flat import FlatIndex
@@ -37,10 +38,10 @@ def threads_seen(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 async def _search(worker: Worker, nq: int, filter: str = "") -> None:
-    read = SegmentRead(read_ts=10_000, filter=filter, filter_params={}, output_fields=())
+    read = ReadPlan(guarantee_ts=0, filter=ReadFilter.parse(filter, full_schema()))
     queries = np.random.default_rng(1).standard_normal((nq, DIM)).astype(np.float32)
     hits = await worker.search(
-        COLL, [SEG], read, field_name="vec", queries=queries, metric="L2", topk=5, params=NO_PARAMS
+        COLL, [SEG], read, read_ts=10_000, field_name="vec", queries=queries, metric="L2", topk=5, params=NO_PARAMS
     )
     assert hits.num_rows > 0
 

@@ -152,6 +152,11 @@ The role reads the ConfigMap's strata.yaml (STRATA_CONFIG), binds and advertises
 (STRATA_COMMON_HOST: set in the environment, not the file, because the file wins over the
 environment), and answers Kubernetes' native gRPC probes on its port.
 */}}
+{{/* The roles' metrics_port in strata.yaml: metrics.port, or "" (none) with metrics.enabled false. */}}
+{{- define "strata.metricsPort" -}}
+{{- if .Values.metrics.enabled }}{{ .Values.metrics.port | int }}{{ else }}""{{ end }}
+{{- end }}
+
 {{- define "strata.roleDeployment" -}}
 {{- $root := .root -}}
 {{- $role := .role -}}
@@ -175,6 +180,12 @@ spec:
       annotations:
         # Roll the pods when the configuration changes.
         checksum/config: {{ include (print $root.Template.BasePath "/configmap.yaml") $root | sha256sum }}
+        {{- if $root.Values.metrics.enabled }}
+        # Where a Prometheus that discovers pods by annotation scrapes.
+        prometheus.io/scrape: "true"
+        prometheus.io/port: {{ $root.Values.metrics.port | int | quote }}
+        prometheus.io/path: /metrics
+        {{- end }}
     spec:
       {{- with $root.Values.imagePullSecrets }}
       imagePullSecrets:
@@ -197,6 +208,8 @@ spec:
                   fieldPath: status.podIP
             - name: STRATA_LOG_LEVEL
               value: {{ $root.Values.cluster.logLevel | quote }}
+            - name: STRATA_LOG_FORMAT
+              value: {{ $root.Values.cluster.logFormat | quote }}
             {{- if eq $role "coordinator" }}
             # The coordinator drives the Spark jobs; executors connect back to it on its pod IP.
             - name: SPARK_LOCAL_IP
@@ -214,6 +227,12 @@ spec:
             - name: grpc
               containerPort: {{ $values.port | int }}
               protocol: TCP
+            {{- if $root.Values.metrics.enabled }}
+            # /metrics, /healthz and /log/level (common/opsserver.py).
+            - name: metrics
+              containerPort: {{ $root.Values.metrics.port | int }}
+              protocol: TCP
+            {{- end }}
           {{- /* Kubernetes' gRPC probes speak plaintext: a TLS proxy is probed with a TCP connect. */}}
           {{- $probe := dict "grpc" (dict "port" ($values.port | int)) }}
           {{- if and (eq $role "proxy") (gt ($root.Values.security.tlsMode | int) 0) }}

@@ -1,0 +1,155 @@
+"""The operations port of a real standalone: metrics move by what was done, health, access log, log level.
+
+One standalone for the module, with authorization on (so a refused login reaches the access log)
+and JSON logs (``STRATA_LOG_FORMAT=json``), driven by the real pymilvus client.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from pymilvus import MilvusClient, MilvusException
+
+from tests.cluster.harness import wait_until
+from tests.e2e.authutil import auth_standalone
+from tests.harness import Standalone
+from tests.ops import http, ops_url, scrape, total
+
+PASSWORD = "Milvus"
+DIM = 8
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
+    with auth_standalone(tmp_path_factory.mktemp("ops") / "data", env={"STRATA_LOG_FORMAT": "json"}) as s:
+        yield s
+
+
+def _log(s: Standalone, role: str) -> str:
+    return (s.data_dir / "logs" / f"{role}.log").read_text(errors="replace")
+
+
+@pytest.fixture(scope="module")
+def base(node: Standalone) -> str:
+    return ops_url(_log(node, "standalone-node"))
+
+
+@pytest.fixture()
+def client(node: Standalone) -> Iterator[MilvusClient]:
+    c = MilvusClient(node.uri, token=f"root:{PASSWORD}")
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def _access_lines(s: Standalone) -> list[dict[str, Any]]:
+    out = []
+    for line in _log(s, "standalone-node").splitlines():
+        if '"event": "access"' in line:
+            out.append(json.loads(line))
+    return out
+
+
+def test_counters_move_by_the_rows_and_vectors_of_each_request(client: MilvusClient, base: str) -> None:
+    name = f"ops_{uuid.uuid4().hex[:8]}"
+    client.create_collection(name, dimension=DIM)
+    before = scrape(base)
+    rows = [{"id": i, "vector": [random.random() for _ in range(DIM)]} for i in range(7)]
+    client.insert(name, rows)
+    client.delete(name, ids=[0, 1])
+    client.search(name, data=[[random.random() for _ in range(DIM)] for _ in range(3)], limit=2)
+    after = scrape(base)
+
+    def moved(metric: str, **labels: str) -> float:
+        return total(after, metric, **labels) - total(before, metric, **labels)
+
+    assert moved("milvus_proxy_insert_vectors_count_total", collection_name=name, db_name="default") == 7
+    assert moved("milvus_proxy_delete_vectors_count_total", collection_name=name) == 2
+    assert moved("milvus_proxy_search_vectors_count_total", collection_name=name) == 3
+    assert moved("milvus_proxy_req_count_total", function_name="Insert", status="success") == 1
+    assert moved("milvus_proxy_req_count_total", function_name="Search", status="success") == 1
+    assert moved("milvus_proxy_req_latency_count", function_name="Search") == 1
+    assert moved("strata_proxy_result_bytes_count", function_name="Search") == 1
+    # The hits returned: at most limit per query vector, at least one each (5 rows remain).
+    assert 3 <= moved("strata_proxy_search_hits_total", collection_name=name) <= 6
+    # The same process's streaming and query nodes: the writes went through the WAL, the search
+    # through at least one delegator.
+    assert moved("milvus_streaming_node_wal_append_message_total") >= 2  # the insert's and the delete's
+    assert moved("milvus_streaming_node_wal_append_batch_duration_seconds_count") >= 2
+    assert moved("milvus_querynode_sq_req_count_total", query_type="search", status="success") >= 1
+    terms = {dict(ls)["channel_name"]: v for (n, ls), v in after.items() if n == "milvus_streaming_node_wal_term"}
+    assert terms and all(v >= 1 for v in terms.values())
+    assert all(v == 1 for (n, _), v in after.items() if n == "milvus_streaming_node_wal_available")
+    assert total(after, "strata_etcd_session_alive", role="streamingnode") == 1
+
+
+def test_the_coordinator_reports_leadership_segments_and_its_session(node: Standalone, client: MilvusClient) -> None:
+    name = f"seg_{uuid.uuid4().hex[:8]}"
+    client.create_collection(name, dimension=DIM)
+    client.insert(name, [{"id": 1, "vector": [0.1] * DIM}])
+    base = ops_url(_log(node, "coordinator"))
+    # The flusher registers the new growing segment with the coordinator shortly after the insert.
+    wait_until("a growing segment in the coordinator's metrics",
+               lambda: total(scrape(base), "milvus_datacoord_segment_num", segment_state="GROWING") >= 1, timeout=60)
+    samples = scrape(base)
+    assert total(samples, "strata_coordinator_leader") == 1
+    assert total(samples, "strata_etcd_session_alive", role="coordinator") == 1
+
+
+def test_healthz_is_ok_for_both_processes(node: Standalone, base: str) -> None:
+    status, body = http(f"{base}/healthz")
+    assert (status, body) == (200, "OK\n")
+    status, body = http(f"{ops_url(_log(node, 'coordinator'))}/healthz")
+    assert (status, body) == (200, "OK\n")
+    assert http(f"{base}/nothing")[0] == 404
+
+
+def test_access_log_has_a_line_for_a_success_and_a_refusal_and_no_secret(node: Standalone) -> None:
+    name = f"acc_{uuid.uuid4().hex[:8]}"
+    seen = len(_access_lines(node))
+    ok = MilvusClient(node.uri, token=f"root:{PASSWORD}")
+    try:
+        ok.create_collection(name, dimension=DIM)
+        ok.insert(name, [{"id": 1, "vector": [0.5] * DIM}])
+    finally:
+        ok.close()
+    secret = f"wrong-{uuid.uuid4().hex}"
+    with pytest.raises(MilvusException):
+        MilvusClient(node.uri, token=f"root:{secret}").list_collections()
+    # The refusal's line is written as the answer leaves: wait for it rather than race it.
+    wait_until("the refusal's access line", lambda: any(x["code"] == "UNAUTHENTICATED" for x in _access_lines(node)[seen:]),
+               timeout=30)
+    lines = _access_lines(node)[seen:]
+    inserts = [x for x in lines if x["method"] == "Insert" and x["collection"] == name]
+    assert len(inserts) == 1
+    assert inserts[0]["status"] == "success" and inserts[0]["code"] == 0 and inserts[0]["db"] == "default"
+    assert inserts[0]["peer"].startswith(("ipv4:127.0.0.1:", "ipv6:"))
+    assert inserts[0]["latency_ms"] >= 0
+    refused = [x for x in lines if x["code"] == "UNAUTHENTICATED"]
+    assert refused and all(x["status"] == "fail" for x in refused)
+    text = _log(node, "standalone-node")
+    assert secret not in text and PASSWORD not in "".join(json.dumps(x) for x in lines)
+    assert "0.5, 0.5" not in text  # no vector data
+
+
+def test_log_level_changes_at_runtime(node: Standalone, base: str, client: MilvusClient) -> None:
+    assert http(f"{base}/log/level") == (200, "info\n")
+    assert http(f"{base}/log/level", method="PUT", body=b"loud")[0] == 400
+    assert http(f"{base}/log/level") == (200, "info\n")
+    assert http(f"{base}/log/level", method="PUT", body=b'{"level": "warning"}') == (200, "warning\n")
+    try:
+        seen = len(_access_lines(node))
+        client.list_collections()
+        assert len(_access_lines(node)) == seen  # an info line: not written at warning
+    finally:
+        assert http(f"{base}/log/level", method="PUT", body=b"level=info") == (200, "info\n")
+    client.list_collections()
+    assert [x["method"] for x in _access_lines(node)[seen:]] == ["ShowCollections"]
+
