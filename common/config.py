@@ -344,6 +344,21 @@ DEFAULT_LIMITS = ProxyLimits()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ProxyHttpConfig:
+    """The proxy's RESTful API (Milvus's ``proxy.http.*``; ``proxy/http/``).
+
+    Milvus 2.6 serves it on the gRPC port (19530) by default; Strata serves it on a port of its own
+    (``proxy.http.port``, 19531 from the config file; 0 = any free port) on ``common.host``.
+    """
+
+    enabled: bool = True
+    port: int = 0
+
+    def validate(self) -> None:
+        check_port(self.port)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class QueryNodeConfig:
     common: CommonConfig
     # Object storage the query node loads sealed segments from (the streaming nodes' storage).
@@ -353,6 +368,8 @@ class QueryNodeConfig:
     proxy_port: int | None = None
     # The limits of that proxy (the proxy section's keys).
     proxy_limits: ProxyLimits = field(default_factory=ProxyLimits)
+    # Its RESTful API (proxy.http.*).
+    proxy_http: ProxyHttpConfig = field(default_factory=ProxyHttpConfig)
 
     def validate(self) -> None:
         self.common.validate()
@@ -360,13 +377,16 @@ class QueryNodeConfig:
         if self.proxy_port is not None:
             check_port(self.proxy_port)
         self.proxy_limits.validate()
+        self.proxy_http.validate()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProxyConfig:
     common: CommonConfig = field(default_factory=lambda: CommonConfig(etcd="127.0.0.1:2379", port=19530))
     limits: ProxyLimits = field(default_factory=ProxyLimits)
+    http: ProxyHttpConfig = field(default_factory=ProxyHttpConfig)
 
     def validate(self) -> None:
         self.common.validate()
         self.limits.validate()
+        self.http.validate()

@@ -45,6 +45,7 @@ from common.config import (
     CoordinatorConfig,
     JobsConfig,
     ProxyConfig,
+    ProxyHttpConfig,
     ProxyLimits,
     QueryNodeConfig,
     SecurityConfig,
@@ -232,6 +233,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(section="proxy", key="max_expr_length", target=ProxyLimits, field="max_expr_length",
             help="characters of a filter expression at most (Strata's own; Milvus has no such limit)",
             check=check_positive),
+    # The RESTful API (Milvus's proxy.http.*): proxy/http/, README "RESTful API".
+    Setting(section="proxy", key="http.enabled", target=ProxyHttpConfig, field="enabled",
+            help="serve the RESTful API v2 (/v2/vectordb/...) on proxy.http.port"),
+    Setting(section="proxy", key="http.port", target=ProxyHttpConfig, field="port",
+            help="HTTP port of the RESTful API on `common.host` (0 = any free port)", check=check_port,
+            default=19531),
     # Authentication, RBAC and TLS (Milvus's names): common/config.py SecurityConfig, README "Security".
     Setting(section="common", key="security.authorizationEnabled", target=SecurityConfig,
             field="authorization_enabled", help="require users and check privileges on every Milvus RPC"),
@@ -448,7 +455,7 @@ def _kwargs(cls: type, sections: tuple[str, ...], values: Mapping[str, object]) 
             kwargs[setting.field] = setting.default
     given_or_default = {f.name: kwargs.get(f.name, f.default) for f in fields(cls)}
     for f in fields(cls):
-        if f.name in kwargs or f.name in ("common", "jobs", "limits", "proxy_limits", "security"):
+        if f.name in kwargs or f.name in ("common", "jobs", "limits", "proxy_limits", "security", "http", "proxy_http"):
             continue
         field_setting = next((s for s in SETTINGS if s.target is cls and s.field == f.name), None)
         required = f.default is MISSING and f.default_factory is MISSING
@@ -478,10 +485,13 @@ def build(role: str, values: Mapping[str, object]) -> RoleConfig:
     if cls is CoordinatorConfig:
         extra["jobs"] = JobsConfig(**_kwargs(JobsConfig, ("jobs",), values))
     limits = ProxyLimits(**_kwargs(ProxyLimits, ("proxy",), values))
+    http = ProxyHttpConfig(**_kwargs(ProxyHttpConfig, ("proxy",), values))
     if cls is ProxyConfig:
         extra["limits"] = limits
+        extra["http"] = http
     if cls is QueryNodeConfig:
         extra["proxy_limits"] = limits  # for the proxy a standalone node serves
+        extra["proxy_http"] = http
     config: RoleConfig = cls(common=common, **_kwargs(cls, (role,), values), **extra)
     try:
         config.validate()

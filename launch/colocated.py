@@ -37,7 +37,7 @@ class QueryNodeWithProxy:
         if c.proxy_port is None:
             return
         self._proxy = Proxy(
-            ProxyConfig(common=replace(c.common, port=c.proxy_port), limits=c.proxy_limits),
+            ProxyConfig(common=replace(c.common, port=c.proxy_port), limits=c.proxy_limits, http=c.proxy_http),
             LocalQueryNode(self._node.address, self._node.service),
             self._local_wal,
         )

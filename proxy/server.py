@@ -19,6 +19,8 @@ from proxy.auth.rpcs import Security
 from proxy.auth.state import SecurityStateCache
 from proxy.auth.tls import server_credentials
 from proxy.component import ProxyComponent
+from proxy.http.invoke import Gate
+from proxy.http.server import HttpServer
 from proxy.localnode import LocalQueryNode
 from proxy.metacache import MetaCache
 from proxy.metrics import DISTRIBUTED, STANDALONE, Deployment
@@ -50,6 +52,7 @@ class Proxy:
         self.address = ""
         self._health = Health([MILVUS_SERVICE])
         self.component = ProxyComponent()  # GetComponentStates / CheckHealth report it
+        self._http: HttpServer | None = None
         self._log = structlog.get_logger().bind(component="proxy")
 
     async def start(self) -> None:
@@ -75,10 +78,11 @@ class Proxy:
             Security(self._coord, self._states, authenticator, super_users=security.super_user_names())
         )
         resolve = collection_resolver(self._cache)
+        interceptor = AuthInterceptor(authenticator, self._states, resolve)
         # The access log is outermost, so it also sees the calls authentication refuses.
         interceptors: list[grpc.aio.ServerInterceptor] = [AccessInterceptor(self.component)]
         if security.authorization_enabled:
-            interceptors.append(AuthInterceptor(authenticator, self._states, resolve))
+            interceptors.append(interceptor)
         # Milvus's deploy modes: the proxy of ``strata standalone`` shares its process with the WAL.
         mode = STANDALONE if self._local_wal is not None else DISTRIBUTED
 
@@ -99,6 +103,12 @@ class Proxy:
                        authorization=security.authorization_enabled)
         self.address = f"{c.common.host}:{port}"
         service.attach_deployment(Deployment(mode=mode, version=SERVER_VERSION, address=self.address))
+        # The RESTful API: the same handlers, checks and gate as the gRPC port (proxy/http/).
+        if c.http.enabled:
+            gate = Gate(authenticator, interceptor) if security.authorization_enabled else None
+            self._http = HttpServer(service, gate, host=c.common.host, port=c.http.port,
+                                    max_body=c.limits.server_max_recv_size)
+            await self._http.start()
         self._session = Session(
             self._store,
             ROLE,
@@ -127,6 +137,8 @@ class Proxy:
         self.component.stopping()
         await self._health.stopping()
         await self._session.stop()
+        if self._http is not None:
+            await self._http.stop()
         await self._server.stop(grace=2)
         await self._cache.stop()
         await self._states.stop()

@@ -15,6 +15,8 @@ from tests.s3server import S3Server, run_s3_server
 # tests run side by side (xdist, several checkouts) and a fixed port would collide.
 for _role in ("coordinator", "streamingnode", "querynode", "proxy"):
     os.environ.setdefault(f"STRATA_{_role.upper()}_METRICS_PORT", "0")
+# Likewise every proxy's RESTful API, not the fixed 19531; a harness may still name one.
+os.environ.setdefault("STRATA_PROXY_HTTP_PORT", "0")
 
 
 @pytest.fixture(scope="session")

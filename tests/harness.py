@@ -37,12 +37,20 @@ class Standalone:
         self.data_dir = data_dir
         self.port = port or free_port()
         self.env = dict(env or {})
+        # The RESTful API's port (proxy.http.port), unless ``env`` names one.
+        self.env.setdefault("STRATA_PROXY_HTTP_PORT", str(free_port()))
+        self.http_port = int(self.env["STRATA_PROXY_HTTP_PORT"])
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = log_path or data_dir.parent / f"{data_dir.name}-standalone.log"
 
     @property
     def uri(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def http_uri(self) -> str:
+        """Where the RESTful API listens (``/v2/vectordb/...`` under it)."""
+        return f"http://127.0.0.1:{self.http_port}"
 
     def start(self, timeout: float = 90.0) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)

@@ -131,16 +131,21 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
             return {}  # root, admin, or a grant on everything: no lookup needed
         return {name: await self._resolve(name) for name in _names(request, rule) if name != ANY}
 
+    async def authorize(self, method: str, user: str, request: Any, metadata: dict[str, str]) -> tuple[bool, str]:
+        """Whether ``user`` may call ``method`` with ``request`` (aliases resolved), and the denial
+        message if not; a check that cannot be made denies. The RESTful API calls it too."""
+        try:
+            real = await self._collections(method, user, request)
+            return self.allowed(method, user, request, metadata, real)
+        except Exception:  # RPC boundary: a check that cannot be made denies
+            log.exception("privilege check failed", method=method)
+            return False, denial(method, RPC_PRIVILEGES.get(method), user, database_of(method, request, metadata))
+
     def _checked(self, handler: grpc.RpcMethodHandler, method: str, user: str, metadata: dict[str, str]) -> Any:
         inner = handler.unary_unary
 
         async def checked(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            try:
-                real = await self._collections(method, user, request)
-                ok, message = self.allowed(method, user, request, metadata, real)
-            except Exception:  # RPC boundary: a check that cannot be made denies
-                log.exception("privilege check failed", method=method)
-                ok, message = False, denial(method, RPC_PRIVILEGES.get(method), user, database_of(method, request, metadata))
+            ok, message = await self.authorize(method, user, request, metadata)
             if not ok:
                 log.info("permission denied", method=method, user=user)
                 await context.abort(grpc.StatusCode.PERMISSION_DENIED, message)

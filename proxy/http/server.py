@@ -1,0 +1,126 @@
+"""The proxy's RESTful API v2 server: ``POST /v2/vectordb/{resource}/{action}`` on aiohttp.
+
+Each request: authenticate (``Authorization: Bearer user:password``, when authorization is on),
+read the JSON body, run the route's calls into ``MilvusService`` (``invoke.py``) in the body's
+``dbName`` with the ``Request-Timeout`` header's deadline (seconds; 30 by default, as Milvus), and
+answer ``{"code": 0, "data": ...}`` or ``{"code": N, "message": "..."}`` (``errors.py``).
+Lives as long as the proxy: started after the gRPC server, stopped before it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import structlog
+from aiohttp import web
+
+from proxy.http import aliases, collections, databases, entities, indexes, partitions, rbac
+from proxy.http.body import Body
+from proxy.http.errors import NOT_JSON, NOT_JSON_MESSAGE, RestError, invalid
+from proxy.http.invoke import Call, Gate, Servicer, authenticate
+from proxy.http.reply import Reply, Route
+from proxy.http.rows import jsonable
+
+PREFIX = "/v2/vectordb"
+DEFAULT_TIMEOUT_SECONDS = 30.0  # Milvus's HTTPDefaultTimeout
+INLINE_JSON_CHARS = 1 << 20  # bodies and answers up to 1 MiB are (de)serialised on the event loop
+
+ROUTES: dict[str, dict[str, Route]] = {
+    "collections": collections.ROUTES,
+    "entities": entities.ROUTES,
+    "indexes": indexes.ROUTES,
+    "partitions": partitions.ROUTES,
+    "aliases": aliases.ROUTES,
+    "databases": databases.ROUTES,
+    "users": rbac.USER_ROUTES,
+    "roles": rbac.ROLE_ROUTES,
+}
+
+
+def _timeout(header: str | None) -> float:
+    if not header:
+        return DEFAULT_TIMEOUT_SECONDS
+    try:
+        seconds = float(header)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:
+        raise invalid(f"invalid Request-Timeout header {header!r}: a positive number of seconds")
+    return seconds
+
+
+async def _body(request: web.Request) -> Body:
+    text = await request.text()
+    if not text.strip():
+        return Body({})
+    try:
+        # A large body is parsed in a thread: the loop keeps serving (the gRPC port too).
+        values = json.loads(text) if len(text) <= INLINE_JSON_CHARS else await asyncio.to_thread(json.loads, text)
+    except ValueError as err:
+        raise RestError(NOT_JSON, f"{NOT_JSON_MESSAGE}, error: {err}") from err
+    if not isinstance(values, dict):
+        raise RestError(NOT_JSON, f"{NOT_JSON_MESSAGE}, error: the body must be a JSON object")
+    return Body(values)
+
+
+def _json(payload: dict[str, Any], status: int = 200) -> web.Response:
+    return web.Response(text=json.dumps(payload, default=jsonable), status=status, content_type="application/json")
+
+
+async def _answer(reply: Reply) -> web.Response:
+    """The success answer; a large one (many rows or hits) is serialised in a thread."""
+    payload = {"code": 0, "data": reply.data, **reply.extra}
+    if isinstance(reply.data, list) and len(reply.data) > 1000:
+        return await asyncio.to_thread(_json, payload)
+    return _json(payload)
+
+
+class HttpServer:
+    def __init__(self, servicer: Servicer, gate: Gate | None, *, host: str, port: int, max_body: int) -> None:
+        """``gate``: the proxy's authenticator and privilege check (None: authorization off);
+        ``max_body``: the largest body taken (the gRPC port's ``serverMaxRecvSize``)."""
+        self._servicer = servicer
+        self._gate = gate
+        self._host = host
+        self._port = port
+        self._max_body = max_body
+        self._runner: web.AppRunner | None = None
+        self.address = ""
+        self._log = structlog.get_logger().bind(component="proxy-http")
+
+    async def start(self) -> None:
+        app = web.Application(client_max_size=self._max_body)
+        app.router.add_post(PREFIX + "/{resource}/{action}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self._host, self._port)
+        await site.start()
+        port = self._runner.addresses[0][1]  # the bound port (port 0: a free one)
+        self.address = f"{self._host}:{port}"
+        self._log.info("restful api serving", address=self.address)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        resource, action = request.match_info["resource"], request.match_info["action"]
+        route = ROUTES.get(resource, {}).get(action)
+        if route is None:
+            return _json({"code": 404, "message": f"no such endpoint: {request.path}"}, status=404)
+        try:
+            user = await authenticate(self._gate, request.headers.get("Authorization"))
+            body = await _body(request)
+            call = Call(self._servicer, self._gate, user=user, db_name=body.text("dbName"),
+                        timeout=_timeout(request.headers.get("Request-Timeout")))
+            result = await route(call, body)
+        except RestError as err:
+            return _json({"code": err.code, "message": err.message}, status=err.http_status)
+        except web.HTTPException:
+            raise
+        except Exception as err:  # request boundary: a crash answers an error, the server keeps serving
+            self._log.exception("restful request failed", path=request.path)
+            return _json({"code": 5, "message": f"internal error in {request.path}: {type(err).__name__}: {err}"})
+        return await _answer(result if isinstance(result, Reply) else Reply(result))
