@@ -88,6 +88,11 @@ def _load(client: MilvusClient, docs: list[str], emb: np.ndarray, algo: str) -> 
         client.insert(NAME, [{"id": i, "text": docs[i], "dense": emb[i].tolist()} for i in range(first, last)])
     client.flush(NAME)
     client.load_collection(NAME)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:  # the indexes built and handed to the query node, not searched exactly
+        if all(client.describe_index(NAME, f).get("pending_index_rows", 0) == 0 for f in ("sparse", "dense")):
+            break
+        time.sleep(0.5)
     return time.perf_counter() - started
 
 
