@@ -11,8 +11,10 @@ scores with Strata's ``standard`` tokens (``bm25_inprocess.py`` says how bm25s
 and tantivy are set up), ``k1`` = 1.2 and ``b`` = 0.75.
 
 Strata: ``strata standalone`` on a free loopback port in a temporary
-directory, once per ``--strata NAME=CHECKOUT`` (default: this checkout; give
-two to compare code before and after a change in one run). One collection: a
+directory, one per ``--strata NAME=CHECKOUT`` (default: this checkout; give
+two to compare code before and after a change in one run: both serve at once
+and take turns through five rounds of the loops below, so a machine shared
+with other work loads both alike). One collection: a
 BM25 function from ``text`` to ``sparse`` (SPARSE_INVERTED_INDEX with
 ``--algo``) and the sentence's embedding in ``dense`` (384 dimensions, HNSW M
 16, efConstruction 100, IP), inserted in batches, flushed, indexed and loaded.
@@ -119,51 +121,100 @@ def _commit(checkout: Path) -> str:
         return "?"
 
 
-def _strata(name: str, checkout: Path, args: argparse.Namespace, docs: list[str], emb: np.ndarray,
-            queries: list[str], qemb: np.ndarray, gains: list[np.ndarray], truth: list[set[int]]) -> None:
-    k = args.k
-    with tempfile.TemporaryDirectory(dir=args.dir) as work:
-        server = Standalone(Path(work) / "strata", env={"PYTHONPATH": str(checkout)}, repo=checkout)
-        server.start()
+class Side:
+    """One Strata checkout, serving the loaded collection; its latencies gathered over the rounds."""
+
+    def __init__(self, name: str, checkout: Path, work: Path) -> None:
+        self.name, self.checkout = name, checkout
+        self.server = Standalone(work / name, env={"PYTHONPATH": str(checkout)}, repo=checkout)
+        self.lat: dict[str, list[float]] = {"nq1": [], "nq100": [], "hybrid": [], "dense": []}
+        self.found: list[list[dict]] = []
+
+    def start(self, docs: list[str], emb: np.ndarray, algo: str) -> None:
+        self.server.start()
+        self.client = MilvusClient(self.server.uri)
+        print(f"strata {self.name} ({self.checkout}, {_commit(self.checkout)}): load (insert, flush, index, load) "
+              f"{_load(self.client, docs, emb, algo):.1f} s, load average {_load_average()}", flush=True)
+
+    def search(self, batch: list[str], k: int) -> list[list[dict]]:
+        return self.client.search(  # type: ignore[no-any-return]
+            NAME, data=batch, anns_field="sparse", limit=k, consistency_level="Eventually"
+        )
+
+    def hybrid(self, text: str, vec: np.ndarray, k: int) -> object:
+        reqs = [AnnSearchRequest(data=[text], anns_field="sparse", param={}, limit=k),
+                AnnSearchRequest(data=[vec.tolist()], anns_field="dense", param={"ef": 64}, limit=k)]
+        return self.client.hybrid_search(NAME, reqs, RRFRanker(60), limit=k, consistency_level="Eventually")
+
+    def dense(self, vec: np.ndarray, k: int) -> object:
+        return self.client.search(NAME, data=[vec.tolist()], anns_field="dense", limit=k,
+                                  search_params={"params": {"ef": 64}}, consistency_level="Eventually")
+
+    def stop(self) -> None:
         try:
-            client = MilvusClient(server.uri)
-            print(f"strata {name} ({checkout}, {_commit(checkout)}): load (insert, flush, index, load) "
-                  f"{_load(client, docs, emb, args.algo):.1f} s, load average {_load_average()}", flush=True)
-
-            def search(batch: list[str]) -> list[list[dict]]:
-                return client.search(  # type: ignore[no-any-return]
-                    NAME, data=batch, anns_field="sparse", limit=k, consistency_level="Eventually"
-                )
-
-            def hybrid(i: int) -> object:
-                reqs = [AnnSearchRequest(data=[queries[i]], anns_field="sparse", param={}, limit=k),
-                        AnnSearchRequest(data=[qemb[i].tolist()], anns_field="dense", param={"ef": 64}, limit=k)]
-                return client.hybrid_search(NAME, reqs, RRFRanker(60), limit=k, consistency_level="Eventually")
-
-            def dense(i: int) -> object:
-                return client.search(NAME, data=[qemb[i].tolist()], anns_field="dense", limit=k,
-                                     search_params={"params": {"ef": 64}}, consistency_level="Eventually")
-
-            n = len(queries)
-            for i in range(20):  # warm: the oracle's statistics, the scored posting lists, the connections
-                search([queries[i % n]])
-                hybrid(i % n)
-            qps1, p50 = _timed(lambda i: search([queries[i % n]]), args.nq1_requests)
-            batches = [queries[i : i + 100] for i in range(0, n, 100)]
-            found: list[list[dict]] = []
-            qps100, _ = _timed(lambda i: found.extend(search(batches[i])), len(batches))
-            hqps, hp50 = _timed(lambda i: hybrid(i % n), args.nq1_requests)
-            dqps, dp50 = _timed(lambda i: dense(i % n), args.nq1_requests)
-            ids = [[int(h["id"]) for h in hits] for hits in found]
-            ndcg = mean_ndcg(ids, gains, k)
-            overlap = np.mean([len(set(r) & want) / max(1, min(k, len(want))) for r, want in zip(ids, truth, strict=True)])
-            print(f"strata {name:7s} BM25 nq=1: {qps1:8.1f} QPS (p50 {p50:.2f} ms)   nq=100: {qps100 * 100:8.1f} "
-                  f"queries/s   NDCG@10 {ndcg:.4f}   top-{k} shared {overlap:.4f}", flush=True)
-            print(f"strata {name:7s} hybrid nq=1: {hqps:8.1f} QPS (p50 {hp50:.2f} ms)   dense nq=1: {dqps:8.1f} QPS "
-                  f"(p50 {dp50:.2f} ms)   load average {_load_average()}", flush=True)
-            client.close()
+            self.client.close()
         finally:
-            server.stop()
+            self.server.stop()
+
+
+def _lat(run: Callable[[], object], into: list[float]) -> None:
+    t = time.perf_counter()
+    run()
+    into.append(time.perf_counter() - t)
+
+
+def _round(side: Side, r: int, rounds: int, args: argparse.Namespace, queries: list[str], qemb: np.ndarray) -> None:
+    """Round ``r`` of ``rounds``: its share of each loop (the sides take turns, so both see the same load)."""
+    k, n = args.k, len(queries)
+    share = range(r * args.nq1_requests // rounds, (r + 1) * args.nq1_requests // rounds)
+    for i in share:
+        _lat(lambda i=i: side.search([queries[i % n]], k), side.lat["nq1"])
+    batches = range(r * n // 100 // rounds, (r + 1) * n // 100 // rounds)
+    for b in batches:
+        _lat(lambda b=b: side.found.extend(side.search(queries[b * 100 : (b + 1) * 100], k)), side.lat["nq100"])
+    for i in share:
+        _lat(lambda i=i: side.hybrid(queries[i % n], qemb[i % n], k), side.lat["hybrid"])
+    for i in share:
+        _lat(lambda i=i: side.dense(qemb[i % n], k), side.lat["dense"])
+
+
+def _report(side: Side, k: int, gains: list[np.ndarray], truth: list[set[int]]) -> None:
+    def rate(key: str, per: int = 1) -> str:
+        lat = side.lat[key]
+        return f"{len(lat) * per / sum(lat):8.1f} {'QPS' if per == 1 else 'queries/s'}" + (
+            f" (p50 {statistics.median(lat) * 1000:.2f} ms)" if per == 1 else "")
+
+    ids = [[int(h["id"]) for h in hits] for hits in side.found]
+    ndcg = mean_ndcg(ids, gains, k)
+    overlap = np.mean([len(set(r) & want) / max(1, min(k, len(want))) for r, want in zip(ids, truth, strict=True)])
+    print(f"strata {side.name:7s} BM25 nq=1: {rate('nq1')}   nq=100: {rate('nq100', 100)}   NDCG@10 {ndcg:.4f}   "
+          f"top-{k} shared {overlap:.4f}", flush=True)
+    print(f"strata {side.name:7s} hybrid nq=1: {rate('hybrid')}   dense nq=1: {rate('dense')}", flush=True)
+
+
+def _strata(checkouts: list[tuple[str, Path]], args: argparse.Namespace, docs: list[str], emb: np.ndarray,
+            queries: list[str], qemb: np.ndarray, gains: list[np.ndarray], truth: list[set[int]]) -> None:
+    rounds = 5
+    with tempfile.TemporaryDirectory(dir=args.dir) as work:
+        sides = [Side(name, checkout, Path(work)) for name, checkout in checkouts]
+        try:
+            for side in sides:
+                side.start(docs, emb, args.algo)
+            for side in sides:
+                for i in range(20):  # warm: the oracle's statistics, the scored posting lists, the connections
+                    side.search([queries[i]], args.k)
+                    side.hybrid(queries[i], qemb[i], args.k)
+            print(f"searching in {rounds} rounds, the checkouts taking turns; load average {_load_average()}",
+                  flush=True)
+            for r in range(rounds):
+                for side in sides:
+                    _round(side, r, rounds, args, queries, qemb)
+            for side in sides:
+                _report(side, args.k, gains, truth)
+            print(f"load average {_load_average()}", flush=True)
+        finally:
+            for side in sides:
+                side.stop()
 
 
 def main() -> None:
@@ -210,8 +261,7 @@ def main() -> None:
     print(f"tantivy BM25 nq=1: {qps1:8.1f} QPS (p50 {p50:.2f} ms)   nq=100: {qps100 * 100:8.1f} queries/s   "
           f"NDCG@10 {mean_ndcg(ranked, gains, args.k):.4f}   top-{args.k} shared {shared:.4f}", flush=True)
 
-    for name, checkout in checkouts:
-        _strata(name, checkout, args, docs, demb, queries, qemb, gains, truth)
+    _strata(checkouts, args, docs, demb, queries, qemb, gains, truth)
 
 
 if __name__ == "__main__":
