@@ -48,6 +48,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from bm25_inprocess import K1, B, Bm25sEngine, TantivyEngine, mean_ndcg  # noqa: E402
 from pymilvus import AnnSearchRequest, DataType, Function, FunctionType, MilvusClient, RRFRanker  # noqa: E402
+from waits import wait_indexed  # noqa: E402
 
 from common.fulltext.analyzer import build_analyzer  # noqa: E402
 from tests.harness import Standalone  # noqa: E402
@@ -90,11 +91,7 @@ def _load(client: MilvusClient, docs: list[str], emb: np.ndarray, algo: str) -> 
         client.insert(NAME, [{"id": i, "text": docs[i], "dense": emb[i].tolist()} for i in range(first, last)])
     client.flush(NAME)
     client.load_collection(NAME)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:  # the indexes built and handed to the query node, not searched exactly
-        if all(client.describe_index(NAME, f).get("pending_index_rows", 0) == 0 for f in ("sparse", "dense")):
-            break
-        time.sleep(0.5)
+    wait_indexed(client, NAME)  # a sealed segment is searched exactly until its index is built
     return time.perf_counter() - started
 
 
