@@ -43,7 +43,7 @@ from segcore.index.bm25_scoring import Bm25Setting, doc_lengths, scored_values
 from segcore.index.checks import check_allowed, check_topk
 from segcore.index.sparse_exact import check_sparse_metric, fill, rank_candidates, sparse_queries
 from segcore.index.sparse_params import DEFAULT_DIM_MAX_SCORE_RATIO, InvertedIndexAlgo, SparseBuildParams
-from segcore.index.sparse_product import PostingMatrix, best_hits
+from segcore.index.sparse_product import PostingMatrix
 from segcore.index.spec import IndexKind
 from segcore.segments.metric import Metric
 from segcore.segments.sparse_rows import SparseRows
@@ -182,7 +182,7 @@ class SparseInvertedIndex:
         ratio = DEFAULT_DIM_MAX_SCORE_RATIO if params.dim_max_score_ratio is None else params.dim_max_score_ratio
         if self._params.algo is not InvertedIndexAlgo.DAAT_MAXSCORE or ratio >= 1 or params.is_range:
             # Every walk whose pruning is exact returns the product's hits: score them all at once.
-            return best_hits(self._matrix(params).scores(rows), topk, mask, params)
+            return self._matrix(params).search(rows, topk, mask, params)
         hits = IndexHits.empty(len(rows), topk, self._metric)
         posting = self._posting(params)
         for q in range(len(rows)):

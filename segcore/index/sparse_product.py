@@ -11,6 +11,11 @@ order, so every score is the float64 sum of the same products in the same
 order as the exact search (``segcore/segments/sparse_metric.py``) computes it:
 the float32 distances are bit-identical.
 
+A batch is scored in blocks of queries whose lists hold about
+``BLOCK_POSTINGS`` postings together (a query holding more is a block alone),
+so the product's output stays bounded (a batch of 100 queries over a segment
+of a million rows would otherwise hold up to 100M scores at once).
+
 The best ``topk`` of each query's touched rows are then taken among the
 allowed ones scoring above 0 (and within the range), best first, ties by the
 smaller row: ``argpartition`` to the k-th value, then every row at least as
@@ -28,6 +33,9 @@ from segcore.index.base import IndexHits, SearchParams
 from segcore.segments.metric import Metric
 from segcore.segments.sparse_rows import SparseRows
 
+#: Postings a block of queries is scored over at once (the product's output is at most that many entries).
+BLOCK_POSTINGS = 1 << 20
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class PostingMatrix:
@@ -41,15 +49,38 @@ class PostingMatrix:
         matrix = sp.csr_array((values.astype(np.float64), rows, ptr), shape=(len(dims), num_rows))
         return PostingMatrix(dims=dims, matrix=matrix)
 
+    def search(self, queries: SparseRows, topk: int, allowed: np.ndarray | None, params: SearchParams) -> IndexHits:
+        """The best ``topk`` rows per query; the batch is scored in blocks of queries holding about
+        ``BLOCK_POSTINGS`` postings (at least one query), so a block's scores stay small and in cache."""
+        nq = len(queries)
+        pos, found = self._lookup(queries)
+        sizes = np.zeros(queries.nnz, dtype=np.int64)
+        sizes[found] = np.diff(self.matrix.indptr)[pos[found]]
+        per_query = np.bincount(queries.row_ids(), weights=sizes, minlength=nq)
+        hits = IndexHits.empty(nq, topk, Metric.IP)
+        start = 0
+        while start < nq:
+            total = np.cumsum(per_query[start:])
+            stop = start + max(1, int(np.searchsorted(total, BLOCK_POSTINGS, side="right")))
+            part = best_hits(self.scores(queries.slice_rows(start, stop)), topk, allowed, params)
+            hits.rows[start:stop], hits.distances[start:stop] = part.rows, part.distances
+            start = stop
+        return hits
+
+    def _lookup(self, queries: SparseRows) -> tuple[np.ndarray, np.ndarray]:
+        """Per query pair: the position of its list, and whether it has one."""
+        lists = len(self.dims)
+        pos = np.searchsorted(self.dims, queries.indices)
+        if lists == 0:
+            return pos, np.zeros(queries.nnz, dtype=bool)
+        pos = np.minimum(pos, lists - 1)
+        return pos, self.dims[pos] == queries.indices
+
     def scores(self, queries: SparseRows) -> sp.csr_array:
         """``(nq, rows)`` float64 scores of the rows each query touches (rows that no term of it holds
         are absent; the columns of a query's row are in no particular order)."""
         nq, lists = len(queries), len(self.dims)
-        found = np.zeros(queries.nnz, dtype=bool)
-        pos = np.searchsorted(self.dims, queries.indices)
-        if lists:
-            pos = np.minimum(pos, lists - 1)
-            found = self.dims[pos] == queries.indices
+        pos, found = self._lookup(queries)
         indptr = np.zeros(nq + 1, dtype=np.int64)
         np.cumsum(np.bincount(queries.row_ids()[found], minlength=nq), out=indptr[1:])
         weights = sp.csr_array(

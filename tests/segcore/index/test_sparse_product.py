@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from segcore.index import sparse_product
 from segcore.index.base import SearchParams
 from segcore.index.factory import IndexSpec, build_index
 from segcore.index.sparse_exact import SparseExactIndex
@@ -107,3 +108,15 @@ def test_maxscore_below_ratio_one_still_prunes_with_exact_scores() -> None:
         for r, d in zip(pruned.rows[q], pruned.distances[q], strict=True):
             if r >= 0:
                 assert score[int(r)] == d  # a row it returns has its exact score
+
+
+@pytest.mark.parametrize("budget", [1, 40, 1 << 20])
+def test_a_batch_scored_in_blocks_equals_the_exact_search(monkeypatch: pytest.MonkeyPatch, budget: int) -> None:
+    # A small budget: blocks of one or a few queries (a query above the budget is a block alone).
+    monkeypatch.setattr(sparse_product, "BLOCK_POSTINGS", budget)
+    rng = np.random.default_rng(13)
+    base = random_rows(rng, 800, vocab=120, max_nnz=10)
+    queries = pad_queries(random_rows(rng, 37, vocab=120, max_nnz=6))
+    mask = rng.random(len(base)) < 0.6
+    _same(build_index(_spec("TAAT_NAIVE"), base).search(queries, 9, allowed=mask),
+          SparseExactIndex(base, Metric.IP).search(queries, 9, allowed=mask))
