@@ -31,9 +31,12 @@ class Standalone:
         env: dict[str, str] | None = None,
         *,
         log_path: Path | None = None,
+        repo: Path = REPO,
     ) -> None:
         """``env``: added to the environment of every process it starts; ``log_path``: the launcher's
-        own output (default: beside ``data_dir``)."""
+        own output (default: beside ``data_dir``); ``repo``: the checkout whose code runs (benchmarks
+        compare two)."""
+        self.repo = repo
         self.data_dir = data_dir
         self.port = port or free_port()
         self.env = dict(env or {})
@@ -59,7 +62,7 @@ class Standalone:
         env = {**os.environ, "STRATA_LOG_LEVEL": os.environ.get("STRATA_LOG_LEVEL", "INFO"), **self.env}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "launch.cli", "standalone", "--data-dir", str(self.data_dir), "--port", str(self.port)],
-            cwd=REPO,
+            cwd=self.repo,
             stdout=log,
             stderr=log,
             stdin=subprocess.DEVNULL,

@@ -97,8 +97,18 @@ class Analyzer:
         return out
 
     def terms(self, text: str) -> list[str]:
-        """Just the token texts of ``text``, in order."""
-        return [t.text for t in self.tokens(text)]
+        """Just the token texts of ``text``, in order (the tokens' texts without their spans when the
+        tokenizer can give them alone: BM25 and text queries need no spans)."""
+        texts = getattr(self._tokenizer, "texts", None)
+        pieces: list[str] = texts(text) if texts is not None else [t.text for t in self._tokenizer(text)]
+        if not self._filters:
+            return [p for p in pieces if p]
+        out: list[str] = []
+        for piece in pieces:
+            value = self._filter(piece)
+            if value:
+                out.append(value)
+        return out
 
 
 # -- tokenizers ---------------------------------------------------------------------------------
@@ -117,13 +127,22 @@ def _spans(text: str, pieces: Sequence[str]) -> list[Token]:
     return out
 
 
+class _TantivyTokenizer:
+    """A tantivy tokenizer: tokens with spans, or (``texts``) just their texts."""
+
+    def __init__(self, tok: Any) -> None:
+        self._analyzer = tantivy.TextAnalyzerBuilder(tok).build()
+
+    def __call__(self, text: str) -> list[Token]:
+        return _spans(text, self._analyzer.analyze(text))
+
+    def texts(self, text: str) -> list[str]:
+        out: list[str] = self._analyzer.analyze(text)
+        return out
+
+
 def _tantivy_tokenizer(tok: Any) -> Tokenizer:
-    analyzer = tantivy.TextAnalyzerBuilder(tok).build()
-
-    def run(text: str) -> list[Token]:
-        return _spans(text, analyzer.analyze(text))
-
-    return run
+    return _TantivyTokenizer(tok)
 
 
 def _jieba_tokenizer(params: Mapping[str, Any]) -> Tokenizer:

@@ -6,30 +6,29 @@ dimension: for each dimension present, its rows (ascending) and values, and the
 list's largest value. Stored beside the segment (``store.py``) as a numpy
 archive of those arrays; restoring checks it against the segment's row count.
 
-Search, per query (after dropping its ``drop_ratio_search`` smallest values;
-only its dimensions with a list count):
+Search (each query without its ``drop_ratio_search`` smallest values; only
+its dimensions with a list count): the exact pruning of every algorithm
+(``TAAT_NAIVE`` scores every posting of every query term; ``DAAT_WAND`` skips
+rows whose upper bound cannot beat the k-th best; ``DAAT_MAXSCORE`` with
+``dim_max_score_ratio`` >= 1 takes candidates from the essential lists only)
+returns the rows and scores of scoring every posting, so all three, and range
+searches, are one sparse matrix product over the whole batch of queries
+(``sparse_product.py``): the queries' weights times the posting lists, in C.
+Only ``DAAT_MAXSCORE`` with ``dim_max_score_ratio`` < 1 prunes rows that could
+be hits (each list's bound is scaled below its maximum, Milvus' knob for speed
+over recall); that search keeps MaxScore's walk, one query at a time: rows are
+visited in blocks of ``BLOCK_ROWS`` in row order, a block is skipped when the
+sum over the query terms of weight x the list's largest value in that block
+(scaled) cannot beat the current k-th best; the terms are ordered by their
+bound (weight x list maximum x the ratio), those whose bounds sum to at most
+the k-th best are non-essential, only rows of the essential lists are
+candidates, and a candidate is scored in full only when its essential partial
+score plus the non-essential bounds can beat the k-th best.
 
-* ``TAAT_NAIVE``: every posting of every query term is scored into one score
-  per row (term after term);
-* ``DAAT_WAND``: rows are visited in blocks of ``BLOCK_ROWS`` in row order (the
-  document order); a block is skipped when its upper bound (the sum over the
-  query terms of weight x the list's largest value in that block) cannot beat
-  the current k-th best; inside a block, only the rows whose own upper bound
-  (weight x list maximum, summed over the lists they appear in: WAND's pivot
-  test) can beat it are scored;
-* ``DAAT_MAXSCORE``: the terms are ordered by their upper bound (weight x list
-  maximum x ``dim_max_score_ratio``); those whose bounds sum to at most the
-  k-th best are non-essential: only rows in the essential lists are
-  candidates, and a candidate is scored in full only when its essential
-  partial score plus the non-essential bounds can beat the k-th best; blocks
-  are skipped as for WAND.
-
-The pruning is the algorithms' own, applied to numpy blocks rather than one
-row at a time. A scored row's score is the float64 sum of its contributions in
-ascending dimension order, as the exact search computes it, so with drop
-ratios 0 (and ``dim_max_score_ratio`` >= 1) every algorithm returns exactly the
-exact search's hits and distances. A range search scores every posting
-(TAAT): its bound is the radius, not the k-th best.
+A scored row's score is the float64 sum of its contributions in ascending
+dimension order, as the exact search computes it, so with drop ratios 0 (and
+``dim_max_score_ratio`` >= 1) every algorithm returns exactly the exact
+search's hits and distances.
 """
 
 from __future__ import annotations
@@ -44,6 +43,7 @@ from segcore.index.bm25_scoring import Bm25Setting, doc_lengths, scored_values
 from segcore.index.checks import check_allowed, check_topk
 from segcore.index.sparse_exact import check_sparse_metric, fill, rank_candidates, sparse_queries
 from segcore.index.sparse_params import DEFAULT_DIM_MAX_SCORE_RATIO, InvertedIndexAlgo, SparseBuildParams
+from segcore.index.sparse_product import PostingMatrix
 from segcore.index.spec import IndexKind
 from segcore.segments.metric import Metric
 from segcore.segments.sparse_rows import SparseRows
@@ -125,6 +125,7 @@ class SparseInvertedIndex:
         # BM25: the lists hold term frequencies; a search scores them for its (k1, b, avgdl).
         self._doc_len = doc_lengths(base) if metric is Metric.BM25 and base is not None else None
         self._scored: tuple[Bm25Setting, PostingLists] | None = None
+        self._product: tuple[Bm25Setting | None, PostingMatrix] | None = None
         self._metric = check_sparse_metric(metric)
         self._params = params
         self._dim = dim
@@ -178,29 +179,42 @@ class SparseInvertedIndex:
         params.validate(self._metric)
         rows = sparse_queries(queries, params)
         mask = check_allowed(allowed, self.num_rows)
-        hits = IndexHits.empty(len(rows), topk, self._metric)
-        algo = InvertedIndexAlgo.TAAT_NAIVE if params.is_range else self._params.algo
         ratio = DEFAULT_DIM_MAX_SCORE_RATIO if params.dim_max_score_ratio is None else params.dim_max_score_ratio
+        if self._params.algo is not InvertedIndexAlgo.DAAT_MAXSCORE or ratio >= 1 or params.is_range:
+            # Every walk whose pruning is exact returns the product's hits: score them all at once.
+            return self._matrix(params).search(rows, topk, mask, params)
+        hits = IndexHits.empty(len(rows), topk, self._metric)
         posting = self._posting(params)
         for q in range(len(rows)):
             lists, weights = posting.terms(*rows.row(q))
             if len(lists) == 0:
                 continue
-            match algo:
-                case InvertedIndexAlgo.TAAT_NAIVE:
-                    found, scores = self._taat(posting, lists, weights)
-                case InvertedIndexAlgo.DAAT_WAND:
-                    found, scores = _Daat(posting, lists, weights, topk, mask, 1.0).run(maxscore=False)
-                case InvertedIndexAlgo.DAAT_MAXSCORE:
-                    found, scores = _Daat(posting, lists, weights, topk, mask, ratio).run(maxscore=True)
+            found, scores = _Daat(posting, lists, weights, topk, mask, ratio).run()
             if mask is not None:
                 keep = mask[found]
                 found, scores = found[keep], scores[keep]
             fill(hits, q, *rank_candidates(scores, found, topk, params))
         return hits
 
+    def _setting(self, params: SearchParams) -> Bm25Setting | None:
+        return None if self._doc_len is None else Bm25Setting.of(params)
+
+    def _matrix(self, params: SearchParams) -> PostingMatrix:
+        """The lists as a matrix: as stored (IP), or their frequencies as BM25 term scores (cached per setting)."""
+        setting = self._setting(params)
+        kept = self._product
+        if kept is not None and kept[0] == setting:
+            return kept[1]
+        p = self._lists
+        values = p.values
+        if setting is not None and self._doc_len is not None:
+            values = scored_values(p.values, p.rows, self._doc_len, setting)
+        matrix = PostingMatrix.of(p.dims, p.ptr, p.rows, values, p.num_rows)
+        self._product = (setting, matrix)
+        return matrix
+
     def _posting(self, params: SearchParams) -> PostingLists:
-        """The lists a search walks: as stored (IP), or their frequencies as BM25 term scores."""
+        """The lists a walk visits: as stored (IP), or their frequencies as BM25 term scores."""
         if self._doc_len is None:
             return self._lists
         setting = Bm25Setting.of(params)
@@ -214,21 +228,9 @@ class SparseInvertedIndex:
         self._scored = (setting, scored)
         return scored
 
-    def _taat(self, p: PostingLists, lists: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Every posting of every term, summed term after term (ascending dimension): touched rows and scores."""
-        scores = np.zeros(self.num_rows, dtype=np.float64)
-        touched = np.zeros(self.num_rows, dtype=bool)
-        for j, w in zip(lists, weights, strict=True):
-            lo, hi = p.ptr[j], p.ptr[j + 1]
-            r = p.rows[lo:hi]
-            scores[r] += w * p.values[lo:hi].astype(np.float64)
-            touched[r] = True
-        found = np.flatnonzero(touched)
-        return found, scores[found]
-
 
 class _Daat:
-    """One query's document-at-a-time walk over blocks of rows (WAND or MaxScore pruning)."""
+    """One query's document-at-a-time walk over blocks of rows with MaxScore's pruning."""
 
     def __init__(
         self, p: PostingLists, lists: np.ndarray, weights: np.ndarray, topk: int, mask: np.ndarray | None, ratio: float
@@ -257,28 +259,18 @@ class _Daat:
             return 0.0
         return float(np.float32(self.best_scores[-1]))
 
-    def run(self, *, maxscore: bool) -> tuple[np.ndarray, np.ndarray]:
+    def run(self) -> tuple[np.ndarray, np.ndarray]:
         for b in range(len(self.block_ub)):
             theta = self.threshold()
             if self.block_ub[b] * (1 + _BOUND_SLACK) <= theta:
                 continue  # no row of this block can beat the k-th best
             slices = [(self.p.rows[c[b] : c[b + 1]], c[b], c[b + 1]) for c in self.cuts]
-            candidates = self._maxscore(slices, theta) if maxscore else self._wand(slices, theta)
+            candidates = self._maxscore(slices, theta)
             if self.mask is not None and len(candidates):
                 candidates = candidates[self.mask[candidates]]
             if len(candidates):
                 self._merge(candidates, self._score(slices, candidates))
         return self.best_rows, self.best_scores
-
-    def _wand(self, slices: list[tuple[np.ndarray, int, int]], theta: float) -> np.ndarray:
-        """Rows whose upper bound (their lists' best contributions summed) can beat ``theta``."""
-        rows = np.concatenate([r for r, _, _ in slices])
-        if len(rows) == 0:
-            return rows
-        ub = np.repeat(self.bounds, [len(r) for r, _, _ in slices])
-        uniq, inverse = np.unique(rows, return_inverse=True)
-        row_ub = np.bincount(inverse, weights=ub, minlength=len(uniq))
-        return uniq[row_ub * (1 + _BOUND_SLACK) > theta]
 
     def _maxscore(self, slices: list[tuple[np.ndarray, int, int]], theta: float) -> np.ndarray:
         """Rows of the essential lists whose partial score plus the non-essential bounds can beat ``theta``."""

@@ -39,6 +39,19 @@ def test_tokens_as_milvus_documents(params: dict[str, object], text: str, tokens
     assert build_analyzer(params).terms(text) == tokens
 
 
+@pytest.mark.parametrize("params", [
+    {}, {"type": "english"}, {"tokenizer": "whitespace", "filter": ["lowercase"]}, {"tokenizer": "jieba"},
+    {"tokenizer": "standard", "filter": ["asciifolding", "lowercase", {"type": "length", "max": 4}]},
+    {"tokenizer": "standard"},
+])
+def test_terms_are_the_texts_of_the_tokens(params: dict[str, object]) -> None:
+    # terms() skips the spans where the tokenizer can; the texts stay those of tokens().
+    analyzer = build_analyzer(params)
+    texts = [SAMPLE, "", "  ", "Café, naïve -- the THE the; x1 中文测试 don't e-mail a@b.c", "a" * 300 + " b"]
+    for text in texts:
+        assert analyzer.terms(text) == [t.text for t in analyzer.tokens(text)]
+
+
 def test_positions_keep_gaps_of_dropped_tokens() -> None:
     analyzer = build_analyzer({"type": "english"})
     assert [(t.text, t.position) for t in analyzer.tokens("the quick fox")] == [("quick", 1), ("fox", 2)]
