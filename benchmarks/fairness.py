@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -39,14 +38,10 @@ from pathlib import Path
 import numpy as np
 from pymilvus import DataType, MilvusClient
 
+from common.ports import free_port as _free_port
+
 NAME = "fair"
 DIM = 8
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager

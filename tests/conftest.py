@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from common.etcd.process import EtcdProcess
+from common.ports import ENV_OWNER, ENV_RANGE, port_window
 from tests.harness import Standalone
 from tests.s3server import S3Server, run_s3_server
 
@@ -17,6 +18,22 @@ for _role in ("coordinator", "streamingnode", "querynode", "proxy"):
     os.environ.setdefault(f"STRATA_{_role.upper()}_METRICS_PORT", "0")
 # Likewise every proxy's RESTful API, not the fixed 19531; a harness may still name one.
 os.environ.setdefault("STRATA_PROXY_HTTP_PORT", "0")
+
+
+def _worker_port_range() -> str:
+    """This xdist worker's own slice of the port window, so two workers never pick the same port."""
+    low, high = port_window()
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    count = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    index = int(worker.removeprefix("gw")) if worker.removeprefix("gw").isdigit() else 0
+    size = (high - low + 1) // count
+    start = low + (index % count) * size
+    return f"{start}-{start + size - 1}"
+
+
+if ENV_RANGE not in os.environ:
+    os.environ[ENV_RANGE] = _worker_port_range()
+    os.environ[ENV_OWNER] = str(os.getpid())
 
 
 @pytest.fixture(scope="session")

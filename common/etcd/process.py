@@ -16,6 +16,7 @@ from pathlib import Path
 
 import structlog
 
+from common.ports import free_port
 from common.procutil import die_with_parent
 
 log = structlog.get_logger().bind(component="etcd")
@@ -47,12 +48,6 @@ def find_etcd_binary(explicit: str | None = None) -> str:
 def _is_python_wrapper(path: str) -> bool:
     with open(path, "rb") as f:
         return f.read(2) == b"#!" and b"python" in f.readline()
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class EtcdExited(RuntimeError):

