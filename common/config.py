@@ -147,6 +147,40 @@ class SecurityConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class InternalTlsConfig:
+    """TLS of the gRPC traffic between the roles (``common/internaltls.py``); off by default.
+
+    Milvus's keys (2.5+): ``common.security.internaltlsEnabled`` and ``internaltls.*``. Every role's
+    server presents ``serverPemPath`` / ``serverKeyPath``; every role's channel checks that certificate
+    against ``caPemPath`` under the name ``sni``. ``mutual`` (Strata's own; Milvus's internal TLS is
+    one-way) makes every server also require a client certificate signed by ``caPemPath``, which each
+    role's channels present: the same certificate and key (it needs both the serverAuth and the
+    clientAuth usage, or none). Never logged in full (the key path is ``repr=False``).
+    """
+
+    # common.security.internaltlsEnabled
+    enabled: bool = False
+    # internaltls.serverPemPath, internaltls.serverKeyPath, internaltls.caPemPath
+    server_pem_path: str = ""
+    server_key_path: str = field(default="", repr=False)
+    ca_pem_path: str = ""
+    # internaltls.sni: the name the roles' certificate is checked against (Milvus's default).
+    sni: str = "localhost"
+    # internaltls.mutual (Strata's own): servers require the channels' certificate too.
+    mutual: bool = False
+
+    def validate(self) -> None:
+        if not self.enabled:
+            return
+        missing = [key for key, value in (("internaltls.serverPemPath", self.server_pem_path),
+                                          ("internaltls.serverKeyPath", self.server_key_path),
+                                          ("internaltls.caPemPath", self.ca_pem_path),
+                                          ("internaltls.sni", self.sni)) if not value]
+        if missing:
+            raise ValueError(f"common.security.internaltlsEnabled needs {', '.join(missing)}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CommonConfig:
     etcd: str
     etcd_root: str = "strata"
@@ -154,6 +188,7 @@ class CommonConfig:
     port: int = 0
     session_ttl_seconds: int = 15
     security: SecurityConfig = field(default_factory=SecurityConfig)
+    internal_tls: InternalTlsConfig = field(default_factory=InternalTlsConfig)
     # HTTP port of the process's /metrics, /healthz and /log/level on ``host`` (common/opsserver.py):
     # None serves none, 0 any free port. The config file's default is Milvus's 9091.
     metrics_port: int | None = None
@@ -165,6 +200,7 @@ class CommonConfig:
             check_port(self.metrics_port)
         check_positive(self.session_ttl_seconds)
         self.security.validate()
+        self.internal_tls.validate()
 
 
 def check_spark_master(value: str) -> None:

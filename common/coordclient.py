@@ -31,7 +31,7 @@ import structlog
 from common.errors import NotReady
 from common.etcd.metastore import MetaStore
 from common.etcd.watch import EtcdWatch
-from common.grpcutil import insecure_channel
+from common.grpcutil import internal_channel
 from common.rpcstatus import checked_stub
 from common.tasks import BackgroundTasks
 from protos import coordinator_pb2_grpc
@@ -128,7 +128,7 @@ class CoordinatorClient:
     def _use(self, address: str) -> None:
         channel = self._channels.get(address)
         if channel is None:
-            channel = self._channels[address] = insecure_channel(address)
+            channel = self._channels[address] = internal_channel(address)
         self._address = address
         self._stub = checked_stub(coordinator_pb2_grpc.CoordinatorStub(channel))
         self._log.info("coordinator found", address=address)

@@ -24,7 +24,17 @@ from pathlib import Path
 from typing import assert_never
 
 from common.config import DEFAULT_METRICS_PORT, CoordinatorConfig, ProxyConfig, QueryNodeConfig, StreamingNodeConfig
-from common.configfile import ENV_CONFIG_FILE, ENV_PREFIX, ROLES, SETTINGS, ConfigError, Value, load, resolve
+from common.configfile import (
+    ENV_CONFIG_FILE,
+    ENV_PREFIX,
+    ROLES,
+    SETTINGS,
+    ConfigError,
+    RoleConfig,
+    Value,
+    load,
+    resolve,
+)
 from common.logging import configure_logging
 
 # Flags of each role: (flag, key, help). "{role}" in a key is the role's own section.
@@ -190,6 +200,7 @@ def _standalone_node(args: argparse.Namespace, environ: Mapping[str, str]) -> in
     assert isinstance(streaming, StreamingNodeConfig) and isinstance(query, QueryNodeConfig)
     if query.proxy_port is None:
         raise ConfigError("querynode.proxy_port is required: the standalone node serves the proxy")
+    _install_internal_tls(streaming)  # both roles read the same common and internaltls keys
     from common.role import run_until_signalled
     from launch.ops import Observed
     from launch.standalone_node import StandaloneNode
@@ -199,6 +210,16 @@ def _standalone_node(args: argparse.Namespace, environ: Mapping[str, str]) -> in
                     port=streaming.common.metrics_port)
     asyncio.run(run_until_signalled(node, NODE_COMMAND))
     return 0
+
+
+def _install_internal_tls(config: RoleConfig) -> None:
+    """The process's TLS between the roles (``common/internaltls.py``), before any role starts."""
+    from common import internaltls
+
+    try:
+        internaltls.install(config.common.internal_tls)
+    except ValueError as err:
+        raise ConfigError(str(err)) from err
 
 
 def _read_proc(pid: int) -> tuple[list[str], dict[str, str], Path]:
@@ -295,6 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             config_file=_config_file(args, environ),
             environ=environ,
         )
+        _install_internal_tls(config)
     except ConfigError as err:
         print(f"strata {args.command}: configuration error: {err}", file=sys.stderr)
         return 2

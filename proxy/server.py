@@ -98,6 +98,7 @@ class Proxy:
             options=sizes,
             interceptors=interceptors,
             credentials=server_credentials(security),
+            internal=False,  # the clients' port: common.security.tlsMode, not internal TLS
         )
         self._log.info("proxy serving", address=f"{c.common.host}:{port}", tls_mode=security.tls_mode,
                        authorization=security.authorization_enabled)

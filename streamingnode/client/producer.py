@@ -21,7 +21,7 @@ import grpc
 import structlog
 
 from common.errors import ErrorCode, StrataError
-from common.grpcutil import insecure_channel
+from common.grpcutil import internal_channel
 from common.message import size_bound
 from common.rpcstatus import raise_for_status
 from common.tasks import BackgroundTasks
@@ -72,7 +72,7 @@ class _Stream:
 
     def __init__(self, pchannel: str, address: str, term: int) -> None:
         self.pchannel, self.address, self.term = pchannel, address, term
-        self._channel = insecure_channel(address)
+        self._channel = internal_channel(address)
         self._call = streaming_pb2_grpc.StreamingNodeHandlerStub(self._channel).Produce()
         self._ids = itertools.count(1)
         self._pending: dict[int, list[_Waiter]] = {}
