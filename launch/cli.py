@@ -21,9 +21,16 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import assert_never
+from typing import TYPE_CHECKING, assert_never
 
-from common.config import DEFAULT_METRICS_PORT, CoordinatorConfig, ProxyConfig, QueryNodeConfig, StreamingNodeConfig
+from common.config import (
+    DEFAULT_METRICS_PORT,
+    CoordinatorConfig,
+    InternalTlsConfig,
+    ProxyConfig,
+    QueryNodeConfig,
+    StreamingNodeConfig,
+)
 from common.configfile import (
     ENV_CONFIG_FILE,
     ENV_PREFIX,
@@ -36,6 +43,9 @@ from common.configfile import (
     resolve,
 )
 from common.logging import configure_logging
+
+if TYPE_CHECKING:
+    import grpc
 
 # Flags of each role: (flag, key, help). "{role}" in a key is the role's own section.
 _ROLE_FLAGS: tuple[tuple[str, str, str], ...] = (
@@ -241,6 +251,11 @@ def role_address(argv: Sequence[str], environ: Mapping[str, str], cwd: Path) -> 
     the way the role resolved them. Raises ``ConfigError`` for anything else, or when the
     role listens on any free port (port 0), which cannot be found from outside.
     """
+    return role_target(argv, environ, cwd)[0]
+
+
+def role_target(argv: Sequence[str], environ: Mapping[str, str], cwd: Path) -> tuple[str, InternalTlsConfig]:
+    """``role_address`` and the internal TLS that port speaks (disabled for a proxy's client port)."""
     commands = ("standalone", *ROLES)
     index = next((i for i, a in enumerate(argv) if a in commands), None)
     if index is None:
@@ -252,21 +267,23 @@ def role_address(argv: Sequence[str], environ: Mapping[str, str], cwd: Path) -> 
     if args.command == "standalone":
         values = resolve(flags={}, config_file=config_file, environ=environ)
         port = args.port if args.port is not None else values.get("proxy.port", 19530)
-        return f"127.0.0.1:{port}"
+        return f"127.0.0.1:{port}", InternalTlsConfig()
     config = load(args.command, flags=_flag_values(args.command, args), config_file=config_file, environ=environ)
     if config.common.port == 0:
         raise ConfigError(f"{args.command}.port is 0 (any free port): give the health check an address")
     host = config.common.host
     if host in ("0.0.0.0", "::", ""):
         host = "127.0.0.1"  # a wildcard bind answers on loopback too
-    return f"{host}:{config.common.port}"
+    internal = InternalTlsConfig() if isinstance(config, ProxyConfig) else config.common.internal_tls
+    return f"{host}:{config.common.port}", internal
 
 
 def _health(args: argparse.Namespace) -> int:
     address = args.address
+    tls = InternalTlsConfig()  # an address given: plaintext
     if address is None:
         try:
-            address = role_address(*_read_proc(args.pid))
+            address, tls = role_target(*_read_proc(args.pid))
         except OSError as err:
             print(f"strata health: cannot read process {args.pid}: {err}", file=sys.stderr)
             return 1
@@ -276,7 +293,12 @@ def _health(args: argparse.Namespace) -> int:
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-    with grpc.insecure_channel(address) as channel:
+    try:
+        channel = _health_channel(address, tls)
+    except ValueError as err:
+        print(f"strata health: {err}", file=sys.stderr)
+        return 1
+    with channel:
         try:
             answer = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service=args.service), timeout=args.timeout
@@ -287,6 +309,18 @@ def _health(args: argparse.Namespace) -> int:
     status = health_pb2.HealthCheckResponse.ServingStatus.Name(answer.status)
     print(f"{address}: {status}")
     return 0 if answer.status == health_pb2.HealthCheckResponse.SERVING else 1
+
+
+def _health_channel(address: str, config: InternalTlsConfig) -> grpc.Channel:
+    """A blocking channel to a role: with the role's internal TLS (its certificate too if mutual)."""
+    import grpc
+
+    from common.internaltls import InternalTls
+
+    if not config.enabled:
+        return grpc.insecure_channel(address)
+    tls = InternalTls.load(config)
+    return grpc.secure_channel(address, tls.channel_credentials(), options=tls.channel_options())
 
 
 # Every file and directory a role or its children (etcd, Spark) create is private to the user

@@ -6,11 +6,13 @@ certificates made at test time. pymilvus talks plaintext to the proxy (its clien
 ``tlsMode``, 0 here) and inserts, queries and searches: every hop behind it (proxy to streaming
 node and query node, query node to streaming node, coordinator to both) is TLS. Each internal port
 found in etcd refuses a plaintext client and a TLS client without a certificate of the cluster's CA,
-and answers one that has it.
+and answers one that has it; ``strata health --pid`` checks a role with the role's own TLS.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import grpc
@@ -19,6 +21,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.cluster.harness import Cluster, create_collection, query_ids, read_sessions, search_finds, vectors
 from tests.e2e.tlscerts import make_ca, make_leaf
+from tests.harness import REPO, free_port
 
 ROOT = "internaltls"
 DIM = 8
@@ -38,7 +41,9 @@ def test_cluster_serves_with_mutual_internal_tls_and_its_ports_refuse_strangers(
     role = make_leaf(certs, "role", ca, server=True, client=True)
     env = {"STRATA_COMMON_SECURITY_INTERNALTLSENABLED": "true", "STRATA_INTERNALTLS_SERVERPEMPATH": str(role.cert),
            "STRATA_INTERNALTLS_SERVERKEYPATH": str(role.key), "STRATA_INTERNALTLS_CAPEMPATH": str(ca[0].cert),
-           "STRATA_INTERNALTLS_MUTUAL": "true"}
+           "STRATA_INTERNALTLS_MUTUAL": "true",
+           # A fixed port, so that strata health --pid can find the streaming node from its environment.
+           "STRATA_STREAMINGNODE_PORT": str(free_port())}
     c = Cluster(tmp_path, ROOT, env=env)
     try:
         client = c.start(query_nodes=1)
@@ -65,6 +70,10 @@ def test_cluster_serves_with_mutual_internal_tls_and_its_ports_refuse_strangers(
             assert no_cert.value.code() == grpc.StatusCode.UNAVAILABLE, address
             member = grpc.ssl_channel_credentials(trusted, role.key.read_bytes(), role.cert.read_bytes())
             assert _check(grpc.secure_channel(address, member, options)) == health_pb2.HealthCheckResponse.SERVING
+        # A container's HEALTHCHECK (strata health --pid) speaks the role's internal TLS.
+        probe = subprocess.run([sys.executable, "-m", "launch.cli", "health", "--timeout", "5", "--pid",
+                                str(c.role("streamingnode").pid)], cwd=REPO, capture_output=True, text=True, timeout=60)
+        assert probe.returncode == 0, probe
     except BaseException:
         c.dump()
         raise
