@@ -17,7 +17,7 @@ from proxy.auth.interceptor import AuthInterceptor
 from proxy.auth.resolve import collection_resolver
 from proxy.auth.rpcs import Security
 from proxy.auth.state import SecurityStateCache
-from proxy.auth.tls import server_credentials
+from proxy.auth.tls import http_ssl_context, server_credentials
 from proxy.component import ProxyComponent
 from proxy.http.invoke import Gate
 from proxy.http.server import HttpServer
@@ -108,7 +108,7 @@ class Proxy:
         if c.http.enabled:
             gate = Gate(authenticator, interceptor) if security.authorization_enabled else None
             self._http = HttpServer(service, gate, host=c.common.host, port=c.http.port,
-                                    max_body=c.limits.server_max_recv_size)
+                                    max_body=c.limits.server_max_recv_size, ssl_context=http_ssl_context(security))
             await self._http.start()
         self._session = Session(
             self._store,
