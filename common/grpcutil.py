@@ -10,6 +10,7 @@ import structlog
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 
+from common import tracing
 from common.grpcdecode import DecodeGuard
 from common.rpcstatus import (
     Handler,
@@ -163,7 +164,9 @@ async def start_server(
     ``options``: the server's channel options (default ``SERVER_OPTIONS``); ``interceptors`` run
     before every handler; with ``credentials`` the port speaks TLS only.
     """
-    server = grpc.aio.server(options=list(options), interceptors=list(interceptors) or None)
+    # Tracing (when on) runs first, so a span covers the other interceptors too (common/tracing).
+    interceptors = [*tracing.server_interceptors(), *interceptors]
+    server = grpc.aio.server(options=list(options), interceptors=interceptors or None)
     # Servicers register through a guard: undecodable requests answer INVALID_ARGUMENT (grpcdecode.py).
     registrar = cast(grpc.aio.Server, DecodeGuard(server))
     add_servicers(registrar)
@@ -178,7 +181,7 @@ async def start_server(
 
 
 def insecure_channel(address: str) -> grpc.aio.Channel:
-    return grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+    return grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS, interceptors=tracing.client_interceptors())
 
 
 Stub = TypeVar("Stub")
