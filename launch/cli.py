@@ -23,7 +23,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import assert_never
 
-from common.config import DEFAULT_METRICS_PORT, CoordinatorConfig, ProxyConfig, QueryNodeConfig, StreamingNodeConfig
+from common import tracing
+from common.config import (
+    DEFAULT_METRICS_PORT,
+    CoordinatorConfig,
+    ProxyConfig,
+    QueryNodeConfig,
+    StreamingNodeConfig,
+    TraceConfig,
+)
 from common.configfile import ENV_CONFIG_FILE, ENV_PREFIX, ROLES, SETTINGS, ConfigError, Value, load, resolve
 from common.logging import configure_logging
 
@@ -79,7 +87,7 @@ def _dest(flag: str) -> str:
 def _keys_epilog(role: str) -> str:
     lines = ["config file keys (section.key, env var):"]
     for s in SETTINGS:
-        if s.section in ("common", role) or (role == "coordinator" and s.section == "jobs"):
+        if s.section in ("common", role, "trace") or (role == "coordinator" and s.section == "jobs"):
             lines.append(f"  {s.name:<36} {s.env:<40} {s.help}")
     return "\n".join(lines)
 
@@ -194,11 +202,20 @@ def _standalone_node(args: argparse.Namespace, environ: Mapping[str, str]) -> in
     from launch.ops import Observed
     from launch.standalone_node import StandaloneNode
 
+    _trace(streaming.common.trace, NODE_COMMAND)
     # One operations port for the process: the streaming node's setting (the first role it runs).
     node = Observed(StandaloneNode(streaming, query), name=NODE_COMMAND, host=streaming.common.host,
                     port=streaming.common.metrics_port)
-    asyncio.run(run_until_signalled(node, NODE_COMMAND))
+    try:
+        asyncio.run(run_until_signalled(node, NODE_COMMAND))
+    finally:
+        tracing.uninstall()
     return 0
+
+
+def _trace(config: TraceConfig, command: str) -> None:
+    """Trace this process as the ``trace`` settings say; its spans name the service ``strata-COMMAND``."""
+    tracing.install(config, service=f"strata-{command}")
 
 
 def _read_proc(pid: int) -> tuple[list[str], dict[str, str], Path]:
@@ -302,6 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from common.role import run_until_signalled
     from launch.ops import ObservableRole, Observed
 
+    _trace(config.common.trace, args.command)  # before any gRPC server or channel is built
     component: ObservableRole
     match config:
         case CoordinatorConfig():
@@ -323,7 +341,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         case _:
             assert_never(config)
     observed = Observed(component, name=args.command, host=config.common.host, port=config.common.metrics_port)
-    asyncio.run(run_until_signalled(observed, args.command))
+    try:
+        asyncio.run(run_until_signalled(observed, args.command))
+    finally:
+        tracing.uninstall()  # exports the spans still batched
     return 0
 
 
