@@ -17,15 +17,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
-from typing import Any, ParamSpec, TypeVar
+from collections.abc import Callable, Iterable, Iterator, MutableMapping
+from typing import Any, TypeVar, cast
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-P = ParamSpec("P")
-R = TypeVar("R")
+F = TypeVar("F", bound=Callable[..., Any])
 
 #: The property of a WAL message that carries the appender's ``traceparent``.
 MESSAGE_TRACE_KEY = "_tc"
@@ -64,31 +63,31 @@ def span(name: str, **attributes: str | int | float | bool) -> contextlib.Abstra
     return tracer.start_as_current_span(name, attributes=attributes or None)
 
 
-def traced(name: str) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
+def traced(name: str) -> Callable[[F], F]:
     """Decorate a coroutine function (or a plain one) to run in a span named ``name`` when tracing is on."""
 
-    def wrap(fn: Callable[P, Any]) -> Callable[P, Any]:
+    def wrap(fn: F) -> F:
         if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
-            async def run_async(*args: P.args, **kwargs: P.kwargs) -> Any:
+            async def run_async(*args: Any, **kwargs: Any) -> Any:
                 tracer = _state.tracer
                 if tracer is None:
                     return await fn(*args, **kwargs)
                 with tracer.start_as_current_span(name):
                     return await fn(*args, **kwargs)
 
-            return run_async
+            return cast(F, run_async)
 
         @functools.wraps(fn)
-        def run(*args: P.args, **kwargs: P.kwargs) -> Any:
+        def run(*args: Any, **kwargs: Any) -> Any:
             tracer = _state.tracer
             if tracer is None:
                 return fn(*args, **kwargs)
             with tracer.start_as_current_span(name):
                 return fn(*args, **kwargs)
 
-        return run
+        return cast(F, run)
 
     return wrap
 
