@@ -119,6 +119,21 @@ def stamp_messages(messages: Iterable[Any]) -> None:
         message.properties[MESSAGE_TRACE_KEY] = parent
 
 
+def linked_span(name: str, messages: Iterable[Any], **attributes: str | int | float | bool) -> Any:
+    """A span named ``name`` linked to the span of every appender among ``messages``, for work done for
+    all of them at once (a WAL batch's write and fsync). It starts a trace of its own, since it
+    belongs to no one request; a no-op when off or when no message carries a context (TimeTicks)."""
+    tracer = _state.tracer
+    if tracer is None:
+        return contextlib.nullcontext()
+    parents = {m.properties.get(MESSAGE_TRACE_KEY) for m in messages}
+    parents.discard(None)
+    if not parents:
+        return contextlib.nullcontext()
+    links = [trace.Link(trace.get_current_span(extract({"traceparent": p})).get_span_context()) for p in sorted(parents)]
+    return tracer.start_as_current_span(name, context=otel_context.Context(), links=links, attributes=attributes or None)
+
+
 @contextlib.contextmanager
 def message_spans(name: str, messages: Iterable[Any], **attributes: str | int | float | bool) -> Iterator[None]:
     """One span named ``name`` per distinct appender among ``messages`` (their ``MESSAGE_TRACE_KEY``),

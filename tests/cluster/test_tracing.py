@@ -5,7 +5,8 @@ etcd, a coordinator, a streaming node, a query node and a proxy, each its own pr
 each span as one JSON line to its standard output, here its log file, which the test reads back.
 
 * an insert: the proxy's ``Insert`` span is an ancestor of the streaming node's append span
-  (context carried in the WAL message, across the ``Produce`` stream), one trace id.
+  (context carried in the WAL message, across the ``Produce`` stream), one trace id; the WAL
+  batch write that made it durable links to that trace.
 * a search of a flushed collection: the proxy's ``Search`` span is an ancestor of the query
   node's gRPC span, the delegator's search, its tsafe wait and the worker's segment search, and
   the proxy's plan, route and reduce spans are its children, one trace id.
@@ -78,6 +79,11 @@ def test_insert_and_search_make_one_trace_each_across_the_roles(tmp_path: Path) 
             names = _names(insert)
             assert names[0] == ("strata-proxy", INSERT) and names[-1] == ("strata-streamingnode", "streamingnode.append")
             assert len({s["context"]["trace_id"] for s in insert}) == 1
+            # The WAL batch that made it durable is a trace of its own, linked to the insert's.
+            insert_trace = insert[0]["context"]["trace_id"]
+            writes = [s for s in _spans(c).values() if s["name"] == "wal.write"
+                      and any(link["context"]["trace_id"] == insert_trace for link in s.get("links", []))]
+            assert len(writes) == 1 and writes[0]["service"] == "strata-streamingnode", writes
 
             client.flush("c", timeout=60)
             # Once the flushed segment is loaded, a search reaches the worker (before, the delegator's

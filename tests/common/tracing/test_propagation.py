@@ -146,3 +146,21 @@ def test_wal_messages_carry_their_appenders_context(spans: InMemorySpanExporter)
     assert len(appends) == 2  # one per appender; the untraced message adds none
     parents = {_one(finished, "insert one", SpanKind.INTERNAL), _one(finished, "insert two", SpanKind.INTERNAL)}
     assert {a.parent.span_id for a in appends if a.parent} == {p.context.span_id for p in parents if p.context}
+
+
+def test_a_wal_batch_write_links_to_every_appender(spans: InMemorySpanExporter) -> None:
+    first, second, tick = common_pb2.Message(), common_pb2.Message(), common_pb2.Message()
+    with tracing.span("insert one"):
+        tracing.stamp_messages([first])
+    with tracing.span("insert two"), tracing.span("nested"):
+        tracing.stamp_messages([second])
+    with tracing.linked_span("wal.write", [tick]):  # a batch of TimeTicks only: no span
+        pass
+    with tracing.span("unrelated caller"), tracing.linked_span("wal.write", [first, second, tick], pchannel="p0"):
+        pass
+    finished = list(spans.get_finished_spans())
+    [write] = [s for s in finished if s.name == "wal.write"]
+    assert write.parent is None  # its own trace, not the caller's that happened to be current
+    linked = {link.context.span_id for link in write.links}
+    expected = [_one(finished, name, SpanKind.INTERNAL).context for name in ("insert one", "nested")]
+    assert linked == {c.span_id for c in expected if c is not None}
