@@ -146,6 +146,43 @@ class SecurityConfig:
         return password
 
 
+#: ``trace.exporter`` (Milvus's names; Milvus also has jaeger, whose collectors take OTLP now).
+TRACE_EXPORTERS = ("noop", "stdout", "otlp")
+
+
+def check_trace_exporter(value: str) -> None:
+    if value not in TRACE_EXPORTERS:
+        raise ValueError(f"trace exporter must be one of {', '.join(TRACE_EXPORTERS)}, got {value!r}")
+
+
+def check_fraction(value: float) -> None:
+    if not 0 <= value <= 1:
+        raise ValueError(f"must be in [0, 1], got {value}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TraceConfig:
+    """OpenTelemetry tracing of every role (Milvus's ``trace`` section; ``common/tracing/``)."""
+
+    # trace.exporter: noop (no tracing: no span is made and no interceptor installed), stdout (one JSON
+    # span a line on standard output, for debugging) or otlp (batched to an OTLP/gRPC collector).
+    exporter: str = "noop"
+    # trace.sampleFraction: the share of new traces recorded; a request that arrives with a sampled
+    # W3C traceparent is always recorded. Milvus's default is 0 (only those); Strata records every
+    # request once an exporter is chosen.
+    sample_fraction: float = 1.0
+    # trace.otlp.endpoint: HOST:PORT of the OTLP/gRPC collector (required with exporter otlp).
+    otlp_endpoint: str = ""
+    # trace.otlp.secure: TLS to the collector.
+    otlp_secure: bool = False
+
+    def validate(self) -> None:
+        check_trace_exporter(self.exporter)
+        check_fraction(self.sample_fraction)
+        if self.exporter == "otlp" and not self.otlp_endpoint:
+            raise ValueError("trace.exporter otlp needs trace.otlp.endpoint (HOST:PORT of the collector)")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InternalTlsConfig:
     """TLS of the gRPC traffic between the roles (``common/internaltls.py``); off by default.
@@ -192,6 +229,7 @@ class CommonConfig:
     # HTTP port of the process's /metrics, /healthz and /log/level on ``host`` (common/opsserver.py):
     # None serves none, 0 any free port. The config file's default is Milvus's 9091.
     metrics_port: int | None = None
+    trace: TraceConfig = field(default_factory=TraceConfig)
 
     def validate(self) -> None:
         check_etcd_endpoint(self.etcd)
@@ -201,6 +239,7 @@ class CommonConfig:
         check_positive(self.session_ttl_seconds)
         self.security.validate()
         self.internal_tls.validate()
+        self.trace.validate()
 
 
 def check_spark_master(value: str) -> None:

@@ -54,7 +54,9 @@ from common.config import (
     QueryNodeConfig,
     SecurityConfig,
     StreamingNodeConfig,
+    TraceConfig,
     check_etcd_endpoint,
+    check_fraction,
     check_message_size,
     check_nats_replicas,
     check_nats_servers,
@@ -64,6 +66,7 @@ from common.config import (
     check_spark_master,
     check_storage_uri,
     check_tls_mode,
+    check_trace_exporter,
     check_wal_backend,
 )
 
@@ -71,7 +74,8 @@ ROLES = ("coordinator", "streamingnode", "querynode", "proxy")
 #: Sections of the file besides the roles': ``jobs`` configures the coordinator's Spark jobs.
 #: ``tls`` holds the proxy's certificate files under Milvus's names (``tls.serverPemPath``, ...);
 #: ``internaltls`` those of the traffic between the roles (``internaltls.serverPemPath``, ...).
-SECTIONS = ("common", *ROLES, "jobs", "tls", "internaltls")
+#: ``trace`` configures OpenTelemetry tracing of every role (Milvus's names, ``trace.exporter``, ...).
+SECTIONS = ("common", *ROLES, "jobs", "tls", "internaltls", "trace")
 ENV_PREFIX = "STRATA_"
 ENV_CONFIG_FILE = "STRATA_CONFIG"
 ENV_ALIASES = {"STRATA_ETCD": "common.etcd", "STRATA_ETCD_ROOT": "common.etcd_root"}
@@ -275,6 +279,17 @@ SETTINGS: tuple[Setting, ...] = (
             help="name the roles' certificate must carry (Milvus's internaltls.sni, default localhost)"),
     Setting(section="internaltls", key="mutual", target=InternalTlsConfig, field="mutual",
             help="servers require the caller's certificate too (Strata's own; Milvus is one-way)"),
+    # OpenTelemetry tracing (Milvus's names): common/config.py TraceConfig, README "Tracing".
+    Setting(section="trace", key="exporter", target=TraceConfig, field="exporter",
+            help="where spans go: noop (no tracing), stdout (JSON lines), otlp (trace.otlp.endpoint)",
+            check=check_trace_exporter),
+    Setting(section="trace", key="sampleFraction", target=TraceConfig, field="sample_fraction",
+            help="share of new traces recorded, 0 to 1 (a request with a sampled traceparent always is)",
+            check=check_fraction),
+    Setting(section="trace", key="otlp.endpoint", target=TraceConfig, field="otlp_endpoint",
+            help="HOST:PORT of the OTLP/gRPC collector (exporter otlp)"),
+    Setting(section="trace", key="otlp.secure", target=TraceConfig, field="otlp_secure",
+            help="TLS to the OTLP collector"),
     Setting(section="jobs", key="spark_master", target=JobsConfig, field="spark_master",
             help="Spark master of compaction and import jobs: local[*], spark://HOST:PORT, k8s://...",
             check=check_spark_master),
@@ -474,7 +489,7 @@ def _kwargs(cls: type, sections: tuple[str, ...], values: Mapping[str, object]) 
     given_or_default = {f.name: kwargs.get(f.name, f.default) for f in fields(cls)}
     for f in fields(cls):
         if f.name in kwargs or f.name in ("common", "jobs", "limits", "proxy_limits", "security", "http", "proxy_http",
-                                          "internal_tls"):
+                                          "internal_tls", "trace"):
             continue
         field_setting = next((s for s in SETTINGS if s.target is cls and s.field == f.name), None)
         required = f.default is MISSING and f.default_factory is MISSING
@@ -499,8 +514,9 @@ def build(role: str, values: Mapping[str, object]) -> RoleConfig:
         raise ValueError(f"unknown role {role!r}")
     security = SecurityConfig(**_kwargs(SecurityConfig, ("common", "tls"), values))
     internal_tls = InternalTlsConfig(**_kwargs(InternalTlsConfig, ("common", "internaltls"), values))
+    trace = TraceConfig(**_kwargs(TraceConfig, ("trace",), values))
     common = CommonConfig(**_kwargs(CommonConfig, ("common", role), values), security=security,
-                          internal_tls=internal_tls)
+                          internal_tls=internal_tls, trace=trace)
     cls = _ROLE_CLASSES[role]
     extra: dict[str, Any] = {}
     if cls is CoordinatorConfig:

@@ -10,7 +10,7 @@ import structlog
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 
-from common import internaltls
+from common import internaltls, tracing
 from common.grpcdecode import DecodeGuard
 from common.rpcstatus import (
     Handler,
@@ -167,7 +167,9 @@ async def start_server(
     other roles call) without ``credentials`` speaks the process's internal TLS if installed
     (``common/internaltls.py``); the proxy's client port passes ``internal=False``.
     """
-    server = grpc.aio.server(options=list(options), interceptors=list(interceptors) or None)
+    # Tracing (when on) runs first, so a span covers the other interceptors too (common/tracing).
+    interceptors = [*tracing.server_interceptors(), *interceptors]
+    server = grpc.aio.server(options=list(options), interceptors=interceptors or None)
     # Servicers register through a guard: undecodable requests answer INVALID_ARGUMENT (grpcdecode.py).
     registrar = cast(grpc.aio.Server, DecodeGuard(server))
     add_servicers(registrar)
@@ -185,7 +187,7 @@ async def start_server(
 
 def internal_channel(address: str) -> grpc.aio.Channel:
     """A channel to another role's port: the process's internal TLS if installed, else plaintext."""
-    return internaltls.secure_channel(address, CHANNEL_OPTIONS)
+    return internaltls.secure_channel(address, CHANNEL_OPTIONS, interceptors=tracing.client_interceptors())
 
 
 Stub = TypeVar("Stub")

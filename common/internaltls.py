@@ -16,6 +16,7 @@ as before (tests that run roles in one process build no certificates).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,9 +105,15 @@ def server_credentials() -> grpc.ServerCredentials | None:
     return None if tls is None else tls.server_credentials()
 
 
-def secure_channel(address: str, options: list[tuple[str, int]]) -> grpc.aio.Channel:
-    """A grpc.aio channel to another role: TLS if installed, else plaintext; ``options`` as given."""
+def secure_channel(
+    address: str,
+    options: list[tuple[str, int]],
+    interceptors: Sequence[grpc.aio.ClientInterceptor] | None = None,
+) -> grpc.aio.Channel:
+    """A grpc.aio channel to another role: TLS if installed, else plaintext; ``options`` and ``interceptors`` as given."""
     tls = _Installed.tls
     if tls is None:
-        return grpc.aio.insecure_channel(address, options=options)
-    return grpc.aio.secure_channel(address, tls.channel_credentials(), options=[*options, *tls.channel_options()])
+        return grpc.aio.insecure_channel(address, options=options, interceptors=interceptors)
+    return grpc.aio.secure_channel(
+        address, tls.channel_credentials(), options=[*options, *tls.channel_options()], interceptors=interceptors
+    )

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, assert_never
 
+from common import tracing
 from common.config import (
     DEFAULT_METRICS_PORT,
     CoordinatorConfig,
@@ -30,6 +31,7 @@ from common.config import (
     ProxyConfig,
     QueryNodeConfig,
     StreamingNodeConfig,
+    TraceConfig,
 )
 from common.configfile import (
     ENV_CONFIG_FILE,
@@ -99,7 +101,7 @@ def _dest(flag: str) -> str:
 def _keys_epilog(role: str) -> str:
     lines = ["config file keys (section.key, env var):"]
     for s in SETTINGS:
-        if s.section in ("common", role) or (role == "coordinator" and s.section == "jobs"):
+        if s.section in ("common", role, "trace") or (role == "coordinator" and s.section == "jobs"):
             lines.append(f"  {s.name:<36} {s.env:<40} {s.help}")
     return "\n".join(lines)
 
@@ -215,10 +217,14 @@ def _standalone_node(args: argparse.Namespace, environ: Mapping[str, str]) -> in
     from launch.ops import Observed
     from launch.standalone_node import StandaloneNode
 
+    _trace(streaming.common.trace, NODE_COMMAND)
     # One operations port for the process: the streaming node's setting (the first role it runs).
     node = Observed(StandaloneNode(streaming, query), name=NODE_COMMAND, host=streaming.common.host,
                     port=streaming.common.metrics_port)
-    asyncio.run(run_until_signalled(node, NODE_COMMAND))
+    try:
+        asyncio.run(run_until_signalled(node, NODE_COMMAND))
+    finally:
+        tracing.uninstall()
     return 0
 
 
@@ -230,6 +236,11 @@ def _install_internal_tls(config: RoleConfig) -> None:
         internaltls.install(config.common.internal_tls)
     except ValueError as err:
         raise ConfigError(str(err)) from err
+
+
+def _trace(config: TraceConfig, command: str) -> None:
+    """Trace this process as the ``trace`` settings say; its spans name the service ``strata-COMMAND``."""
+    tracing.install(config, service=f"strata-{command}")
 
 
 def _read_proc(pid: int) -> tuple[list[str], dict[str, str], Path]:
@@ -358,6 +369,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from common.role import run_until_signalled
     from launch.ops import ObservableRole, Observed
 
+    _trace(config.common.trace, args.command)  # before any gRPC server or channel is built
     component: ObservableRole
     match config:
         case CoordinatorConfig():
@@ -379,7 +391,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         case _:
             assert_never(config)
     observed = Observed(component, name=args.command, host=config.common.host, port=config.common.metrics_port)
-    asyncio.run(run_until_signalled(observed, args.command))
+    try:
+        asyncio.run(run_until_signalled(observed, args.command))
+    finally:
+        tracing.uninstall()  # exports the spans still batched
     return 0
 
 

@@ -89,6 +89,7 @@ from common.storage.objectstore import ObjectStore
 from common.storage.segment_io import SegmentReader
 from common.storage.stats import SegmentStats
 from common.tasks import BackgroundTasks
+from common.tracing import traced
 from protos import querynode_pb2 as qpb
 from protos.common_pb2 import Message, MessageType
 from querynode.delegator.bm25_oracle import Bm25Oracle, SegmentBm25, read_segment_bm25
@@ -603,6 +604,7 @@ class Delegator:
                 out[placement] = mine
         return out
 
+    @traced("delegator.search")
     async def search(self, plan: ReadPlan, query: VectorQuery) -> pa.Table:
         """This vchannel's top ``query.topk`` hits per query vector: the growing segments searched
         here, the sealed ones on their workers, merged."""

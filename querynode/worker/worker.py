@@ -42,6 +42,7 @@ from common.schema_evolution import is_newer
 from common.segment import SegmentMeta
 from common.storage.objectstore import ObjectStore
 from common.tasks import BackgroundTasks
+from common.tracing import traced
 from querynode.offload import CoreShare, concat_slices, run_sliced, search_cost
 from querynode.worker.loader import ensure_segment_index, load_segment
 from querynode.worker.memory import give_back_memory
@@ -230,6 +231,7 @@ class Worker:
             out.append(seg)
         return out
 
+    @traced("worker.search_segments")
     async def search(
         self,
         collection_id: int,

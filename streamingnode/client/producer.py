@@ -25,6 +25,7 @@ from common.grpcutil import internal_channel
 from common.message import size_bound
 from common.rpcstatus import raise_for_status
 from common.tasks import BackgroundTasks
+from common.tracing import stamp_messages
 from protos import common_pb2, streaming_pb2, streaming_pb2_grpc
 from streamingnode.client.assignment import AssignmentSource
 from streamingnode.client.local import LocalStreamingNode
@@ -207,6 +208,7 @@ class Producer:
         With ``txn`` the messages are one transaction: they share one timetick and readers
         see all of them or none.
         """
+        stamp_messages(messages)  # the streaming node's span joins the caller's trace (common/tracing)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         stale_term = 0

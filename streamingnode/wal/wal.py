@@ -50,6 +50,7 @@ from common.failpoints import failpoint
 from common.message import DropCollection, Insert, ManualFlush, TimeTick, TypedMessage, decode
 from common.position import Position
 from common.tasks import BackgroundTasks
+from common.tracing import linked_span
 from common.tsoutil import physical_ms
 from protos.common_pb2 import Message, MessageType
 from streamingnode.metrics import observe_append
@@ -498,7 +499,8 @@ class WAL:
         payloads.append(tick.SerializeToString())
         try:
             started = time.perf_counter()
-            ids = await self.impl.append(payloads)
+            with linked_span("wal.write", stamped, pchannel=self.channel, message_count=len(payloads)):  # to durable
+                ids = await self.impl.append(payloads)
             observe_append(self.channel, time.perf_counter() - started, len(stamped), payloads)
             self._wab.append_batch(list(zip(ids, stamped, strict=False)), (ids[-1], tick), wake=False)
         except BaseException:

@@ -418,6 +418,18 @@ def test_metrics_can_be_turned_off(renderer: Renderer, tmp_path: Path) -> None:
         assert "prometheus.io/scrape" not in deployment["spec"]["template"]["metadata"]["annotations"]
 
 
+def test_tracing_values_reach_every_role(renderer: Renderer, tmp_path: Path) -> None:
+    docs = renderer.template(sets=["trace.exporter=otlp", "trace.otlpEndpoint=otel-collector:4317",
+                                   "trace.sampleFraction=0.25"])
+    config_file = tmp_path / "strata.yaml"
+    config_file.write_text(one(docs, "ConfigMap", f"{RELEASE}-config")["data"]["strata.yaml"])
+    for role, (_deployment, container) in _role_deployments(docs).items():
+        config = load(role, flags={}, config_file=str(config_file), environ=_environment(container, docs))
+        trace = config.common.trace
+        assert (trace.exporter, trace.otlp_endpoint, trace.sample_fraction, trace.otlp_secure) == (
+            "otlp", "otel-collector:4317", 0.25, False), role
+
+
 # --- values and errors -----------------------------------------------------------------------------
 
 
