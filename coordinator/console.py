@@ -21,11 +21,10 @@ import time
 from collections import Counter
 from typing import Any
 
-from common.coordclient import LEADER_KEY, LeaderInfo
+from common.coordclient import COORDINATOR_ROLE, LEADER_KEY, LeaderInfo
 from common.etcd.metastore import MetaStore
 from common.etcd.session import SESSION_PREFIX, SessionInfo
 from common.schema import CollectionSchema
-from common.segment import SegmentState
 from common.webui.source import CLUSTER, COLLECTIONS, JOBS, QUERYNODES, View
 from coordinator.catalog import Catalog, CollectionMeta
 from coordinator.data.datacoord import DataCoordinator
@@ -106,19 +105,21 @@ class CoordinatorConsole:
         raise ValueError(f"unknown view {name!r}")
 
     async def _cluster(self) -> View:
-        sessions, leader = [], None
+        found: list[SessionInfo] = []
+        leader: LeaderInfo | None = None
         for kv in await self._store.scan(SESSION_PREFIX):
             if kv.key == LEADER_KEY:
                 leader = LeaderInfo.from_json(kv.value)
                 continue
             try:
-                s = SessionInfo.from_json(kv.value)
+                found.append(SessionInfo.from_json(kv.value))
             except (ValueError, KeyError, TypeError):
                 continue  # not a session (another key under the prefix)
-            sessions.append({"role": s.role, "server_id": s.server_id, "address": s.address})
-        for s in sessions:
-            s["leader"] = leader is not None and s["role"] == "coordinator" and s["server_id"] == leader.server_id
-        sessions.sort(key=lambda s: (s["role"], s["server_id"]))
+        sessions = [
+            {"role": s.role, "server_id": s.server_id, "address": s.address,
+             "leader": leader is not None and s.role == COORDINATOR_ROLE and s.server_id == leader.server_id}
+            for s in sorted(found, key=lambda s: (s.role, s.server_id))
+        ]
         view = self._balancer.view()
         pchannels = []
         for name in self._balancer.pchannel_names:
@@ -141,7 +142,7 @@ class CoordinatorConsole:
         return {"databases": [{"name": db, "collections": cs} for db, cs in by_db.items()]}
 
     def _collection(self, meta: CollectionMeta, load: Any) -> dict[str, Any]:
-        live = [s for s in self._data.segments(collection_id=meta.collection_id) if s.is_live]
+        live = [s for s in self._data.segments(collection_id=meta.collection_id) if s.is_live and self._data.visible(s)]
         by_state = Counter(s.state.name for s in live)
         by_level = Counter(s.level.name for s in live)
         if load is None:
@@ -163,7 +164,7 @@ class CoordinatorConsole:
             "replicas": replicas,
             "segments": dict(sorted(by_state.items())),
             "levels": dict(sorted(by_level.items())),
-            "rows": sum(s.rows - s.deleted_rows for s in live if s.state is not SegmentState.DROPPED),
+            "rows": sum(s.rows - s.deleted_rows for s in live),
         }
 
     async def _querynodes(self) -> View:
