@@ -69,7 +69,8 @@ const RENDER = {
       ["Database", (c) => c.db],
       ["Collection", (c) => c.name],
       ["Id", (c) => c.id],
-      ["Load state", (c) => flag(c.load_state === "Loaded", c.load_state, `${c.load_state} ${c.load_progress}%`)],
+      ["Load state", (c) => (c.load_state === "NotLoad" ? c.load_state
+        : flag(c.load_state === "Loaded", c.load_state, `${c.load_state} ${c.load_progress}%`))],
       ["Replicas", (c) => c.replicas],
       ["Rows", (c) => c.rows],
       ["Segments", (c) => counts(c.segments)],
