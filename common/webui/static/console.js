@@ -108,7 +108,7 @@ const RENDER = {
       ["Kind", (j) => j.kind],
       ["Collection", (j) => j.collection || j.collection_id],
       ["State", (j) => flag(j.state !== "FAILED", j.state, j.state)],
-      ["Created", (j) => time(j.created_at)],
+      ["Created (UTC)", (j) => time(j.created_at)],
       ["Seconds", (j) => j.seconds],
       ["Inputs → outputs", (j) => `${j.inputs} → ${j.outputs}`],
       ["Rows", (j) => j.rows],
@@ -118,7 +118,7 @@ const RENDER = {
   slow_requests(doc) {
     status("slow_requests", `requests of at least ${doc.threshold_ms} ms, the last ${doc.capacity} kept`);
     fill("slow-requests-table", [
-      ["Finished", (r) => time(r.at)],
+      ["Finished (UTC)", (r) => time(r.at)],
       ["Method", (r) => r.method],
       ["Database", (r) => r.db],
       ["Collection", (r) => r.collection],
