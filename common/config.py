@@ -406,12 +406,16 @@ class ProxyLimits:
     # Strata's own: characters of a filter expression at most (16 MiB: about 2 million ids
     # written out in an `in` list). Milvus bounds filters only by serverMaxRecvSize.
     max_expr_length: int = 16 * MIB
+    # proxy.slowQuerySpanInSeconds (5 s), in milliseconds: not a limit, the latency from which the
+    # web console lists a request among the slow ones (proxy/slow_requests.py); 0: every request.
+    slow_request_ms: int = 5000
 
     def validate(self) -> None:
         check_message_size(self.server_max_recv_size)
         check_message_size(self.server_max_send_size)
         for name in ("max_topk", "max_nq", "max_query_result_window", "max_output_size", "max_expr_length"):
             check_positive(getattr(self, name))
+        check_non_negative(self.slow_request_ms)
 
 
 #: Milvus's defaults, for code given no configuration.

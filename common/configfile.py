@@ -242,6 +242,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(section="proxy", key="max_expr_length", target=ProxyLimits, field="max_expr_length",
             help="characters of a filter expression at most (Strata's own; Milvus has no such limit)",
             check=check_positive),
+    Setting(section="proxy", key="slow_request_ms", target=ProxyLimits, field="slow_request_ms",
+            help="latency in ms from which the web console lists a request as slow (Milvus "
+                 "proxy.slowQuerySpanInSeconds; 0: every request)", check=check_non_negative),
     # The RESTful API (Milvus's proxy.http.*): proxy/http/, README "RESTful API".
     Setting(section="proxy", key="http.enabled", target=ProxyHttpConfig, field="enabled",
             help="serve the RESTful API v2 (/v2/vectordb/...) on proxy.http.port"),

@@ -219,8 +219,9 @@ def _standalone_node(args: argparse.Namespace, environ: Mapping[str, str]) -> in
 
     _trace(streaming.common.trace, NODE_COMMAND)
     # One operations port for the process: the streaming node's setting (the first role it runs).
-    node = Observed(StandaloneNode(streaming, query), name=NODE_COMMAND, host=streaming.common.host,
-                    port=streaming.common.metrics_port)
+    role = StandaloneNode(streaming, query)
+    node = Observed(role, name=NODE_COMMAND, host=streaming.common.host, port=streaming.common.metrics_port,
+                    console=role.console_source)
     try:
         asyncio.run(run_until_signalled(node, NODE_COMMAND))
     finally:
@@ -367,15 +368,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
     from common.role import run_until_signalled
-    from launch.ops import ObservableRole, Observed
+    from launch.ops import ConsoleSources, ObservableRole, Observed
 
     _trace(config.common.trace, args.command)  # before any gRPC server or channel is built
     component: ObservableRole
+    console: ConsoleSources | None = None  # the web console's views, for the roles that have them
     match config:
         case CoordinatorConfig():
             from coordinator.server import Coordinator
 
-            component = Coordinator(config)
+            coordinator = component = Coordinator(config)
+            console = coordinator.console_source
         case StreamingNodeConfig():
             from streamingnode.server import StreamingNode
 
@@ -383,14 +386,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         case QueryNodeConfig():
             from launch.colocated import QueryNodeWithProxy
 
-            component = QueryNodeWithProxy(config)
+            node = component = QueryNodeWithProxy(config)
+            console = node.console_source if config.proxy_port is not None else None
         case ProxyConfig():
             from proxy.server import Proxy
 
-            component = Proxy(config)
+            proxy = component = Proxy(config)
+            console = proxy.console_source
         case _:
             assert_never(config)
-    observed = Observed(component, name=args.command, host=config.common.host, port=config.common.metrics_port)
+    observed = Observed(component, name=args.command, host=config.common.host, port=config.common.metrics_port,
+                        console=console)
     try:
         asyncio.run(run_until_signalled(observed, args.command))
     finally:
