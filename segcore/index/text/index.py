@@ -59,14 +59,14 @@ class TextIndex:
         for row, text in enumerate(texts):
             if not text:
                 continue
-            for term, position in analyzer.positioned_terms(text):
-                term_of.append(numbers.setdefault(term, len(numbers)))
+            for token, position in analyzer.positioned_terms(text):
+                term_of.append(numbers.setdefault(token, len(numbers)))
                 row_of.append(row)
                 pos_of.append(position)
         ordered = sorted(numbers)
         rank = np.empty(len(ordered), dtype=np.int64)
-        for i, term in enumerate(ordered):
-            rank[numbers[term]] = i
+        for i, name in enumerate(ordered):
+            rank[numbers[name]] = i
         term = rank[np.asarray(term_of, dtype=np.int64)] if term_of else np.empty(0, dtype=np.int64)
         rows = np.asarray(row_of, dtype=np.int64)
         pos = np.asarray(pos_of, dtype=np.int64)
