@@ -18,7 +18,7 @@ from common.storage.objectstore import ObjectStore
 from segcore.index.text.index import TextIndex
 from segcore.index.text.store import build_text_index, load_text_index, save_text_index, text_fields
 
-WORDS = "the a of vector database milvus search engine text sparse dense index query fast".split()
+WORDS = ["the", "a", "of", "vector", "database", "milvus", "search", "engine", "text", "sparse", "dense", "index", "query", "fast"]
 ANALYZERS = [
     "",
     json.dumps({"type": "english"}),  # stop words leave gaps in the positions, words are stemmed
