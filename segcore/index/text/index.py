@@ -12,12 +12,12 @@ pickles)::
 
     term_bytes   uint8   the terms' UTF-8, sorted, back to back
     term_offsets int64   [terms + 1] into term_bytes
-    term_starts  int64   [terms + 1] into docs: term t's rows are docs[term_starts[t]:term_starts[t + 1]]
+    term_starts  int32*  [terms + 1] into docs: term t's rows are docs[term_starts[t]:term_starts[t + 1]]
     docs         int32   [postings] rows, ascending per term
-    pos_starts   int64   [postings + 1] into positions
+    pos_starts   int32*  [postings + 1] into positions
     positions    int32   the positions of posting p: positions[pos_starts[p]:pos_starts[p + 1]]
 
-Every method blocks (CPU); immutable once built: share it between reads and threads.
+(* ``int64`` when the offsets do not fit in ``int32``.) Every method blocks (CPU); immutable once built: share it between reads and threads.
 """
 
 from __future__ import annotations
@@ -34,6 +34,11 @@ from common.fulltext.text_match import phrase_in
 
 _EMPTY = np.empty(0, dtype=np.int32)
 _ARRAYS = ("term_bytes", "term_offsets", "term_starts", "docs", "pos_starts", "positions")
+
+
+def _offsets(values: np.ndarray) -> np.ndarray:
+    """Ascending offsets as ``int32`` when they fit (half the bytes of the usual segment), else ``int64``."""
+    return values.astype(np.int32 if len(values) == 0 or values[-1] < 2**31 else np.int64)
 
 
 @dataclass(frozen=True, slots=True, eq=False, kw_only=True)
@@ -85,9 +90,9 @@ class TextIndex:
             terms={t: i for i, t in enumerate(ordered)},
             term_bytes=np.frombuffer(b"".join(encoded), dtype=np.uint8),
             term_offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
-            term_starts=np.searchsorted(posting_term, np.arange(len(ordered) + 1), side="left").astype(np.int64),
+            term_starts=_offsets(np.searchsorted(posting_term, np.arange(len(ordered) + 1), side="left")),
             docs=rows[starts].astype(np.int32),
-            pos_starts=np.append(starts, len(term)).astype(np.int64),
+            pos_starts=_offsets(np.append(starts, len(term))),
             positions=pos.astype(np.int32),
         )
 
