@@ -206,8 +206,7 @@ class Worker:
                 return built
             seg, missing = await asyncio.to_thread(load_segment, self._storage, schema, meta, [spec])
             try:
-                for text in await asyncio.to_thread(restore_text_indexes, self._storage, schema, seg):
-                    await asyncio.to_thread(ensure_text_index, self._storage, seg, text)  # with the flushed segment's first index
+                await self._save_text_indexes(collection_id, schema, seg)
                 if not missing:
                     return False  # saved already (restored by the load), or an empty segment
                 with self._cores.take(self._cores.cores) as threads:
@@ -218,6 +217,19 @@ class Worker:
             finally:
                 del seg  # the rows were never served: nothing else holds them
                 pa.default_memory_pool().release_unused()
+
+    async def _save_text_indexes(self, collection_id: int, schema: CollectionSchema, seg: WorkerSegment) -> None:
+        """Build and save the text-match indexes an unserved segment lacks (a flushed segment's first index
+        build). A failure is logged, not raised: the index build asked for goes on, and the segment's first
+        load builds them."""
+        try:
+            for text in await asyncio.to_thread(restore_text_indexes, self._storage, schema, seg):
+                await asyncio.to_thread(ensure_text_index, self._storage, seg, text)
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:  # an optional index: its absence costs a build at load, never a wrong answer
+            self._log.warning("text index build failed", collection_id=collection_id, segment=seg.segment_id,
+                              error=str(err) or type(err).__name__)
 
     async def builds_done(self) -> None:
         """Return once no index build is in progress (for tests and benchmarks)."""
