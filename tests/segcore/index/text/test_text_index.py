@@ -8,13 +8,16 @@ import random
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
+from common.expr import evaluate, parse_filter
 from common.fulltext.analyzer import analyzer_for
 from common.fulltext.text_match import match_any, match_phrase
 from common.schema import CollectionSchema, DataType, FieldSchema
 from common.storage.layout import text_index_dir
 from common.storage.objectstore import ObjectStore
+from segcore.index.scalar.planner import IndexedFilter
 from segcore.index.text.index import TextIndex
 from segcore.index.text.store import build_text_index, load_text_index, save_text_index, text_fields
 
@@ -86,3 +89,22 @@ def test_saved_index_loads_and_what_does_not_fit_is_absent(tmp_path: Path) -> No
     raw[len(raw) // 2] ^= 0xFF
     data.write_bytes(bytes(raw))
     assert load_text_index(store, 1, 2, field, rows=200) is None  # corrupt
+
+
+def test_filters_read_the_segment_index_not_the_column() -> None:
+    """``IndexedFilter`` answers text leaves from the index (the column is not even there) and the evaluator
+    combines them with scanned leaves as the scan does; an index built with another analyzer is not used."""
+    [field] = text_fields(SCHEMA)
+    texts = _texts(400, seed=9)
+    table = pa.table({"id": pa.array(range(400), pa.int64()), "t": pa.array(texts, pa.string()),
+                      "plain": pa.array(["x"] * 400, pa.string())})
+    indexes = IndexedFilter([], {"t": (field.analyzer_params, build_text_index(field, texts))})
+    without_text = table.drop_columns(["t"])
+    for text in ("TEXT_MATCH(t, 'vector engine')", "PHRASE_MATCH(t, 'the fast search', 1)",
+                 "TEXT_MATCH(t, 'milvus') and id > 100", "not PHRASE_MATCH(t, 'dense index') or id < 20"):
+        expr = parse_filter(text, SCHEMA)
+        assert np.array_equal(evaluate(expr, without_text, indexes=indexes), evaluate(expr, table)), text
+    mask = indexes.mask(parse_filter("TEXT_MATCH(t, 'sparse') or PHRASE_MATCH(t, 'text query', 0)", SCHEMA))
+    assert mask is not None and mask.any()
+    other = IndexedFilter([], {"t": ("", build_text_index(field, texts))})  # not the field's analyzer
+    assert other.leaf(parse_filter("TEXT_MATCH(t, 'vector')", SCHEMA)) is None
