@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 import time
@@ -120,6 +121,8 @@ def main() -> int:
     levels = args.levels.split(",")
     result: dict[str, object] = {"repo": str(args.repo), "reads": args.reads, "rows": args.rows, "batch": args.batch}
     rows: list[tuple[str, str, str, dict[str, float], str]] = []
+    for role in ("COORDINATOR", "STREAMINGNODE", "QUERYNODE"):  # no /metrics: port 9091 may be taken
+        os.environ.setdefault(f"STRATA_{role}_METRICS_PORT", "")
     with standalone(args.repo) as uri:
         load(uri, args.rows)
         client = MilvusClient(uri)
