@@ -106,15 +106,16 @@ async def test_a_leader_that_leaves_hands_over_to_a_waiting_caller() -> None:
 async def test_the_rpc_returns_a_tick_above_the_timestamp(served: tuple[WALManager, str]) -> None:
     manager, address = served
     wal = manager.get("p0", 1)
-    ticks = TimeTickRequester(StaticSource(address, 1))
+    ticks, stale = TimeTickRequester(StaticSource(address, 1)), TimeTickRequester(StaticSource(address, 2))
     try:
         assert await ticks.request("p0", 1, timeout=5) >= 1  # covered: answered by the last tick
         above = (wal.last_timetick or 0) + 1  # the served WAL's counting TSO issues it next at the latest
         assert await ticks.request("p0", above, timeout=5) >= above
         with pytest.raises(UnmatchedChannelTerm):
-            await TimeTickRequester(StaticSource(address, 2)).request("p0", above + 1, timeout=5)
+            await stale.request("p0", above + 1, timeout=5)
     finally:
         await ticks.close()
+        await stale.close()
 
 
 async def test_no_owner_is_an_error_not_a_hang() -> None:
