@@ -57,7 +57,7 @@ from common.position import Position
 from common.tasks import BackgroundTasks
 from common.tsoutil import physical_ms
 from protos.common_pb2 import Message, MessageType
-from streamingnode.metrics import observe_append
+from streamingnode.metrics import observe_append, observe_requested_tick
 from streamingnode.shard import ShardManager
 from streamingnode.wal.holds import DEFAULT_MAX_AGE_SECONDS, ReadHolds
 from streamingnode.wal.recovery import RecoveryHandle, RecoverySnapshot
@@ -489,6 +489,7 @@ class WAL:
             self._ticks.fail_all(StrataError(f"timetick of {self.channel} not published: {err}", ErrorCode.UNAVAILABLE))
             return
         self._ticks.ticked(ts, self._clock())
+        observe_requested_tick(self.channel)
 
     async def _expand(self, p: _Pending, now_ms: int) -> Expansion:
         """What ``p`` turns into; raises ``MalformedMessage`` for a message readers could not decode."""
