@@ -127,15 +127,16 @@ class Server:
 
 
 @contextlib.contextmanager
-def strata(workdir: Path) -> Iterator[Server]:
-    """``strata standalone`` (etcd and every role as processes) on a free loopback port."""
-    standalone = Standalone(workdir / "strata")
+def strata(workdir: Path, repo: Path | None = None, name: str = "Strata") -> Iterator[Server]:
+    """``strata standalone`` (etcd and every role as processes) on a free loopback port; ``repo``: the
+    checkout whose code runs (default this one), ``name``: the server's name in reports."""
+    standalone = Standalone(workdir / "strata") if repo is None else Standalone(workdir / "strata", repo=repo)
     try:
         standalone.start()
         assert standalone.proc is not None
         sampler = RssSampler(standalone.proc.pid, _strata_role)
         sampler.start()
-        server = Server(name="Strata", uri=standalone.uri, sampler=sampler, log_path=standalone.log_path)
+        server = Server(name=name, uri=standalone.uri, sampler=sampler, log_path=standalone.log_path)
         try:
             yield server
         finally:
