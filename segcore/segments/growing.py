@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from common.schema import TIMESTAMP_COLUMN, CollectionSchema, DataType, FieldSchema
 from common.schema_evolution import added_fields, fill_column
 from segcore.segments.binary_vectors import BinaryVectorColumn
-from segcore.segments.keyorder import keys_ascend, ordered_rows
+from segcore.segments.keyorder import keys_ascend, ordered_mask, ordered_rows
 from segcore.segments.metric import parse_metric
 from segcore.segments.mvcc import VersionChains
 from segcore.segments.narrow_vectors import NarrowVectorColumn
@@ -335,8 +335,8 @@ class GrowingStore:
         int_keys = self._int_keys()
         if int_keys is not None and limit != 0:  # numpy over the cached keys (``keyorder.py``)
             if rows is None:
-                chosen = ordered_rows(np.flatnonzero(self._selection(read_ts, mask)), None, int_keys,
-                                      ascending=self._int_keys_ascend(), limit=limit)
+                chosen = ordered_mask(None if mask is None else self._checked(mask), self.visible_mask(read_ts),
+                                      int_keys, ascending=self._int_keys_ascend(), limit=limit)
             else:
                 chosen = ordered_rows(rows, self.visible_mask(read_ts), int_keys,
                                       ascending=self._int_keys_ascend(), limit=limit)

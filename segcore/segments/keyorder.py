@@ -7,10 +7,10 @@ the candidates are gathered and only the ``limit`` smallest are sorted.
 
 When the keys ascend with the row position (rows inserted in key order: a
 sealed segment of ``auto_id`` or ordered keys), the smallest keys are the
-first positions, so a selective filter's rows (a scalar index's answer, in
-any order) are marked in a bitmap and read from the segment's start until
-``limit`` visible ones are found: the work no longer grows with the number of
-rows the filter matches.
+first positions: the filter's mask (or a selective filter's rows, a scalar
+index's answer in any order, marked in one) is read with the visibility from
+the segment's start until ``limit`` rows are found, so the work no longer
+grows with the number of rows the filter matches.
 """
 
 from __future__ import annotations
@@ -29,19 +29,36 @@ def keys_ascend(keys: np.ndarray) -> bool:
 
 
 def ordered_rows(
-    rows: np.ndarray, visible: np.ndarray | None, keys: np.ndarray, *, ascending: bool, limit: int | None
+    rows: np.ndarray, visible: np.ndarray, keys: np.ndarray, *, ascending: bool, limit: int | None
 ) -> np.ndarray:
     """The visible positions among ``rows`` (each once, any order), by ascending key, at most ``limit``.
 
-    ``visible``: bool per row of the segment, or ``None`` when ``rows`` are visible rows by ascending
-    position already (a mask's ``flatnonzero``); ``keys``: the segment's int64 primary keys per row
-    (unique among visible rows); ``ascending``: ``keys_ascend(keys)``. ``limit`` ``None``: every row.
+    ``visible``: bool per row of the segment; ``keys``: its int64 primary keys per row (unique among
+    visible rows); ``ascending``: ``keys_ascend(keys)``. ``limit`` ``None``: every row.
     """
-    if visible is not None:
-        if ascending and limit is not None and limit > 0 and len(rows) > _SCAN_FACTOR * limit:
-            return _first_positions(rows, visible, limit)
-        rows = np.sort(rows[visible[rows]]) if ascending else rows[visible[rows]]
+    if ascending and limit is not None and limit > 0 and len(rows) > _SCAN_FACTOR * limit:
+        marked = np.zeros(len(visible), dtype=bool)
+        marked[rows] = True
+        # The stretch that holds ``limit`` candidates at their average density, twice over.
+        return _first_positions(marked, visible, limit, 2 * len(visible) * limit // len(rows))
+    return _by_key(rows[visible[rows]], keys, ascending=ascending, limit=limit)
+
+
+def ordered_mask(
+    mask: np.ndarray | None, visible: np.ndarray, keys: np.ndarray, *, ascending: bool, limit: int | None
+) -> np.ndarray:
+    """The visible positions where ``mask`` holds (``None``: every row), by ascending key, at most ``limit``."""
+    if ascending and limit is not None and limit > 0:
+        return _first_positions(visible if mask is None else mask, None if mask is None else visible, limit,
+                                _MIN_STRETCH)
+    return _by_key(np.flatnonzero(visible if mask is None else visible & mask), keys, ascending=ascending,
+                   limit=limit)
+
+
+def _by_key(rows: np.ndarray, keys: np.ndarray, *, ascending: bool, limit: int | None) -> np.ndarray:
+    """Visible ``rows`` by ascending key, at most ``limit``."""
     if ascending:
+        rows = np.sort(rows)
         return rows if limit is None else rows[:limit]
     values = keys[rows]
     if limit is not None and 0 < limit < len(rows):
@@ -50,22 +67,21 @@ def ordered_rows(
     return rows[np.argsort(values)]
 
 
-def _first_positions(rows: np.ndarray, visible: np.ndarray, limit: int) -> np.ndarray:
-    """The ``limit`` smallest visible positions among ``rows`` (fewer if there are not as many)."""
-    size = len(visible)
-    marked = np.zeros(size, dtype=bool)
-    marked[rows] = True
-    # The stretch that holds ``limit`` candidates at their average density, twice over.
-    stretch = max(_MIN_STRETCH, 2 * size * limit // max(len(rows), 1))
+def _first_positions(marked: np.ndarray, visible: np.ndarray | None, limit: int, stretch: int) -> np.ndarray:
+    """The first ``limit`` positions where ``marked`` (and ``visible``) hold, read from the start in
+    stretches of ``stretch`` rows and more (each twice the last)."""
+    size = len(marked)
+    stretch = max(_MIN_STRETCH, stretch)
     found: list[np.ndarray] = []
     count = start = 0
     while start < size and count < limit:
         stop = min(size, start + stretch)
-        hits = np.flatnonzero(marked[start:stop] & visible[start:stop])
+        part = marked[start:stop] if visible is None else marked[start:stop] & visible[start:stop]
+        hits = np.flatnonzero(part)
         if len(hits):
             found.append(hits + start)
             count += len(hits)
         start, stretch = stop, stretch * 2
     if not found:
-        return np.empty(0, dtype=np.int64)
+        return np.empty(0, dtype=np.intp)
     return np.concatenate(found)[:limit]

@@ -10,7 +10,7 @@ import pytest
 
 from common.schema import TIMESTAMP_COLUMN, CollectionSchema, DataType, FieldSchema
 from segcore.segments.growing import GrowingStore
-from segcore.segments.keyorder import keys_ascend, ordered_rows
+from segcore.segments.keyorder import keys_ascend, ordered_mask, ordered_rows
 
 SCHEMA = CollectionSchema(
     name="c",
@@ -40,10 +40,12 @@ def test_ordered_rows_are_the_sorted_visible_candidates(ascending: bool, size: i
             for limit in (None, 1, 3, 100, size + 1):
                 got = ordered_rows(rows, visible, keys, ascending=keys_ascend(keys), limit=limit)
                 assert got.tolist() == _reference(rows, visible, keys, limit)
-                # The mask form: visible candidates by ascending position.
-                positions = np.sort(rows[visible[rows]])
-                got = ordered_rows(positions, None, keys, ascending=keys_ascend(keys), limit=limit)
+                mask = np.zeros(size, dtype=bool)
+                mask[rows] = True
+                got = ordered_mask(mask, visible, keys, ascending=keys_ascend(keys), limit=limit)
                 assert got.tolist() == _reference(rows, visible, keys, limit)
+                every = ordered_mask(None, visible, keys, ascending=keys_ascend(keys), limit=limit)
+                assert every.tolist() == _reference(np.arange(size), visible, keys, limit)
 
 
 def test_keys_ascend_only_when_strictly_increasing() -> None:
