@@ -37,7 +37,7 @@ import structlog
 
 from common.errors import SegmentNotFound
 from common.readplan import ReadPlan
-from common.schema import CollectionSchema
+from common.schema import CollectionSchema, DataType
 from common.schema_evolution import is_newer
 from common.segment import SegmentMeta
 from common.storage.objectstore import ObjectStore
@@ -54,6 +54,10 @@ from segcore.segments.reduce import merge_counts, merge_rows, merge_topk
 
 #: A query whose filter an index answers with at most this many rows in all is answered on the event loop.
 INLINE_ROWS = 4096
+#: With an int64 primary key and a limit up to ``INLINE_ROWS``, a query picks its rows with numpy over the
+#: segment's key array (``segcore/segments/keyorder.py``) and reads only ``limit`` rows' values: up to
+#: this many index rows in all, that is less work than the thread hand-off, and it stays on the loop.
+INLINE_LIMITED_ROWS = 32_768
 
 
 class Worker:
@@ -333,7 +337,8 @@ class Worker:
                 table = merge_rows(parts, pk_field=schema.primary_field.name, limit=limit)
                 return table, table.num_rows
 
-            if all(r is not None for r in listed) and sum(len(r) for r in listed if r is not None) <= INLINE_ROWS:
+            if _inline(listed, limit=None if count_only else limit, int_pk=schema is not None and
+                       schema.primary_field.dtype == DataType.INT64):
                 return run()  # a few rows' visibility and values: less than a thread hand-off costs
             return await asyncio.to_thread(run)
 
@@ -352,3 +357,13 @@ class Worker:
         ``GetQuerySegmentInfo`` names the vector index a segment is searched through)."""
         seg = self.segments.get((collection_id, segment_id))
         return [] if seg is None else sorted(fi.index_id for fi in seg.indexes.values())
+
+
+def _inline(listed: Sequence[np.ndarray | None], *, limit: int | None, int_pk: bool) -> bool:
+    """Whether a query whose segments' indexes listed ``listed`` is answered on the event loop."""
+    if any(r is None for r in listed):
+        return False  # a mask: a pass over every row of a segment
+    candidates = sum(len(r) for r in listed if r is not None)
+    if candidates <= INLINE_ROWS:
+        return True
+    return int_pk and limit is not None and 0 < limit <= INLINE_ROWS and candidates <= INLINE_LIMITED_ROWS
