@@ -413,6 +413,11 @@ class GrowingStore:
             self._int_pks = self._rows.table().column(self._pk.name).to_numpy()
         return self._int_pks
 
+    def int_keys_in_row_order(self) -> bool:
+        """Whether the primary keys are int64 and strictly increase with the row (a limited query then
+        reads the first matching rows; ``keyorder.py``). O(rows) once per insert, then cached."""
+        return self._int_keys_ascend()
+
     def _int_keys_ascend(self) -> bool:
         """Whether the int64 keys strictly increase with the row (cached like them)."""
         if self._keys_ascend is None:

@@ -7,10 +7,12 @@ the candidates are gathered and only the ``limit`` smallest are sorted.
 
 When the keys ascend with the row position (rows inserted in key order: a
 sealed segment of ``auto_id`` or ordered keys), the smallest keys are the
-first positions: the filter's mask (or a selective filter's rows, a scalar
-index's answer in any order, marked in one) is read with the visibility from
-the segment's start until ``limit`` rows are found, so the work no longer
-grows with the number of rows the filter matches.
+first positions: the filter's mask is read with the visibility from the
+segment's start until ``limit`` rows are found; a scalar index's rows (in any
+order) are cut to those below a bound that holds about twice ``limit`` of
+them, and only those are sorted and checked for visibility. Either way the
+work no longer grows with the rows the filter matches (beyond one vectorised
+comparison per listed row).
 """
 
 from __future__ import annotations
@@ -37,11 +39,29 @@ def ordered_rows(
     visible rows); ``ascending``: ``keys_ascend(keys)``. ``limit`` ``None``: every row.
     """
     if ascending and limit is not None and limit > 0 and len(rows) > _SCAN_FACTOR * limit:
-        marked = np.zeros(len(visible), dtype=bool)
-        marked[rows] = True
-        # The stretch that holds ``limit`` candidates at their average density, twice over.
-        return _first_positions(marked, visible, limit, 2 * len(visible) * limit // len(rows))
+        return _first_rows(rows, visible, limit)
     return _by_key(rows[visible[rows]], keys, ascending=ascending, limit=limit)
+
+
+def _first_rows(rows: np.ndarray, visible: np.ndarray, limit: int) -> np.ndarray:
+    """The ``limit`` smallest visible positions among ``rows`` (fewer if there are not as many): those
+    below a bound that holds ``limit`` rows at their average density twice over, sorted; if too few
+    of them are visible, those of the next stretch (each twice the last), and so on."""
+    size = len(visible)
+    low, high = 0, max(_MIN_STRETCH, 2 * size * limit // len(rows))
+    found: list[np.ndarray] = []
+    count = 0
+    while low < size and count < limit:
+        inside = rows < high if low == 0 else (rows >= low) & (rows < high)
+        part = np.sort(rows[inside])
+        part = part[visible[part]]
+        if len(part):
+            found.append(part)
+            count += len(part)
+        low, high = high, high + 2 * (high - low)
+    if not found:
+        return np.empty(0, dtype=np.intp)
+    return np.concatenate(found)[:limit]
 
 
 def ordered_mask(
