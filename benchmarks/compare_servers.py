@@ -127,15 +127,19 @@ class Server:
 
 
 @contextlib.contextmanager
-def strata(workdir: Path) -> Iterator[Server]:
-    """``strata standalone`` (etcd and every role as processes) on a free loopback port."""
-    standalone = Standalone(workdir / "strata")
+def strata(workdir: Path, repo: Path | None = None, name: str = "Strata") -> Iterator[Server]:
+    """``strata standalone`` (etcd and every role as processes) on a free loopback port; ``repo``: the
+    checkout whose code runs (default this one), ``name``: the server's name in reports."""
+    # Operations ports of its own: two standalones (a ``--baseline`` beside this checkout) cannot share 9091/9092.
+    env = {"STRATA_STREAMINGNODE_METRICS_PORT": str(free_port()), "STRATA_COORDINATOR_METRICS_PORT": str(free_port())}
+    standalone = Standalone(workdir / "strata", env=env) if repo is None else Standalone(workdir / "strata", env=env,
+                                                                                          repo=repo)
     try:
         standalone.start()
         assert standalone.proc is not None
         sampler = RssSampler(standalone.proc.pid, _strata_role)
         sampler.start()
-        server = Server(name="Strata", uri=standalone.uri, sampler=sampler, log_path=standalone.log_path)
+        server = Server(name=name, uri=standalone.uri, sampler=sampler, log_path=standalone.log_path)
         try:
             yield server
         finally:

@@ -2,6 +2,7 @@
 
     PYTHONPATH=. nice -n -15 .venv/bin/python benchmarks/scalar_filters.py [--rows 1000000] [--requests 40] [--passes 3]
         [--servers strata,milvus] [--milvus-venv /tmp/milvus235] [--dir PARENT] [--json FILE]
+        [--indexes "STL_SORT on k,Trie on s"] [--baseline CHECKOUT]
 
 One collection per server: int64 ``id``, int64 ``k`` uniform in [0, 1000),
 VARCHAR ``s`` = ``w<k as 3 digits>-<n>``, an 8-d float vector ``v`` (FLAT
@@ -23,7 +24,10 @@ servers answer from sealed segments). Both servers are up for the whole run;
 each index is timed ``--passes`` times on each server in alternation (who goes
 first alternates), and each cell keeps its fastest p50, so a pass that met a
 burst of the machine's other work does not count. Prints a markdown table of
-p50 in ms and one JSON line. Both servers run on loopback and are stopped
+p50 in ms and one JSON line. ``--indexes`` keeps only the named index rows
+(labels as in the table, ``none`` for no index); ``--baseline`` adds a second
+Strata running the code of another checkout (``Strata (baseline)``), timed in
+the same alternation, to compare a change before and after in one run. Both servers run on loopback and are stopped
 (their whole process groups) however the run ends.
 """
 
@@ -33,6 +37,7 @@ import argparse
 import contextlib
 import datetime
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -129,6 +134,11 @@ def _measure(client: MilvusClient, requests: int, fields: list[str]) -> dict[str
     return out
 
 
+def _configs(server: str) -> tuple[Config, ...]:
+    """The indexes a server has (every Strata, the baseline too, has Strata's)."""
+    return STRATA_INDEXES if server.startswith("Strata") else MILVUS_INDEXES
+
+
 def _label(config: Config) -> str:
     field, index_type, _ = config
     return "none" if index_type == "none" else f"{index_type} on {field}"
@@ -150,10 +160,11 @@ def _run_all(servers: dict[str, Any], args: argparse.Namespace) -> dict[str, dic
             _load(client, args.rows)
             _log(f"{name}: loaded in {time.perf_counter() - start:.0f} s")
         figures: dict[str, dict[str, Any]] = {name: {} for name in clients}
-        labels = list(dict.fromkeys(_label(c) for configs in CONFIGS.values() for c in configs))
+        labels = [label for label in dict.fromkeys(_label(c) for configs in CONFIGS.values() for c in configs)
+                  if not args.indexes or label in args.indexes]
         for label in labels:
-            having = {name: next(c for c in CONFIGS[name] if _label(c) == label) for name in clients
-                      if any(_label(c) == label for c in CONFIGS[name])}
+            having = {name: next(c for c in _configs(name) if _label(c) == label) for name in clients
+                      if any(_label(c) == label for c in _configs(name))}
             for name, config in having.items():
                 start = time.perf_counter()
                 _swap_index(clients[name], config)
@@ -186,9 +197,12 @@ def _table(figures: dict[str, dict[str, Any]]) -> str:
 
 
 @contextlib.contextmanager
-def _server(name: str, workdir: Path, venv: Path) -> Iterator[Any]:
+def _server(name: str, workdir: Path, venv: Path, baseline: Path | None) -> Iterator[Any]:
     if name == "strata":
         with strata(workdir / "strata") as server:
+            yield server
+    elif name == "baseline":
+        with strata(workdir / "strata", repo=baseline, name="Strata (baseline)") as server:
             yield server
     else:
         with milvus_235(workdir / "milvus", venv) as server:
@@ -204,17 +218,23 @@ def main() -> None:
     ap.add_argument("--milvus-venv", type=Path, default=DEFAULT_VENV)
     ap.add_argument("--dir", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--indexes", type=lambda v: [s.strip() for s in v.split(",") if s.strip()], default=[],
+                    help='index rows to time, labels as in the table ("none", "STL_SORT on k", ...); default all')
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="another checkout run as a second Strata beside this one (before/after in one run)")
     args = ap.parse_args()
     names = [s.strip() for s in args.servers.split(",") if s.strip()]
+    if args.baseline is not None:
+        names.insert(1, "baseline")
     with tempfile.TemporaryDirectory(prefix="scalar-filters-", dir=args.dir) as tmp, contextlib.ExitStack() as stack:
         servers = {}
         for name in names:
-            server = stack.enter_context(_server(name, Path(tmp) / name, args.milvus_venv))
+            server = stack.enter_context(_server(name, Path(tmp) / name, args.milvus_venv, args.baseline))
             servers[server.name] = server
         figures = _run_all(servers, args)
     print(_table(figures))
     record = {"scalar_filters": figures, "rows": args.rows, "requests": args.requests, "passes": args.passes,
-              "date": datetime.date.today().isoformat()}
+              "date": datetime.date.today().isoformat(), "load": os.getloadavg()}
     print(json.dumps(record))
     if args.json is not None:
         args.json.write_text(json.dumps(record, indent=1))

@@ -160,14 +160,19 @@ def column_to_field_data(
     elif field.dtype == DataType.JSON:
         slot.data.extend(_json_cells(array.to_pylist(), field.is_dynamic, dynamic_keys))
     elif field.dtype == DataType.VARCHAR:
-        slot.data.extend(pc.fill_null(array, "").to_pylist())
+        slot.data.extend(_filled(array, "").to_pylist())
     elif field.dtype.is_floating:
-        filled = pc.fill_null(array, 0).to_numpy(zero_copy_only=False)
+        filled = _filled(array, 0).to_numpy(zero_copy_only=False)
         append_packed(slot, "data", filled, NUMPY_TYPES[field.dtype])
     else:
         filler = False if field.dtype == DataType.BOOL else 0
-        slot.data.extend(pc.fill_null(array, filler).to_numpy(zero_copy_only=False).tolist())
+        slot.data.extend(_filled(array, filler).to_numpy(zero_copy_only=False).tolist())
     return fd
+
+
+def _filled(array: pa.Array, filler: object) -> pa.Array:
+    """``array`` with its nulls as ``filler`` (no compute call when it has none: the usual case)."""
+    return pc.fill_null(array, filler) if array.null_count else array
 
 
 def binary_codes(array: pa.Array, code_size: int) -> np.ndarray:

@@ -719,8 +719,12 @@ class Delegator:
                 return await asyncio.to_thread(run)
 
         async with self._read_view(plan) as (sealed, stores):
-            local, *others = await asyncio.gather(growing(stores), *(remote(p, s) for p, s in sealed.items()))
-        results = [*local, *others]
+            if not stores and len(sealed) == 1:  # one worker holds all of it: no task to gather
+                [(placement, sids)] = sealed.items()
+                results = [await remote(placement, sids)]
+            else:
+                local, *others = await asyncio.gather(growing(stores), *(remote(p, s) for p, s in sealed.items()))
+                results = [*local, *others]
         if count_only:
             return None, merge_counts([n for _, n in results])
         tables = [t for t, _ in results if t is not None and t.num_rows]

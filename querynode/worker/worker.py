@@ -37,7 +37,7 @@ import structlog
 
 from common.errors import SegmentNotFound
 from common.readplan import ReadPlan
-from common.schema import CollectionSchema
+from common.schema import CollectionSchema, DataType
 from common.schema_evolution import is_newer
 from common.segment import SegmentMeta
 from common.storage.objectstore import ObjectStore
@@ -57,6 +57,12 @@ from segcore.segments.reduce import merge_counts, merge_rows, merge_topk
 
 #: A query whose filter an index answers with at most this many rows in all is answered on the event loop.
 INLINE_ROWS = 4096
+#: With an int64 primary key and a limit up to ``INLINE_ROWS``, a query picks its rows with numpy over the
+#: segment's key array (``segcore/segments/keyorder.py``) and reads only ``limit`` rows' values: up to
+#: this many index rows in all, that is less work than the thread hand-off, and it stays on the loop.
+INLINE_LIMITED_ROWS = 32_768
+#: Of segments whose keys ascend with the row, this many listed rows in all (one comparison each).
+INLINE_ORDERED_ROWS = 262_144
 
 
 class Worker:
@@ -345,9 +351,16 @@ class Worker:
         def mask(seg: WorkerSegment) -> np.ndarray | None:
             return read_mask(seg.store, expr=expr, expire_before=plan.expire_before, indexes=seg.filter_indexes())
 
+        int_pk = schema is not None and schema.primary_field.dtype == DataType.INT64
+        limited = int_pk and not count_only and limit is not None and 0 < limit <= INLINE_ROWS
+
         def rows(seg: WorkerSegment) -> np.ndarray | None:
-            """The rows a selective indexed filter matches, when the read has no other condition."""
-            return indexed_rows(seg.filter_indexes(), expr, seg.num_rows) if not plan.expire_before else None
+            """The rows a selective indexed filter matches, when the read has no other condition (one
+            indexed predicate, however many rows, for a limited query over keys in row order)."""
+            if plan.expire_before:
+                return None
+            return indexed_rows(seg.filter_indexes(), expr, seg.num_rows,
+                                any_size_leaf=limited and seg.store.int_keys_in_row_order())
 
         async with self._locks[collection_id].read():
             segments = self._held(collection_id, segment_ids)
@@ -373,7 +386,8 @@ class Worker:
                 table = merge_rows(parts, pk_field=schema.primary_field.name, limit=limit)
                 return table, table.num_rows
 
-            if all(r is not None for r in listed) and sum(len(r) for r in listed if r is not None) <= INLINE_ROWS:
+            if _inline(listed, limited=limited, in_row_order=[s.store.int_keys_in_row_order() for s in segments]
+                       if limited else []):
                 return run()  # a few rows' visibility and values: less than a thread hand-off costs
             return await asyncio.to_thread(run)
 
@@ -392,3 +406,18 @@ class Worker:
         ``GetQuerySegmentInfo`` names the vector index a segment is searched through)."""
         seg = self.segments.get((collection_id, segment_id))
         return [] if seg is None else sorted(fi.index_id for fi in seg.indexes.values())
+
+
+def _inline(listed: Sequence[np.ndarray | None], *, limited: bool, in_row_order: Sequence[bool]) -> bool:
+    """Whether a query whose segments' indexes listed ``listed`` is answered on the event loop:
+    ``limited``: an int64 key and a limit up to ``INLINE_ROWS``; ``in_row_order``: per segment, its
+    keys ascend with the row (its rows are cut to the first ones with one comparison per row)."""
+    if any(r is None for r in listed):
+        return False  # a mask: a pass over every row of a segment
+    sizes = [len(r) for r in listed if r is not None]
+    if sum(sizes) <= INLINE_ROWS:
+        return True
+    if not limited:
+        return False
+    unordered = sum(n for n, ordered in zip(sizes, in_row_order, strict=True) if not ordered)
+    return unordered <= INLINE_LIMITED_ROWS and sum(sizes) <= INLINE_ORDERED_ROWS

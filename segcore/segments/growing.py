@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 from common.schema import TIMESTAMP_COLUMN, CollectionSchema, DataType, FieldSchema
 from common.schema_evolution import added_fields, fill_column
 from segcore.segments.binary_vectors import BinaryVectorColumn
+from segcore.segments.keyorder import keys_ascend, ordered_mask, ordered_rows
 from segcore.segments.metric import parse_metric
 from segcore.segments.mvcc import VersionChains
 from segcore.segments.narrow_vectors import NarrowVectorColumn
@@ -59,6 +60,7 @@ class GrowingStore:
         self._chains = VersionChains(make_pk_index(self._pk.dtype))
         self._table: pa.Table | None = None  # cached until the next insert
         self._int_pks: np.ndarray | None = None  # int64 primary keys in row order, cached likewise
+        self._keys_ascend: bool | None = None  # whether they strictly increase with the row, likewise
         # The columns every search result table starts with.
         self._hits_fields = (
             pa.field(QUERY_COLUMN, pa.int32()),
@@ -109,6 +111,7 @@ class GrowingStore:
         self._rows.append(batch.select(self._rows.schema.names))
         self._table = None
         self._int_pks = None
+        self._keys_ascend = None
         self._masks.clear()
 
     def add_fields(self, schema: CollectionSchema) -> None:
@@ -329,6 +332,15 @@ class GrowingStore:
         if limit is not None and limit < 0:
             raise ValueError(f"limit must not be negative, got {limit}")
         outputs = self._output_columns(output_fields)
+        int_keys = self._int_keys()
+        if int_keys is not None and limit != 0:  # numpy over the cached keys (``keyorder.py``)
+            if rows is None:
+                chosen = ordered_mask(None if mask is None else self._checked(mask), self.visible_mask(read_ts),
+                                      int_keys, ascending=self._int_keys_ascend(), limit=limit)
+            else:
+                chosen = ordered_rows(rows, self.visible_mask(read_ts), int_keys,
+                                      ascending=self._int_keys_ascend(), limit=limit)
+            return self._take_columns(chosen, [self._pk.name, *outputs])
         if rows is not None:
             rows = rows[self.visible_mask(read_ts)[rows]]
         else:
@@ -393,13 +405,32 @@ class GrowingStore:
         schema = pa.schema([self._arrow_schema.field(n) for n in names])
         return pa.Table.from_arrays(arrays, schema=schema)
 
-    def _pk_column(self, rows: np.ndarray) -> pa.Array | pa.ChunkedArray:
-        """The primary keys at ``rows``: int64 keys from a cached array (the search hot path)."""
+    def _int_keys(self) -> np.ndarray | None:
+        """The int64 primary keys in row order (cached until the next insert); ``None`` for VARCHAR keys."""
         if self._pk.dtype != DataType.INT64:
-            return self._rows.take(rows, [self._pk.name]).column(0)
+            return None
         if self._int_pks is None:
             self._int_pks = self._rows.table().column(self._pk.name).to_numpy()
-        return pa.array(self._int_pks[rows], pa.int64())
+        return self._int_pks
+
+    def int_keys_in_row_order(self) -> bool:
+        """Whether the primary keys are int64 and strictly increase with the row (a limited query then
+        reads the first matching rows; ``keyorder.py``). O(rows) once per insert, then cached."""
+        return self._int_keys_ascend()
+
+    def _int_keys_ascend(self) -> bool:
+        """Whether the int64 keys strictly increase with the row (cached like them)."""
+        if self._keys_ascend is None:
+            keys = self._int_keys()
+            self._keys_ascend = keys is not None and keys_ascend(keys)
+        return self._keys_ascend
+
+    def _pk_column(self, rows: np.ndarray) -> pa.Array | pa.ChunkedArray:
+        """The primary keys at ``rows``: int64 keys from a cached array (the search hot path)."""
+        keys = self._int_keys()
+        if keys is None:
+            return self._rows.take(rows, [self._pk.name]).column(0)
+        return pa.array(keys[rows], pa.int64())
 
     def _hits_table(self, hits: Hits, outputs: Sequence[str]) -> pa.Table:
         fields = list(self._hits_fields)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from common.expr import Expr, evaluate
+from common.expr.ast import And, Or
 from segcore.index.scalar.planner import IndexedFilter
 from segcore.segments.growing import GrowingStore
 
@@ -36,10 +37,16 @@ def read_mask(
 ROWS_SHARE = 1 / 32
 
 
-def indexed_rows(indexes: IndexedFilter | None, expr: Expr | None, num_rows: int) -> np.ndarray | None:
+def indexed_rows(
+    indexes: IndexedFilter | None, expr: Expr | None, num_rows: int, *, any_size_leaf: bool = False
+) -> np.ndarray | None:
     """The positions matching ``expr``, from the segment's scalar indexes alone, when the filter is made
     of indexed ``==``, ranges and ``in`` (``IndexedFilter.rows``) and few rows match; ``None``: use
-    ``read_mask``."""
+    ``read_mask``. ``any_size_leaf``: a filter of one such predicate is listed however many rows match
+    (its rows are a slice of the index or a concatenation of them, never sorted or merged: for a
+    limited query over keys in row order, which reads only the first of them)."""
     if expr is None or not indexes:
         return None
+    if any_size_leaf and not isinstance(expr, And | Or):
+        return indexes.rows(expr)
     return indexes.rows(expr, limit=int(num_rows * ROWS_SHARE))

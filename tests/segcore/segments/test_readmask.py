@@ -7,8 +7,11 @@ import pyarrow as pa
 
 from common.expr import parse_filter
 from common.schema import TIMESTAMP_COLUMN, CollectionSchema, DataType, FieldSchema
+from segcore.index.scalar.index import build_scalar_index
+from segcore.index.scalar.planner import IndexedFilter
+from segcore.index.scalar.spec import scalar_index_spec
 from segcore.segments.growing import GrowingStore
-from segcore.segments.readmask import read_mask
+from segcore.segments.readmask import indexed_rows, read_mask
 
 SCHEMA = CollectionSchema(
     name="c",
@@ -61,3 +64,18 @@ def test_reads_through_the_store_honour_the_mask() -> None:
     mask = _mask(store, "", 150)
     assert store.count(read_ts=300, mask=mask) == 3
     assert store.query(read_ts=300, mask=mask).column("id").to_pylist() == [3, 4, 5]
+
+
+def test_one_indexed_predicate_is_listed_at_any_size_when_asked() -> None:
+    """``indexed_rows`` lists a filter's rows only while few match, unless ``any_size_leaf`` (a limited
+    query over keys in row order): then one predicate's rows are listed however many, never a compound."""
+    rng = np.random.default_rng(5)
+    tags = rng.integers(0, 4, 1_000)
+    table = pa.table({"id": pa.array(np.arange(1_000), pa.int64()), "tag": pa.array(tags, pa.int64()),
+                      "v": pa.array([[0.0, 0.0]] * 1_000, pa.list_(pa.float32(), 2))})
+    indexes = IndexedFilter([build_scalar_index(scalar_index_spec(SCHEMA, "tag", {"index_type": "STL_SORT"}), table)])
+    wide, compound = parse_filter("tag < 2", SCHEMA), parse_filter("tag < 2 or tag == 3", SCHEMA)
+    assert indexed_rows(indexes, wide, 1_000) is None
+    listed = indexed_rows(indexes, wide, 1_000, any_size_leaf=True)
+    assert listed is not None and sorted(listed.tolist()) == np.flatnonzero(tags < 2).tolist()
+    assert indexed_rows(indexes, compound, 1_000, any_size_leaf=True) is None
