@@ -53,14 +53,9 @@ from common.readplan import ReadFilter, ReadPlan, VectorQuery
 from common.schema import TIMESTAMP_COLUMN, CollectionSchema
 from proxy import convert
 from proxy.convert.pkids import check_no_primary_keys
-from proxy.convert.search import (
-    DISTANCE_COLUMN,
-    QUERY_COLUMN,
-    TOPK_LIMIT,
-    SearchSpec,
-    check_index_search_params,
-    check_range,
-)
+from proxy.convert.search import TOPK_LIMIT, SearchSpec
+from proxy.convert.search_checks import check_index_search_params, check_range
+from proxy.convert.search_results import DISTANCE_COLUMN, QUERY_COLUMN
 from proxy.limits import check_expr_length
 from proxy.metacache import CollectionEntry
 from proxy.reads import ReadRouter

@@ -34,7 +34,7 @@ from proxy.auth.rpcs import SecurityRPCs
 from proxy.batch_describe import BatchDescribeRPCs
 from proxy.consistency import guarantee_timestamp
 from proxy.convert.groups import group_by_values
-from proxy.convert.search import check_index_search_params, check_range
+from proxy.convert.search_checks import check_index_search_params, check_range
 from proxy.databases import DatabaseRPCs, default_replicas
 from proxy.dbcontext import current_database, request_database
 from proxy.flush_all import FlushAllRPCs
