@@ -454,5 +454,3 @@ def _binary_codes(values: Sequence[bytes], anns: FieldSchema) -> np.ndarray:
                 f"of anns field ({anns.name})"
             )
     return np.frombuffer(b"".join(values), dtype=np.uint8).reshape(len(values), width).copy()
-
-

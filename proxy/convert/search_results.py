@@ -28,8 +28,6 @@ QUERY_COLUMN = "query"
 DISTANCE_COLUMN = "distance"
 
 
-
-
 def build_search_results(
     results: pa.Table | None,
     nq: int,
