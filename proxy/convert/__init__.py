@@ -3,7 +3,7 @@
 Protobuf stops here. Each module owns one direction of one concept:
 
 * ``schema``: CreateCollection / DescribeCollection schemas;
-* ``rows``: insert columns (``FieldData``) -> Arrow rows;
+* ``rows``: insert columns (``FieldData``) -> Arrow rows (``field_read``: one column's values);
 * ``output``: Arrow result columns -> ``FieldData``, output field resolution;
 * ``ids``: primary keys as ``IDs``;
 * ``search``: ``SearchRequest`` -> ``SearchSpec``; ``search_checks``: the checks made once the
