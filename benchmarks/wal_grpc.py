@@ -40,7 +40,7 @@ import grpc
 from wal_common import VCHANNEL, insert_message, per_s, percentile_ms
 
 from common.errors import NotReady
-from common.grpcutil import insecure_channel, raise_for_status
+from common.grpcutil import internal_channel, raise_for_status
 from protos import common_pb2, streaming_pb2, streaming_pb2_grpc
 from protos.common_pb2 import MessageType
 from streamingnode.client.consumer import consume
@@ -128,7 +128,7 @@ class ServerProcess:
         try:
             listening = await self._read("listening", _START_TIMEOUT)
             self.address = f"127.0.0.1:{listening['port']}"
-            self._channel = insecure_channel(self.address)
+            self._channel = internal_channel(self.address)
             self._stub = streaming_pb2_grpc.StreamingNodeManagerStub(self._channel)
         except BaseException:
             await self.stop()

@@ -146,6 +146,77 @@ class SecurityConfig:
         return password
 
 
+#: ``trace.exporter`` (Milvus's names; Milvus also has jaeger, whose collectors take OTLP now).
+TRACE_EXPORTERS = ("noop", "stdout", "otlp")
+
+
+def check_trace_exporter(value: str) -> None:
+    if value not in TRACE_EXPORTERS:
+        raise ValueError(f"trace exporter must be one of {', '.join(TRACE_EXPORTERS)}, got {value!r}")
+
+
+def check_fraction(value: float) -> None:
+    if not 0 <= value <= 1:
+        raise ValueError(f"must be in [0, 1], got {value}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TraceConfig:
+    """OpenTelemetry tracing of every role (Milvus's ``trace`` section; ``common/tracing/``)."""
+
+    # trace.exporter: noop (no tracing: no span is made and no interceptor installed), stdout (one JSON
+    # span a line on standard output, for debugging) or otlp (batched to an OTLP/gRPC collector).
+    exporter: str = "noop"
+    # trace.sampleFraction: the share of new traces recorded; a request that arrives with a sampled
+    # W3C traceparent is always recorded. Milvus's default is 0 (only those); Strata records every
+    # request once an exporter is chosen.
+    sample_fraction: float = 1.0
+    # trace.otlp.endpoint: HOST:PORT of the OTLP/gRPC collector (required with exporter otlp).
+    otlp_endpoint: str = ""
+    # trace.otlp.secure: TLS to the collector.
+    otlp_secure: bool = False
+
+    def validate(self) -> None:
+        check_trace_exporter(self.exporter)
+        check_fraction(self.sample_fraction)
+        if self.exporter == "otlp" and not self.otlp_endpoint:
+            raise ValueError("trace.exporter otlp needs trace.otlp.endpoint (HOST:PORT of the collector)")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InternalTlsConfig:
+    """TLS of the gRPC traffic between the roles (``common/internaltls.py``); off by default.
+
+    Milvus's keys (2.5+): ``common.security.internaltlsEnabled`` and ``internaltls.*``. Every role's
+    server presents ``serverPemPath`` / ``serverKeyPath``; every role's channel checks that certificate
+    against ``caPemPath`` under the name ``sni``. ``mutual`` (Strata's own; Milvus's internal TLS is
+    one-way) makes every server also require a client certificate signed by ``caPemPath``, which each
+    role's channels present: the same certificate and key (it needs both the serverAuth and the
+    clientAuth usage, or none). Never logged in full (the key path is ``repr=False``).
+    """
+
+    # common.security.internaltlsEnabled
+    enabled: bool = False
+    # internaltls.serverPemPath, internaltls.serverKeyPath, internaltls.caPemPath
+    server_pem_path: str = ""
+    server_key_path: str = field(default="", repr=False)
+    ca_pem_path: str = ""
+    # internaltls.sni: the name the roles' certificate is checked against (Milvus's default).
+    sni: str = "localhost"
+    # internaltls.mutual (Strata's own): servers require the channels' certificate too.
+    mutual: bool = False
+
+    def validate(self) -> None:
+        if not self.enabled:
+            return
+        missing = [key for key, value in (("internaltls.serverPemPath", self.server_pem_path),
+                                          ("internaltls.serverKeyPath", self.server_key_path),
+                                          ("internaltls.caPemPath", self.ca_pem_path),
+                                          ("internaltls.sni", self.sni)) if not value]
+        if missing:
+            raise ValueError(f"common.security.internaltlsEnabled needs {', '.join(missing)}")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CommonConfig:
     etcd: str
@@ -154,9 +225,11 @@ class CommonConfig:
     port: int = 0
     session_ttl_seconds: int = 15
     security: SecurityConfig = field(default_factory=SecurityConfig)
+    internal_tls: InternalTlsConfig = field(default_factory=InternalTlsConfig)
     # HTTP port of the process's /metrics, /healthz and /log/level on ``host`` (common/opsserver.py):
     # None serves none, 0 any free port. The config file's default is Milvus's 9091.
     metrics_port: int | None = None
+    trace: TraceConfig = field(default_factory=TraceConfig)
 
     def validate(self) -> None:
         check_etcd_endpoint(self.etcd)
@@ -165,6 +238,8 @@ class CommonConfig:
             check_port(self.metrics_port)
         check_positive(self.session_ttl_seconds)
         self.security.validate()
+        self.internal_tls.validate()
+        self.trace.validate()
 
 
 def check_spark_master(value: str) -> None:
@@ -331,12 +406,16 @@ class ProxyLimits:
     # Strata's own: characters of a filter expression at most (16 MiB: about 2 million ids
     # written out in an `in` list). Milvus bounds filters only by serverMaxRecvSize.
     max_expr_length: int = 16 * MIB
+    # proxy.slowQuerySpanInSeconds (5 s), in milliseconds: not a limit, the latency from which the
+    # web console lists a request among the slow ones (proxy/slow_requests.py); 0: every request.
+    slow_request_ms: int = 5000
 
     def validate(self) -> None:
         check_message_size(self.server_max_recv_size)
         check_message_size(self.server_max_send_size)
         for name in ("max_topk", "max_nq", "max_query_result_window", "max_output_size", "max_expr_length"):
             check_positive(getattr(self, name))
+        check_non_negative(self.slow_request_ms)
 
 
 #: Milvus's defaults, for code given no configuration.

@@ -17,6 +17,9 @@ The file has one section per role plus ``common``; every key is listed in
     # Milvus's security keys, nested as in milvus.yaml (README.md, "Security"):
     # common: {security: {authorizationEnabled: true, tlsMode: 1}}
     # tls: {serverPemPath: /certs/server.pem, serverKeyPath: /certs/server.key, caPemPath: /certs/ca.pem}
+    # TLS between the roles: common: {security: {internaltlsEnabled: true}}
+    # internaltls: {serverPemPath: /certs/internal.pem, serverKeyPath: /certs/internal.key,
+    #               caPemPath: /certs/ca.pem, sni: localhost, mutual: false}
 
 Each key is also ``STRATA_<SECTION>_<KEY>`` in the environment
 (``STRATA_STREAMINGNODE_WAL_DIR``); ``STRATA_ETCD`` and ``STRATA_ETCD_ROOT``
@@ -43,6 +46,7 @@ from common.config import (
     DEFAULT_METRICS_PORT,
     CommonConfig,
     CoordinatorConfig,
+    InternalTlsConfig,
     JobsConfig,
     ProxyConfig,
     ProxyHttpConfig,
@@ -50,7 +54,9 @@ from common.config import (
     QueryNodeConfig,
     SecurityConfig,
     StreamingNodeConfig,
+    TraceConfig,
     check_etcd_endpoint,
+    check_fraction,
     check_message_size,
     check_nats_replicas,
     check_nats_servers,
@@ -60,13 +66,16 @@ from common.config import (
     check_spark_master,
     check_storage_uri,
     check_tls_mode,
+    check_trace_exporter,
     check_wal_backend,
 )
 
 ROLES = ("coordinator", "streamingnode", "querynode", "proxy")
 #: Sections of the file besides the roles': ``jobs`` configures the coordinator's Spark jobs.
-#: ``tls`` holds the proxy's certificate files under Milvus's names (``tls.serverPemPath``, ...).
-SECTIONS = ("common", *ROLES, "jobs", "tls")
+#: ``tls`` holds the proxy's certificate files under Milvus's names (``tls.serverPemPath``, ...);
+#: ``internaltls`` those of the traffic between the roles (``internaltls.serverPemPath``, ...).
+#: ``trace`` configures OpenTelemetry tracing of every role (Milvus's names, ``trace.exporter``, ...).
+SECTIONS = ("common", *ROLES, "jobs", "tls", "internaltls", "trace")
 ENV_PREFIX = "STRATA_"
 ENV_CONFIG_FILE = "STRATA_CONFIG"
 ENV_ALIASES = {"STRATA_ETCD": "common.etcd", "STRATA_ETCD_ROOT": "common.etcd_root"}
@@ -233,6 +242,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(section="proxy", key="max_expr_length", target=ProxyLimits, field="max_expr_length",
             help="characters of a filter expression at most (Strata's own; Milvus has no such limit)",
             check=check_positive),
+    Setting(section="proxy", key="slow_request_ms", target=ProxyLimits, field="slow_request_ms",
+            help="latency in ms from which the web console lists a request as slow (Milvus "
+                 "proxy.slowQuerySpanInSeconds; 0: every request)", check=check_non_negative),
     # The RESTful API (Milvus's proxy.http.*): proxy/http/, README "RESTful API".
     Setting(section="proxy", key="http.enabled", target=ProxyHttpConfig, field="enabled",
             help="serve the RESTful API v2 (/v2/vectordb/...) on proxy.http.port"),
@@ -257,6 +269,30 @@ SETTINGS: tuple[Setting, ...] = (
             help="PEM private key of the proxy"),
     Setting(section="tls", key="caPemPath", target=SecurityConfig, field="ca_pem_path",
             help="PEM CA certificate that signs client certificates (tlsMode 2)"),
+    # TLS between the roles (Milvus's names; mutual is Strata's own): common/internaltls.py.
+    Setting(section="common", key="security.internaltlsEnabled", target=InternalTlsConfig, field="enabled",
+            help="TLS on every gRPC port and channel between the roles (not the proxy's client port)"),
+    Setting(section="internaltls", key="serverPemPath", target=InternalTlsConfig, field="server_pem_path",
+            help="PEM certificate (chain) every role presents"),
+    Setting(section="internaltls", key="serverKeyPath", target=InternalTlsConfig, field="server_key_path",
+            help="PEM private key of that certificate"),
+    Setting(section="internaltls", key="caPemPath", target=InternalTlsConfig, field="ca_pem_path",
+            help="PEM CA certificate the roles check each other's certificate against"),
+    Setting(section="internaltls", key="sni", target=InternalTlsConfig, field="sni",
+            help="name the roles' certificate must carry (Milvus's internaltls.sni, default localhost)"),
+    Setting(section="internaltls", key="mutual", target=InternalTlsConfig, field="mutual",
+            help="servers require the caller's certificate too (Strata's own; Milvus is one-way)"),
+    # OpenTelemetry tracing (Milvus's names): common/config.py TraceConfig, README "Tracing".
+    Setting(section="trace", key="exporter", target=TraceConfig, field="exporter",
+            help="where spans go: noop (no tracing), stdout (JSON lines), otlp (trace.otlp.endpoint)",
+            check=check_trace_exporter),
+    Setting(section="trace", key="sampleFraction", target=TraceConfig, field="sample_fraction",
+            help="share of new traces recorded, 0 to 1 (a request with a sampled traceparent always is)",
+            check=check_fraction),
+    Setting(section="trace", key="otlp.endpoint", target=TraceConfig, field="otlp_endpoint",
+            help="HOST:PORT of the OTLP/gRPC collector (exporter otlp)"),
+    Setting(section="trace", key="otlp.secure", target=TraceConfig, field="otlp_secure",
+            help="TLS to the OTLP collector"),
     Setting(section="jobs", key="spark_master", target=JobsConfig, field="spark_master",
             help="Spark master of compaction and import jobs: local[*], spark://HOST:PORT, k8s://...",
             check=check_spark_master),
@@ -455,7 +491,8 @@ def _kwargs(cls: type, sections: tuple[str, ...], values: Mapping[str, object]) 
             kwargs[setting.field] = setting.default
     given_or_default = {f.name: kwargs.get(f.name, f.default) for f in fields(cls)}
     for f in fields(cls):
-        if f.name in kwargs or f.name in ("common", "jobs", "limits", "proxy_limits", "security", "http", "proxy_http"):
+        if f.name in kwargs or f.name in ("common", "jobs", "limits", "proxy_limits", "security", "http", "proxy_http",
+                                          "internal_tls", "trace"):
             continue
         field_setting = next((s for s in SETTINGS if s.target is cls and s.field == f.name), None)
         required = f.default is MISSING and f.default_factory is MISSING
@@ -479,7 +516,10 @@ def build(role: str, values: Mapping[str, object]) -> RoleConfig:
     if role not in ROLES:
         raise ValueError(f"unknown role {role!r}")
     security = SecurityConfig(**_kwargs(SecurityConfig, ("common", "tls"), values))
-    common = CommonConfig(**_kwargs(CommonConfig, ("common", role), values), security=security)
+    internal_tls = InternalTlsConfig(**_kwargs(InternalTlsConfig, ("common", "internaltls"), values))
+    trace = TraceConfig(**_kwargs(TraceConfig, ("trace",), values))
+    common = CommonConfig(**_kwargs(CommonConfig, ("common", role), values), security=security,
+                          internal_tls=internal_tls, trace=trace)
     cls = _ROLE_CLASSES[role]
     extra: dict[str, Any] = {}
     if cls is CoordinatorConfig:

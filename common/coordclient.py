@@ -33,7 +33,7 @@ import structlog
 from common.errors import NotReady
 from common.etcd.metastore import MetaStore
 from common.etcd.watch import EtcdWatch
-from common.grpcutil import insecure_channel
+from common.grpcutil import internal_channel
 from common.rpcstatus import checked_stub
 from common.tasks import BackgroundTasks
 from protos import coordinator_pb2_grpc
@@ -133,7 +133,7 @@ class CoordinatorClient:
 
     def _use(self, address: str) -> None:
         if address not in self._channels:
-            self._channels[address] = insecure_channel(address)
+            self._channels[address] = internal_channel(address)
         self._address = address
         self._stubs = {}
         self._log.info("coordinator found", address=address)

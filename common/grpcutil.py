@@ -10,6 +10,7 @@ import structlog
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 
+from common import internaltls, tracing
 from common.grpcdecode import DecodeGuard
 from common.rpcstatus import (
     Handler,
@@ -155,21 +156,28 @@ async def start_server(
     options: Sequence[tuple[str, int]] = tuple(SERVER_OPTIONS),
     interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
     credentials: grpc.ServerCredentials | None = None,
+    internal: bool = True,
 ) -> tuple[grpc.aio.Server, int]:
     """Start a grpc.aio server on ``host:port`` (0 = a free port); returns it and its port.
 
     With ``health``, the server also answers ``grpc.health.v1.Health`` (NOT_SERVING until the role says so).
     Every method answers INVALID_ARGUMENT to a request whose bytes do not decode.
     ``options``: the server's channel options (default ``SERVER_OPTIONS``); ``interceptors`` run
-    before every handler; with ``credentials`` the port speaks TLS only.
+    before every handler; with ``credentials`` the port speaks TLS only. An ``internal`` port (one
+    other roles call) without ``credentials`` speaks the process's internal TLS if installed
+    (``common/internaltls.py``); the proxy's client port passes ``internal=False``.
     """
-    server = grpc.aio.server(options=list(options), interceptors=list(interceptors) or None)
+    # Tracing (when on) runs first, so a span covers the other interceptors too (common/tracing).
+    interceptors = [*tracing.server_interceptors(), *interceptors]
+    server = grpc.aio.server(options=list(options), interceptors=interceptors or None)
     # Servicers register through a guard: undecodable requests answer INVALID_ARGUMENT (grpcdecode.py).
     registrar = cast(grpc.aio.Server, DecodeGuard(server))
     add_servicers(registrar)
     if health is not None:
         await health.attach(registrar)
     address = f"{host}:{port}"
+    if credentials is None and internal:
+        credentials = internaltls.server_credentials()
     bound = server.add_insecure_port(address) if credentials is None else server.add_secure_port(address, credentials)
     if bound == 0:
         raise OSError(f"cannot bind {host}:{port}")
@@ -177,8 +185,9 @@ async def start_server(
     return server, bound
 
 
-def insecure_channel(address: str) -> grpc.aio.Channel:
-    return grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+def internal_channel(address: str) -> grpc.aio.Channel:
+    """A channel to another role's port: the process's internal TLS if installed, else plaintext."""
+    return internaltls.secure_channel(address, CHANNEL_OPTIONS, interceptors=tracing.client_interceptors())
 
 
 Stub = TypeVar("Stub")
@@ -198,7 +207,7 @@ class StubCache(Generic[Stub]):
     def get(self, address: str) -> Stub:
         entry = self._entries.get(address)
         if entry is None:
-            channel = insecure_channel(address)
+            channel = internal_channel(address)
             entry = self._entries[address] = (channel, checked_stub(self._stub_type(channel)))
         return entry[1]
 
@@ -216,7 +225,7 @@ __all__ = [
     "LateServicers",
     "StubCache",
     "error_status",
-    "insecure_channel",
+    "internal_channel",
     "message_size_options",
     "ok_status",
     "raise_for_status",

@@ -11,7 +11,9 @@ the event loop, one request per connection:
 - ``GET /log/level``: the current level; ``PUT /log/level`` (or ``POST``) with
   the level as the body (``debug``, or ``level=debug``, or ``{"level": "debug"}``)
   changes it for the whole process, at once. A bad level is a 400 and
-  changes nothing.
+  changes nothing;
+- whatever the ``routes`` given answer (``common/opsroutes.py``): the web
+  console under ``/webui`` (``common/webui/``).
 
 It has no authentication: it binds where the gRPC servers do (``common.host``,
 127.0.0.1 unless configured), so expose it only to the monitoring network.
@@ -27,13 +29,15 @@ import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
 from common.logging import current_level, set_level
+from common.opsroutes import OpsRoutes
 
 #: Reasons the role cannot do its job; empty means healthy.
 HealthCheck = Callable[[], Awaitable[list[str]]]
 HEALTH_TIMEOUT_SECONDS = 10.0
 _MAX_HEADER_BYTES = 16 << 10
 _MAX_BODY_BYTES = 4 << 10
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 500: "Internal Server Error"}
+_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 500: "Internal Server Error",
+            503: "Service Unavailable"}
 
 
 async def _healthy() -> list[str]:
@@ -43,8 +47,11 @@ async def _healthy() -> list[str]:
 class OpsServer:
     """Serves the operations port until ``stop()``; ``port`` is the bound port after ``start()``."""
 
-    def __init__(self, *, host: str, port: int, health: HealthCheck = _healthy, role: str = "") -> None:
+    def __init__(
+        self, *, host: str, port: int, health: HealthCheck = _healthy, role: str = "", routes: tuple[OpsRoutes, ...] = ()
+    ) -> None:
         self._host = host
+        self._routes = routes
         self._requested_port = port
         self._health = health
         self._server: asyncio.Server | None = None
@@ -116,6 +123,10 @@ class OpsServer:
                 return 200, text, f"{level}\n".encode()
             case ("/metrics" | "/healthz" | "/log/level"), _:
                 return 405, text, b"method not allowed\n"
+        for routes in self._routes:
+            answer = await routes.answer(method, target)
+            if answer is not None:
+                return answer
         return 404, text, b"not found: /metrics, /healthz, /log/level\n"
 
     async def _reasons(self) -> list[str]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from common.grpcutil import OVERALL, insecure_channel, ok_status, rpc_method
+from common.grpcutil import OVERALL, internal_channel, ok_status, rpc_method
 from coordinator.query.coord import QueryCoordinator
 from coordinator.streaming.balancer import StreamingBalancer
 from protos import coordinator_pb2 as pb
@@ -43,7 +43,7 @@ async def unhealthy(members: Sequence[Member], *, timeout: float = CHECK_TIMEOUT
 
 
 async def _ask(member: Member, timeout: float) -> str:
-    channel = insecure_channel(member.address)
+    channel = internal_channel(member.address)
     try:
         answer = await health_pb2_grpc.HealthStub(channel).Check(
             health_pb2.HealthCheckRequest(service=OVERALL), timeout=timeout

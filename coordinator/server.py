@@ -50,6 +50,8 @@ from common.storage.objectstore import ObjectStore
 from common.tasks import BackgroundTasks
 from coordinator.aliases import AliasDDL
 from coordinator.catalog import Catalog
+from coordinator.console import CoordinatorConsole
+from coordinator.console_service import ConsoleService
 from coordinator.credentials import Credentials
 from coordinator.data.build_client import GrpcIndexBuilder
 from coordinator.data.datacoord import DataCoordinator
@@ -71,7 +73,7 @@ from coordinator.streaming.balancer import StreamingBalancer
 from coordinator.streaming.local_source import BalancerAssignmentSource
 from coordinator.truncate import Truncator
 from coordinator.tso import TimestampOracle
-from protos import coordinator_pb2, coordinator_pb2_grpc, security_pb2_grpc
+from protos import console_pb2_grpc, coordinator_pb2, coordinator_pb2_grpc, security_pb2_grpc
 from streamingnode.client.producer import Producer
 
 
@@ -106,11 +108,16 @@ class Coordinator:
         self._log = structlog.get_logger().bind(component="coordinator")
         self._tasks = BackgroundTasks("coordinator")
         self._state_metrics = StateMetrics(self._state_samples)
+        self._console: CoordinatorConsole | None = None
 
     def _state_samples(self) -> Iterator[GaugeSample]:
         health: Health | None = getattr(self, "_health", None)
         leading = health is not None and health.is_serving(COORDINATOR_SERVICE)
         return coordinator_samples(getattr(self, "data", None) if leading else None, leading=leading)
+
+    def console_source(self) -> CoordinatorConsole | None:
+        """The web console's views (``coordinator/console.py``); None until this coordinator leads."""
+        return self._console
 
     async def start(self) -> None:
         """Campaign (a standby blocks here), then start every component and serve.
@@ -213,6 +220,10 @@ class Coordinator:
         self._late.add(lambda server: coordinator_pb2_grpc.add_CoordinatorServicer_to_server(service, server))
         security = SecurityService(self.credentials)
         self._late.add(lambda server: security_pb2_grpc.add_SecurityServicer_to_server(security, server))
+        # The web console's views: on this process's operations port, and to proxies over gRPC.
+        console = CoordinatorConsole(store=self._store, catalog=self.catalog, databases=self.databases,
+                                     balancer=self.balancer, data=self.data, query=self.query)
+        self._late.add(lambda server: console_pb2_grpc.add_ConsoleServicer_to_server(ConsoleService(console), server))
         # Other roles find us through the leader key; streaming nodes need us for timestamps
         # before they can open a WAL, so publish the address before balancing.
         await self._election.proclaim(LeaderInfo(server_id=server_id, address=self.address))
@@ -233,6 +244,7 @@ class Coordinator:
         else:
             self._log.warning("no object storage configured: files of dropped segments are never removed")
         self._tasks.start(self._recover(), name="ddl-recovery")
+        self._console = console
         await self._health.serving(COORDINATOR_SERVICE)
 
     async def _campaign(self, info: LeaderInfo) -> None:

@@ -8,8 +8,8 @@ read the same bytes with the same code.
 
 Writing an output segment (``write_segment``) is what a flusher's final sync and
 a worker's first load do together: one insert log (a Parquet file per column
-group), its stats log, the manifest (version 1), and then each vector index
-built and saved where the worker looks for it (``segcore/index/store.py``),
+group), its stats log, the manifest (version 1), and then each vector, scalar
+and text-match index built and saved where the worker looks for it (``segcore/index/store.py``),
 over the rows in the order the worker will load them. A worker that loads the
 segment finds the index and does not build it. Every call blocks; they run in
 Spark's Python workers.
@@ -37,6 +37,7 @@ from segcore.index.scalar.index import build_scalar_index
 from segcore.index.scalar.spec import ScalarIndexSpec
 from segcore.index.scalar.store import save_scalar_index
 from segcore.index.store import save_index
+from segcore.index.text.store import build_text_index, save_text_index, text_fields
 from segcore.segments.growing import GrowingStore
 
 if TYPE_CHECKING:
@@ -187,7 +188,8 @@ def _build_indexes(
     indexes: Sequence[IndexRef],
 ) -> None:
     """Build and save each index over the rows exactly as a worker will hold them: vector indexes over
-    the vectors, scalar ones (``segcore/index/scalar``) over the columns."""
+    the vectors, scalar ones (``segcore/index/scalar``) and text-match ones (``segcore/index/text``, every
+    ``enable_match`` field) over the columns."""
     vector_indexes = [
         i for i in indexes if schema.has_field(i.field_name) and schema.field(i.field_name).dtype.is_vector
     ]
@@ -195,10 +197,14 @@ def _build_indexes(
         s for s in field_index_specs(schema, [(i.field_name, i.index_id, i.params) for i in indexes])
         if isinstance(s.spec, ScalarIndexSpec)
     ]
-    if not vector_indexes and not scalar_specs:
+    texts = text_fields(schema)
+    if not vector_indexes and not scalar_specs and not texts:
         return
     held = GrowingStore(schema)
     held.apply_insert(table)
+    for text in texts:  # a compacted or imported segment gets a fresh text-match index (``segcore/index/text``)
+        column = held.table().column(text.name)
+        save_text_index(store, collection_id, segment_id, text, build_text_index(text, column.to_pylist()))
     for scalar in scalar_specs:
         assert isinstance(scalar.spec, ScalarIndexSpec)
         built = build_scalar_index(scalar.spec, held.table())

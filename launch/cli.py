@@ -21,11 +21,33 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import assert_never
+from typing import TYPE_CHECKING, assert_never
 
-from common.config import DEFAULT_METRICS_PORT, CoordinatorConfig, ProxyConfig, QueryNodeConfig, StreamingNodeConfig
-from common.configfile import ENV_CONFIG_FILE, ENV_PREFIX, ROLES, SETTINGS, ConfigError, Value, load, resolve
+from common import tracing
+from common.config import (
+    DEFAULT_METRICS_PORT,
+    CoordinatorConfig,
+    InternalTlsConfig,
+    ProxyConfig,
+    QueryNodeConfig,
+    StreamingNodeConfig,
+    TraceConfig,
+)
+from common.configfile import (
+    ENV_CONFIG_FILE,
+    ENV_PREFIX,
+    ROLES,
+    SETTINGS,
+    ConfigError,
+    RoleConfig,
+    Value,
+    load,
+    resolve,
+)
 from common.logging import configure_logging
+
+if TYPE_CHECKING:
+    import grpc
 
 # Flags of each role: (flag, key, help). "{role}" in a key is the role's own section.
 _ROLE_FLAGS: tuple[tuple[str, str, str], ...] = (
@@ -79,7 +101,7 @@ def _dest(flag: str) -> str:
 def _keys_epilog(role: str) -> str:
     lines = ["config file keys (section.key, env var):"]
     for s in SETTINGS:
-        if s.section in ("common", role) or (role == "coordinator" and s.section == "jobs"):
+        if s.section in ("common", role, "trace") or (role == "coordinator" and s.section == "jobs"):
             lines.append(f"  {s.name:<36} {s.env:<40} {s.help}")
     return "\n".join(lines)
 
@@ -190,15 +212,36 @@ def _standalone_node(args: argparse.Namespace, environ: Mapping[str, str]) -> in
     assert isinstance(streaming, StreamingNodeConfig) and isinstance(query, QueryNodeConfig)
     if query.proxy_port is None:
         raise ConfigError("querynode.proxy_port is required: the standalone node serves the proxy")
+    _install_internal_tls(streaming)  # both roles read the same common and internaltls keys
     from common.role import run_until_signalled
     from launch.ops import Observed
     from launch.standalone_node import StandaloneNode
 
+    _trace(streaming.common.trace, NODE_COMMAND)
     # One operations port for the process: the streaming node's setting (the first role it runs).
-    node = Observed(StandaloneNode(streaming, query), name=NODE_COMMAND, host=streaming.common.host,
-                    port=streaming.common.metrics_port)
-    asyncio.run(run_until_signalled(node, NODE_COMMAND))
+    role = StandaloneNode(streaming, query)
+    node = Observed(role, name=NODE_COMMAND, host=streaming.common.host, port=streaming.common.metrics_port,
+                    console=role.console_source)
+    try:
+        asyncio.run(run_until_signalled(node, NODE_COMMAND))
+    finally:
+        tracing.uninstall()
     return 0
+
+
+def _install_internal_tls(config: RoleConfig) -> None:
+    """The process's TLS between the roles (``common/internaltls.py``), before any role starts."""
+    from common import internaltls
+
+    try:
+        internaltls.install(config.common.internal_tls)
+    except ValueError as err:
+        raise ConfigError(str(err)) from err
+
+
+def _trace(config: TraceConfig, command: str) -> None:
+    """Trace this process as the ``trace`` settings say; its spans name the service ``strata-COMMAND``."""
+    tracing.install(config, service=f"strata-{command}")
 
 
 def _read_proc(pid: int) -> tuple[list[str], dict[str, str], Path]:
@@ -220,6 +263,11 @@ def role_address(argv: Sequence[str], environ: Mapping[str, str], cwd: Path) -> 
     the way the role resolved them. Raises ``ConfigError`` for anything else, or when the
     role listens on any free port (port 0), which cannot be found from outside.
     """
+    return role_target(argv, environ, cwd)[0]
+
+
+def role_target(argv: Sequence[str], environ: Mapping[str, str], cwd: Path) -> tuple[str, InternalTlsConfig]:
+    """``role_address`` and the internal TLS that port speaks (disabled for a proxy's client port)."""
     commands = ("standalone", *ROLES)
     index = next((i for i, a in enumerate(argv) if a in commands), None)
     if index is None:
@@ -231,21 +279,23 @@ def role_address(argv: Sequence[str], environ: Mapping[str, str], cwd: Path) -> 
     if args.command == "standalone":
         values = resolve(flags={}, config_file=config_file, environ=environ)
         port = args.port if args.port is not None else values.get("proxy.port", 19530)
-        return f"127.0.0.1:{port}"
+        return f"127.0.0.1:{port}", InternalTlsConfig()
     config = load(args.command, flags=_flag_values(args.command, args), config_file=config_file, environ=environ)
     if config.common.port == 0:
         raise ConfigError(f"{args.command}.port is 0 (any free port): give the health check an address")
     host = config.common.host
     if host in ("0.0.0.0", "::", ""):
         host = "127.0.0.1"  # a wildcard bind answers on loopback too
-    return f"{host}:{config.common.port}"
+    internal = InternalTlsConfig() if isinstance(config, ProxyConfig) else config.common.internal_tls
+    return f"{host}:{config.common.port}", internal
 
 
 def _health(args: argparse.Namespace) -> int:
     address = args.address
+    tls = InternalTlsConfig()  # an address given: plaintext
     if address is None:
         try:
-            address = role_address(*_read_proc(args.pid))
+            address, tls = role_target(*_read_proc(args.pid))
         except OSError as err:
             print(f"strata health: cannot read process {args.pid}: {err}", file=sys.stderr)
             return 1
@@ -255,7 +305,12 @@ def _health(args: argparse.Namespace) -> int:
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-    with grpc.insecure_channel(address) as channel:
+    try:
+        channel = _health_channel(address, tls)
+    except ValueError as err:
+        print(f"strata health: {err}", file=sys.stderr)
+        return 1
+    with channel:
         try:
             answer = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service=args.service), timeout=args.timeout
@@ -266,6 +321,18 @@ def _health(args: argparse.Namespace) -> int:
     status = health_pb2.HealthCheckResponse.ServingStatus.Name(answer.status)
     print(f"{address}: {status}")
     return 0 if answer.status == health_pb2.HealthCheckResponse.SERVING else 1
+
+
+def _health_channel(address: str, config: InternalTlsConfig) -> grpc.Channel:
+    """A blocking channel to a role: with the role's internal TLS (its certificate too if mutual)."""
+    import grpc
+
+    from common.internaltls import InternalTls
+
+    if not config.enabled:
+        return grpc.insecure_channel(address)
+    tls = InternalTls.load(config)
+    return grpc.secure_channel(address, tls.channel_credentials(), options=tls.channel_options())
 
 
 # Every file and directory a role or its children (etcd, Spark) create is private to the user
@@ -295,19 +362,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             config_file=_config_file(args, environ),
             environ=environ,
         )
+        _install_internal_tls(config)
     except ConfigError as err:
         print(f"strata {args.command}: configuration error: {err}", file=sys.stderr)
         return 2
 
     from common.role import run_until_signalled
-    from launch.ops import ObservableRole, Observed
+    from launch.ops import ConsoleSources, ObservableRole, Observed
 
+    _trace(config.common.trace, args.command)  # before any gRPC server or channel is built
     component: ObservableRole
+    console: ConsoleSources | None = None  # the web console's views, for the roles that have them
     match config:
         case CoordinatorConfig():
             from coordinator.server import Coordinator
 
-            component = Coordinator(config)
+            coordinator = component = Coordinator(config)
+            console = coordinator.console_source
         case StreamingNodeConfig():
             from streamingnode.server import StreamingNode
 
@@ -315,15 +386,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         case QueryNodeConfig():
             from launch.colocated import QueryNodeWithProxy
 
-            component = QueryNodeWithProxy(config)
+            node = component = QueryNodeWithProxy(config)
+            console = node.console_source if config.proxy_port is not None else None
         case ProxyConfig():
             from proxy.server import Proxy
 
-            component = Proxy(config)
+            proxy = component = Proxy(config)
+            console = proxy.console_source
         case _:
             assert_never(config)
-    observed = Observed(component, name=args.command, host=config.common.host, port=config.common.metrics_port)
-    asyncio.run(run_until_signalled(observed, args.command))
+    observed = Observed(component, name=args.command, host=config.common.host, port=config.common.metrics_port,
+                        console=console)
+    try:
+        asyncio.run(run_until_signalled(observed, args.command))
+    finally:
+        tracing.uninstall()  # exports the spans still batched
     return 0
 
 

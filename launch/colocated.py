@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from common.config import ProxyConfig, QueryNodeConfig
+from proxy.console import ProxyConsole
 from proxy.localnode import LocalQueryNode
 from proxy.server import Proxy
 from querynode.server import QueryNode
@@ -42,6 +43,10 @@ class QueryNodeWithProxy:
             self._local_wal,
         )
         await self._proxy.start()
+
+    def console_source(self) -> ProxyConsole | None:
+        """The web console's views of the proxy (None while it does not serve, or without one)."""
+        return self._proxy.console_source() if self._proxy is not None else None
 
     async def health_reasons(self) -> list[str]:
         """The query node's reasons, then its proxy's (which include the whole cluster's)."""

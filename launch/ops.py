@@ -1,4 +1,5 @@
-"""A role process with its operations port (``common/opsserver.py``): ``/metrics``, ``/healthz``, ``/log/level``.
+"""A role process with its operations port (``common/opsserver.py``): ``/metrics``, ``/healthz``, ``/log/level``,
+and the web console (``/webui``, ``common/webui/``) of a role that has one (coordinator, proxy).
 
 The port opens before the role starts, so a scrape or probe during a long
 start (a standby coordinator, WAL recovery) gets an answer: ``/healthz`` is
@@ -10,7 +11,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+from common.opsroutes import OpsRoutes
 from common.opsserver import OpsServer
+from common.webui.console import WebConsole
+from common.webui.source import ConsoleSource
+
+#: The role's console views, or None while it has none (starting, a standby coordinator).
+ConsoleSources = Callable[[], ConsoleSource | None]
 
 
 class ObservableRole(Protocol):
@@ -25,12 +32,16 @@ class ObservableRole(Protocol):
 
 
 class Observed:
-    """``role`` plus its operations port on ``host:port`` (``port`` None: no port, the role alone)."""
+    """``role`` plus its operations port on ``host:port`` (``port`` None: no port, the role alone);
+    ``console``: the role's web console views, served under ``/webui`` (None: no console)."""
 
-    def __init__(self, role: ObservableRole, *, name: str, host: str, port: int | None) -> None:
+    def __init__(
+        self, role: ObservableRole, *, name: str, host: str, port: int | None, console: ConsoleSources | None = None
+    ) -> None:
         self._role = role
         health: Callable[[], Awaitable[list[str]]] = role.health_reasons
-        self.ops = OpsServer(host=host, port=port, health=health, role=name) if port is not None else None
+        routes: tuple[OpsRoutes, ...] = () if console is None else (WebConsole(console, role=name),)
+        self.ops = OpsServer(host=host, port=port, health=health, role=name, routes=routes) if port is not None else None
 
     @property
     def address(self) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from common.config import QueryNodeConfig, StreamingNodeConfig
 from launch.colocated import QueryNodeWithProxy
+from proxy.console import ProxyConsole
 from streamingnode.client.local import LocalStreamingNode
 from streamingnode.server import StreamingNode
 
@@ -37,6 +38,10 @@ class StandaloneNode:
         self._query = QueryNodeWithProxy(self._query_config, local_wal=self.local)
         await self._query.start()
         self.address = f"{self._query_config.common.host}:{self._query_config.proxy_port}"
+
+    def console_source(self) -> ProxyConsole | None:
+        """The web console's views of the proxy (None until it serves)."""
+        return self._query.console_source() if self._query is not None else None
 
     async def health_reasons(self) -> list[str]:
         """The streaming node's reasons, then the query node's and the proxy's."""

@@ -150,3 +150,21 @@ class GetCollectionRowsResponse(_message.Message):
     status: _common_pb2.Status
     rows: int
     def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., rows: _Optional[int] = ...) -> None: ...
+
+class RequestTimeTickRequest(_message.Message):
+    __slots__ = ("pchannel", "term", "timestamp")
+    PCHANNEL_FIELD_NUMBER: _ClassVar[int]
+    TERM_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    pchannel: str
+    term: int
+    timestamp: int
+    def __init__(self, pchannel: _Optional[str] = ..., term: _Optional[int] = ..., timestamp: _Optional[int] = ...) -> None: ...
+
+class RequestTimeTickResponse(_message.Message):
+    __slots__ = ("status", "timetick")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    TIMETICK_FIELD_NUMBER: _ClassVar[int]
+    status: _common_pb2.Status
+    timetick: int
+    def __init__(self, status: _Optional[_Union[_common_pb2.Status, _Mapping]] = ..., timetick: _Optional[int] = ...) -> None: ...

@@ -209,6 +209,11 @@ class StreamingNodeHandlerStub:
                 request_serializer=protos_dot_streaming__pb2.GetCollectionRowsRequest.SerializeToString,
                 response_deserializer=protos_dot_streaming__pb2.GetCollectionRowsResponse.FromString,
                 _registered_method=True)
+        self.RequestTimeTick = channel.unary_unary(
+                '/strata.streaming.StreamingNodeHandler/RequestTimeTick',
+                request_serializer=protos_dot_streaming__pb2.RequestTimeTickRequest.SerializeToString,
+                response_deserializer=protos_dot_streaming__pb2.RequestTimeTickResponse.FromString,
+                _registered_method=True)
 
 
 class StreamingNodeHandlerServicer:
@@ -235,6 +240,15 @@ class StreamingNodeHandlerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RequestTimeTick(self, request, context):
+        """Answered once a TimeTick >= `timestamp` has reached the pchannel's readers: the last one if
+        it is, else one published at once (a Strong read's delegator asks rather than waiting for the
+        tick interval). Concurrent requests share one tick.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_StreamingNodeHandlerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -252,6 +266,11 @@ def add_StreamingNodeHandlerServicer_to_server(servicer, server):
                     servicer.GetCollectionRows,
                     request_deserializer=protos_dot_streaming__pb2.GetCollectionRowsRequest.FromString,
                     response_serializer=protos_dot_streaming__pb2.GetCollectionRowsResponse.SerializeToString,
+            ),
+            'RequestTimeTick': grpc.unary_unary_rpc_method_handler(
+                    servicer.RequestTimeTick,
+                    request_deserializer=protos_dot_streaming__pb2.RequestTimeTickRequest.FromString,
+                    response_serializer=protos_dot_streaming__pb2.RequestTimeTickResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -335,6 +354,33 @@ class StreamingNodeHandler:
             '/strata.streaming.StreamingNodeHandler/GetCollectionRows',
             protos_dot_streaming__pb2.GetCollectionRowsRequest.SerializeToString,
             protos_dot_streaming__pb2.GetCollectionRowsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RequestTimeTick(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.streaming.StreamingNodeHandler/RequestTimeTick',
+            protos_dot_streaming__pb2.RequestTimeTickRequest.SerializeToString,
+            protos_dot_streaming__pb2.RequestTimeTickResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -9,7 +9,8 @@ and one observation of ``request_metrics.py``, after the answer:
 refused before its handler ran (authentication, privilege, a gRPC limit) the
 gRPC status name with ``status=fail``. The line never carries the request's
 body: no vectors, no filter values, no password, no token, no user name.
-Streaming RPCs and the health service pass through untouched.
+Streaming RPCs and the health service pass through untouched. A slow call is
+also offered to ``slow`` (``slow_requests.py``), which the web console lists.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pymilvus.grpc_gen import common_pb2, milvus_pb2
 from proxy.component import ProxyComponent
 from proxy.dbcontext import request_database
 from proxy.request_metrics import observe
+from proxy.slow_requests import SlowRequests
 
 _SERVICE = "/" + milvus_pb2.DESCRIPTOR.services_by_name["MilvusService"].full_name
 log = structlog.get_logger().bind(component="access")
@@ -47,8 +49,9 @@ def _collection_of(request: Any) -> str:
 class AccessInterceptor(grpc.aio.ServerInterceptor):
     """Logs and counts every unary Milvus RPC; ``component`` gives the ``node_id`` label."""
 
-    def __init__(self, component: ProxyComponent) -> None:
+    def __init__(self, component: ProxyComponent, slow: SlowRequests | None = None) -> None:
         self._component = component
+        self._slow = slow
 
     async def intercept_service(
         self,
@@ -93,5 +96,8 @@ class AccessInterceptor(grpc.aio.ServerInterceptor):
                     request=request, response=response, db=db, collection=collection)
             log.info("access", method=method, db=db, collection=collection, status="success" if ok else "fail",
                      code=code, latency_ms=round(ms, 3), peer=context.peer())
+            if self._slow is not None:
+                self._slow.offer(method=method, db=db, collection=collection, ok=ok, code=code, latency_ms=ms,
+                                 peer=context.peer())
         except Exception:  # RPC boundary: observing must never break the answer
             log.exception("access log failed", method=method)

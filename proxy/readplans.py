@@ -13,8 +13,10 @@ from typing import Any
 
 from common.readplan import DEFAULT_READ_TIMEOUT, ReadFilter, ReadPlan
 from common.schema import CollectionSchema
+from common.tracing import traced
 
 
+@traced("proxy.plan")
 async def plan_read(
     schema: CollectionSchema,
     *,

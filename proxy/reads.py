@@ -38,6 +38,7 @@ from common.coordapi.api import ChannelPlacement, QueryView
 from common.errors import ErrorCode, SegmentLoadFailed, StrataError
 from common.grpcutil import StubCache
 from common.readplan import ReadPlan, VectorQuery
+from common.tracing import traced
 from common.tsoutil import compose
 from common.ttl import expire_before
 from protos import querynode_pb2_grpc
@@ -164,6 +165,7 @@ class ReadRouter:
         assert last is not None
         raise last
 
+    @traced("proxy.route")
     async def search(self, coll: CollectionEntry, *, read: ReadPlan, query: VectorQuery) -> list[pa.Table]:
         """Each node's hits (a table per node or vchannel called), to be merged by the caller."""
 

@@ -18,8 +18,9 @@ from proxy.auth.interceptor import AuthInterceptor
 from proxy.auth.resolve import collection_resolver
 from proxy.auth.rpcs import Security
 from proxy.auth.state import SecurityStateCache
-from proxy.auth.tls import server_credentials
+from proxy.auth.tls import http_ssl_context, server_credentials
 from proxy.component import ProxyComponent
+from proxy.console import ProxyConsole
 from proxy.http.invoke import Gate
 from proxy.http.server import HttpServer
 from proxy.localnode import LocalQueryNode
@@ -27,6 +28,7 @@ from proxy.metacache import MetaCache
 from proxy.metrics import DISTRIBUTED, STANDALONE, Deployment
 from proxy.reads import ReadRouter
 from proxy.service import SERVER_VERSION, MilvusProxy
+from proxy.slow_requests import SlowRequests
 from proxy.stats import WALStats
 from streamingnode.client.assignment import DiscoverWatcher
 from streamingnode.client.local import LocalStreamingNode
@@ -54,6 +56,8 @@ class Proxy:
         self._health = Health([MILVUS_SERVICE])
         self.component = ProxyComponent()  # GetComponentStates / CheckHealth report it
         self._http: HttpServer | None = None
+        self._slow = SlowRequests(threshold_ms=config.limits.slow_request_ms)
+        self._console: ProxyConsole | None = None
         self._log = structlog.get_logger().bind(component="proxy")
 
     async def start(self) -> None:
@@ -82,7 +86,7 @@ class Proxy:
         resolve = collection_resolver(self._cache)
         interceptor = AuthInterceptor(authenticator, self._states, resolve)
         # The access log is outermost, so it also sees the calls authentication refuses.
-        interceptors: list[grpc.aio.ServerInterceptor] = [AccessInterceptor(self.component)]
+        interceptors: list[grpc.aio.ServerInterceptor] = [AccessInterceptor(self.component, self._slow)]
         if security.authorization_enabled:
             interceptors.append(interceptor)
         # Milvus's deploy modes: the proxy of ``strata standalone`` shares its process with the WAL.
@@ -100,6 +104,7 @@ class Proxy:
             options=sizes,
             interceptors=interceptors,
             credentials=server_credentials(security),
+            internal=False,  # the clients' port: common.security.tlsMode, not internal TLS
         )
         self._log.info("proxy serving", address=f"{c.common.host}:{port}", tls_mode=security.tls_mode,
                        authorization=security.authorization_enabled)
@@ -109,7 +114,7 @@ class Proxy:
         if c.http.enabled:
             gate = Gate(authenticator, interceptor) if security.authorization_enabled else None
             self._http = HttpServer(service, gate, host=c.common.host, port=c.http.port,
-                                    max_body=c.limits.server_max_recv_size)
+                                    max_body=c.limits.server_max_recv_size, ssl_context=http_ssl_context(security))
             await self._http.start()
         self._session = Session(
             self._store,
@@ -119,7 +124,12 @@ class Proxy:
             on_registered=lambda info: self.component.registered(info.server_id),  # again after a lost lease
         )
         await self._session.start()
+        self._console = ProxyConsole(self._coord, self._slow)
         await self._health.serving()
+
+    def console_source(self) -> ProxyConsole | None:
+        """The web console's views (``console.py``); None until the proxy serves."""
+        return self._console
 
     async def health_reasons(self) -> list[str]:
         """Why this proxy cannot serve the Milvus API now (empty: it can): what ``CheckHealth`` answers,
@@ -136,6 +146,7 @@ class Proxy:
         return list(answer.reasons) or [answer.status.reason or "proxy not healthy"]
 
     async def stop(self) -> None:
+        self._console = None
         self.component.stopping()
         await self._health.stopping()
         await self._session.stop()

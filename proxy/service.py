@@ -25,6 +25,7 @@ from common.expr.asyncparse import filter_size, parse_filter_async
 from common.fulltext.functions import bm25_outputs
 from common.names import cannot_find_collection, check_collection_name
 from common.readplan import ReadFilter, ReadPlan, VectorQuery
+from common.tracing import traced
 from common.tsoutil import physical_ms
 from proxy import convert
 from proxy.aliases import AliasRPCs
@@ -456,6 +457,7 @@ class MilvusProxy(
             parts = await self._reads.search(coll, read=read, query=replace(query, topk=per_shard))
         pk = coll.schema.primary_field.name
 
+        @traced("proxy.reduce")
         def reduce() -> schema_pb2.SearchResultData:
             merged = merge_topk(
                 parts, topk=spec.topk, metric=metric, pk_field=pk, offset=spec.offset, radius=spec.radius,

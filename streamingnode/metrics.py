@@ -1,6 +1,7 @@
 """The streaming node's Prometheus metrics (Milvus 2.6 names them ``milvus_streaming_node_*``).
 
 Per appended batch (the WAL's group commit): its latency, messages and bytes.
+Per TimeTick published because a reader asked for one (``WAL.request_tick``): a count.
 Per flush: the latency of each sync. At scrape time: each pchannel's term and
 availability, each vchannel's checkpoint lag and its segments by state.
 """
@@ -29,6 +30,10 @@ WAL_APPEND_BYTES = Counter(
 WAL_APPEND_MESSAGES = Counter(
     "milvus_streaming_node_wal_append_message", "Messages appended to the WAL (TimeTicks included)", ["channel_name"]
 )
+WAL_REQUESTED_TICKS = Counter(
+    "milvus_streaming_node_wal_requested_timetick", "TimeTicks published because a reader asked (Strong reads)",
+    ["channel_name"],
+)
 FLUSH_SYNC_SECONDS = Histogram(
     "milvus_streaming_node_flush_sync_duration_seconds", "Latency of one flusher sync to object storage, by kind",
     ["channel_name", "kind"], buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
@@ -41,6 +46,11 @@ def observe_append(pchannel: str, seconds: float, messages: int, payloads: list[
     WAL_BATCH_MESSAGES.labels(pchannel).observe(messages)
     WAL_APPEND_BYTES.labels(pchannel).inc(sum(map(len, payloads)))
     WAL_APPEND_MESSAGES.labels(pchannel).inc(len(payloads))
+
+
+def observe_requested_tick(pchannel: str) -> None:
+    """One on-demand TimeTick published (many requests may share it)."""
+    WAL_REQUESTED_TICKS.labels(pchannel).inc()
 
 
 def wal_samples(pchannel: str, term: int, available: bool) -> Iterator[GaugeSample]:

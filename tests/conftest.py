@@ -74,3 +74,38 @@ def milvus(standalone: Standalone) -> Iterator[object]:
         yield client
     finally:
         client.close()
+
+
+# Files that take minutes (Spark jobs, crash loops, long property runs), slowest first, measured with
+# `pytest --durations` on the whole suite. xdist (`--dist loadfile`) hands files out in collection
+# order: started last, one of them would leave a worker alone on it for minutes at the end of a run.
+SLOW_FILES = (
+    "tests/jobs/test_job_crash.py",
+    "tests/e2e/test_partition_deletes.py",
+    "tests/e2e/test_full_text_search.py",
+    "tests/jobs/test_coordinator_jobs.py",
+    "tests/e2e/test_add_field.py",
+    "tests/jobs/test_runner.py",
+    "tests/e2e/test_rest_import.py",
+    "tests/e2e/test_text_match_index.py",
+    "tests/jobs/test_compaction_job.py",
+    "tests/e2e/test_bulk_import.py",
+    "tests/chaos/test_chaos.py",
+    "tests/e2e/test_state_machine.py",
+    "tests/e2e/test_nullable_vectors.py",
+    "tests/e2e/test_compaction_vector_types.py",
+    "tests/e2e/test_narrow_vectors.py",
+    "tests/e2e/test_compaction.py",
+    "tests/e2e/test_load_failures.py",
+    "tests/cluster/test_flush_crash.py",
+    "tests/e2e/test_binary_vectors.py",
+    "tests/segcore/index/test_faiss_recall.py",
+    "tests/e2e/test_scalar_indexes.py",
+    "tests/e2e/test_index_families.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The files of ``SLOW_FILES`` first, in that order; the others keep theirs (the sort is stable)."""
+    rank = {path: i for i, path in enumerate(SLOW_FILES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))

@@ -196,6 +196,9 @@ def _eval(ctx: _Context, expr: Expr) -> pa.Array:
         case IsNull():
             return _is_null(ctx, expr)
         case TextMatch():
+            indexed = ctx.indexes.leaf(expr) if ctx.indexes is not None else None  # a sealed segment's own index
+            if indexed is not None:
+                return pa.array(indexed)
             name = expr.field.name  # the chunks as stored: each has its token index
             return text_match_mask(ctx.table.column(name) if name in ctx.table.column_names else ctx.column(name), expr)
         case Compare() | InList() | Like() | JsonContains() | Exists():

@@ -2,8 +2,8 @@
 
 A segment with scalar indexes hands ``evaluate`` a ``LeafIndex``
 (``segcore/index/scalar/planner.py``); the evaluator asks it for each leaf
-(``Compare``, ``InList``, ``Like``, ``JsonContains``) before it reads any
-column for that leaf. The answer is the leaf's value per row *before* null
+(``Compare``, ``InList``, ``Like``, ``JsonContains``, and ``TextMatch``: a sealed
+segment's text-match index) before it reads any column for that leaf. The answer is the leaf's value per row *before* null
 handling, exactly what the scan computes for it there: the evaluator still
 makes rows unknown where a column the leaf reads is null, and combines
 leaves with ``not``/``and``/``or`` in three-valued logic.

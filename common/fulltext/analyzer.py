@@ -110,6 +110,19 @@ class Analyzer:
                 out.append(value)
         return out
 
+    def positioned_terms(self, text: str) -> list[tuple[str, int]]:
+        """The token texts of ``text`` with their positions: ``tokens`` without the spans, about as fast as
+        ``terms`` when the tokenizer can give texts alone (a tantivy tokenizer numbers its pieces in order)."""
+        texts = getattr(self._tokenizer, "texts", None)
+        if texts is None:
+            return [(t.text, t.position) for t in self.tokens(text)]
+        out: list[tuple[str, int]] = []
+        for position, piece in enumerate(texts(text)):
+            value = self._filter(piece) if self._filters else piece
+            if value:
+                out.append((value, position))
+        return out
+
 
 # -- tokenizers ---------------------------------------------------------------------------------
 

@@ -34,7 +34,7 @@ def match_any(analyzer: Analyzer, texts: Sequence[str | None], query: str) -> np
     return out
 
 
-def _phrase_in(positions: dict[str, list[int]], query: list[tuple[str, int]], slop: int) -> bool:
+def phrase_in(positions: dict[str, list[int]], query: list[tuple[str, int]], slop: int) -> bool:
     """Whether one value per query token (row position - query position) fits in a window of ``slop``."""
     events: list[tuple[int, int]] = []
     for k, (term, qpos) in enumerate(query):
@@ -78,5 +78,5 @@ def match_phrase(analyzer: Analyzer, texts: Sequence[str | None], query: str, sl
         for t in analyzer.tokens(text):
             if t.text in terms:
                 positions.setdefault(t.text, []).append(t.position)
-        out[i] = _phrase_in(positions, wanted, slop)
+        out[i] = phrase_in(positions, wanted, slop)
     return out

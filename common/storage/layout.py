@@ -99,6 +99,12 @@ def index_prefix(collection_id: int, segment_id: int) -> str:
     return f"index_files/{_check_id('collection id', collection_id)}/{_check_id('segment id', segment_id)}"
 
 
+def text_index_dir(collection_id: int, segment_id: int, field_id: int) -> str:
+    """The text-match index of one field of a segment: ``index_files/<collection>/<segment>/text-<field>``
+    (``segcore/index/text/store.py``; not a catalog index, so not counted as one)."""
+    return f"{index_prefix(collection_id, segment_id)}/text-{_check_id('field id', field_id)}"
+
+
 #: The file whose presence means an index of a segment is complete (written last).
 INDEX_META_FILE = "meta.json"
 

@@ -11,12 +11,24 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 from typing import Any
 
 import structlog
 from aiohttp import web
 
-from proxy.http import aliases, collections, databases, entities, indexes, partitions, rbac
+from proxy.http import (
+    aliases,
+    collections,
+    databases,
+    entities,
+    imports,
+    indexes,
+    partitions,
+    properties,
+    rbac,
+    resource_groups,
+)
 from proxy.http.body import Body
 from proxy.http.errors import NOT_JSON, NOT_JSON_MESSAGE, RestError, invalid
 from proxy.http.invoke import Call, Gate, Servicer, authenticate
@@ -27,15 +39,19 @@ PREFIX = "/v2/vectordb"
 DEFAULT_TIMEOUT_SECONDS = 30.0  # Milvus's HTTPDefaultTimeout
 INLINE_JSON_CHARS = 1 << 20  # bodies and answers up to 1 MiB are (de)serialised on the event loop
 
+# Resources of two path segments (``collections/fields``, ``jobs/import``) are one key here.
 ROUTES: dict[str, dict[str, Route]] = {
-    "collections": collections.ROUTES,
+    "collections": {**collections.ROUTES, **properties.COLLECTION_ROUTES},
+    "collections/fields": properties.FIELD_ROUTES,
     "entities": entities.ROUTES,
-    "indexes": indexes.ROUTES,
+    "indexes": {**indexes.ROUTES, **properties.INDEX_ROUTES},
     "partitions": partitions.ROUTES,
     "aliases": aliases.ROUTES,
-    "databases": databases.ROUTES,
+    "databases": {**databases.ROUTES, **properties.DATABASE_ROUTES},
     "users": rbac.USER_ROUTES,
     "roles": rbac.ROLE_ROUTES,
+    "jobs/import": imports.ROUTES,
+    "resource_groups": resource_groups.ROUTES,
 }
 
 
@@ -78,14 +94,17 @@ async def _answer(reply: Reply) -> web.Response:
 
 
 class HttpServer:
-    def __init__(self, servicer: Servicer, gate: Gate | None, *, host: str, port: int, max_body: int) -> None:
+    def __init__(self, servicer: Servicer, gate: Gate | None, *, host: str, port: int, max_body: int,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         """``gate``: the proxy's authenticator and privilege check (None: authorization off);
-        ``max_body``: the largest body taken (the gRPC port's ``serverMaxRecvSize``)."""
+        ``max_body``: the largest body taken (the gRPC port's ``serverMaxRecvSize``);
+        ``ssl_context``: serve HTTPS only (the proxy's TLS, ``proxy/auth/tls.py``)."""
         self._servicer = servicer
         self._gate = gate
         self._host = host
         self._port = port
         self._max_body = max_body
+        self._ssl_context = ssl_context
         self._runner: web.AppRunner | None = None
         self.address = ""
         self._log = structlog.get_logger().bind(component="proxy-http")
@@ -93,20 +112,23 @@ class HttpServer:
     async def start(self) -> None:
         app = web.Application(client_max_size=self._max_body)
         app.router.add_post(PREFIX + "/{resource}/{action}", self._handle)
+        app.router.add_post(PREFIX + "/{resource}/{sub}/{action}", self._handle)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self._host, self._port)
+        site = web.TCPSite(self._runner, self._host, self._port, ssl_context=self._ssl_context)
         await site.start()
         port = self._runner.addresses[0][1]  # the bound port (port 0: a free one)
         self.address = f"{self._host}:{port}"
-        self._log.info("restful api serving", address=self.address)
+        self._log.info("restful api serving", address=self.address, https=self._ssl_context is not None)
 
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
 
     async def _handle(self, request: web.Request) -> web.Response:
-        resource, action = request.match_info["resource"], request.match_info["action"]
+        info = request.match_info
+        resource = f"{info['resource']}/{info['sub']}" if "sub" in info else info["resource"]
+        action = info["action"]
         route = ROUTES.get(resource, {}).get(action)
         if route is None:
             return _json({"code": 404, "message": f"no such endpoint: {request.path}"}, status=404)

@@ -89,12 +89,14 @@ from common.storage.objectstore import ObjectStore
 from common.storage.segment_io import SegmentReader
 from common.storage.stats import SegmentStats
 from common.tasks import BackgroundTasks
+from common.tracing import traced
 from protos import querynode_pb2 as qpb
 from protos.common_pb2 import Message, MessageType
 from querynode.delegator.bm25_oracle import Bm25Oracle, SegmentBm25, read_segment_bm25
 from querynode.delegator.cutlog import CutLog
 from querynode.delegator.distribution import Distribution, Placement, Snapshot
 from querynode.delegator.load_failures import LoadFailures
+from querynode.delegator.readable import wait_readable
 from querynode.delegator.shard_data import ShardData, reaches
 from querynode.delegator.tsafe import TSafe
 from querynode.offload import concat_slices, run_sliced, search_cost
@@ -107,6 +109,7 @@ from segcore.segments.reduce import merge_counts, merge_rows, merge_topk
 from segcore.segments.sealed import load_deletes
 from streamingnode.client.assignment import AssignmentSource
 from streamingnode.client.consumer import consume
+from streamingnode.client.timetick import TimeTickRequester
 
 # Worker answers that mean the segments there may be gone or stale: reload before reading them.
 WORKER_LOST = {ErrorCode.SEGMENT_NOT_FOUND, ErrorCode.NOT_READY, ErrorCode.UNAVAILABLE, ErrorCode.NODE_NOT_FOUND}
@@ -171,6 +174,7 @@ class Delegator:
         indexes: Sequence[qpb.IndexSpec] = (),
         replica_id: int = 0,
         excluded: Sequence[int] = (),
+        ticks: TimeTickRequester | None = None,
     ) -> None:
         self.collection_id = collection_id
         self.vchannel = vchannel
@@ -178,6 +182,7 @@ class Delegator:
         self.schema = schema
         self.replica_id = replica_id
         self._source = source
+        self._ticks = ticks  # asks the pchannel's owner for a TimeTick a read waits for (readable.py)
         self._storage = storage
         self._workers = workers
         self._checkpoint = checkpoint
@@ -603,10 +608,12 @@ class Delegator:
                 out[placement] = mine
         return out
 
+    @traced("delegator.search")
     async def search(self, plan: ReadPlan, query: VectorQuery) -> pa.Table:
         """This vchannel's top ``query.topk`` hits per query vector: the growing segments searched
         here, the sealed ones on their workers, merged."""
-        read_ts = await self.tsafe.wait(plan.guarantee_ts, timeout=plan.timeout, what=f"search {self.vchannel}")
+        read_ts = await wait_readable(self.tsafe, self._ticks, self.pchannel, plan.guarantee_ts,
+                                      timeout=plan.timeout, what=f"search {self.vchannel}")
         self._check_readable()
         if query.metric.upper() == "BM25":  # text queries: term frequencies weighted by this shard's IDF
             built = bm25_params(next((dict(i.params) for i in self.indexes if i.field_name == query.anns_field), {}))
@@ -680,7 +687,8 @@ class Delegator:
 
     async def query(self, plan: ReadPlan, *, limit: int | None, count_only: bool) -> tuple[pa.Table | None, int]:
         """This vchannel's rows (sorted by key, at most ``limit``) or, ``count_only``, their count."""
-        read_ts = await self.tsafe.wait(plan.guarantee_ts, timeout=plan.timeout, what=f"query {self.vchannel}")
+        read_ts = await wait_readable(self.tsafe, self._ticks, self.pchannel, plan.guarantee_ts,
+                                      timeout=plan.timeout, what=f"query {self.vchannel}")
         self._check_readable()
         asked = plan
         if not count_only:  # rows carry their _ts: a key in two partitions keeps its newest row

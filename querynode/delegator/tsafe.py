@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from common.errors import ReadTimeout
+from common.tracing import traced
 
 STALL_TIMEOUT_SECONDS = 3.0
 
@@ -21,6 +22,7 @@ class TSafe:
             self.value = ts
             self._changed.notify_all()
 
+    @traced("delegator.wait_tsafe")
     async def wait(self, guarantee_ts: int, *, timeout: float, what: str) -> int:
         """Wait until tsafe >= ``guarantee_ts``; returns tsafe.
 

@@ -38,6 +38,7 @@ from segcore.index.base import parse_params, search_params
 from segcore.index.field_specs import field_index_specs
 from segcore.segments.query_vectors import decode_queries
 from streamingnode.client.assignment import AssignmentSource
+from streamingnode.client.timetick import TimeTickRequester
 
 
 def _placed(items: list[pb.SegmentPlacement]) -> list[PlacedSegment]:
@@ -61,6 +62,7 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
         self._storage = storage
         self.worker = Worker(storage)
         self._workers = WorkerClient(self.worker)
+        self._ticks = TimeTickRequester(source)  # shared by the delegators: one request per pchannel
         self.delegators: dict[str, Delegator] = {}
 
     def state_samples(self) -> Iterator[GaugeSample]:
@@ -106,6 +108,7 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
                 indexes=list(request.indexes),
                 replica_id=request.replica_id,
                 excluded=list(request.excluded_segments),
+                ticks=self._ticks,
             )
             self.delegators[request.vchannel] = d
             d.start()
@@ -299,3 +302,4 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
         await self.worker.close()
         await self.release_all()
         await self._workers.close()
+        await self._ticks.close()

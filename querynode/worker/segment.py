@@ -23,9 +23,10 @@ from common.storage.stats import SegmentStats
 from segcore.index.base import SearchParams, VectorIndex
 from segcore.index.factory import IndexSpec, build_index
 from segcore.index.scalar.index import ScalarIndex
-from segcore.index.scalar.planner import IndexedFilter
+from segcore.index.scalar.planner import IndexedFilter, TextIndexed
 from segcore.index.scalar.spec import ScalarIndexSpec
 from segcore.index.sparse_exact import exact_sparse_index
+from segcore.index.text.index import TextIndex
 from segcore.segments.growing import GrowingStore
 from segcore.segments.metric import parse_metric
 
@@ -44,6 +45,7 @@ class WorkerSegment:
     stats: list[SegmentStats]
     indexes: dict[str, FieldIndex] = field(default_factory=dict)
     scalar_indexes: dict[int, ScalarIndex] = field(default_factory=dict)  # by catalog index id
+    text_indexes: dict[str, TextIndexed] = field(default_factory=dict)  # by field: analyzer params, text-match index
     _filter: IndexedFilter | None = None
 
     @property
@@ -72,12 +74,17 @@ class WorkerSegment:
         else:
             self.indexes[field_name] = built
 
+    def put_text_index(self, field_name: str, analyzer_params: str, index: TextIndex) -> None:
+        """The field's text-match index (``segcore/index/text``): ``TEXT_MATCH`` / ``PHRASE_MATCH`` read it."""
+        self.text_indexes[field_name] = (analyzer_params, index)
+        self._filter = None
+
     def filter_indexes(self) -> IndexedFilter | None:
-        """The scalar indexes as the filter evaluator uses them (None: none)."""
-        if not self.scalar_indexes:
+        """The scalar and text-match indexes as the filter evaluator uses them (None: none)."""
+        if not self.scalar_indexes and not self.text_indexes:
             return None
         if self._filter is None:
-            self._filter = IndexedFilter(self.scalar_indexes.values())
+            self._filter = IndexedFilter(self.scalar_indexes.values(), self.text_indexes)
         return self._filter
 
     def cut(self, pks: pa.Array, ts: np.ndarray) -> None:

@@ -42,13 +42,16 @@ from common.schema_evolution import is_newer
 from common.segment import SegmentMeta
 from common.storage.objectstore import ObjectStore
 from common.tasks import BackgroundTasks
+from common.tracing import traced
 from querynode.offload import CoreShare, concat_slices, run_sliced, search_cost
 from querynode.worker.loader import ensure_segment_index, load_segment
 from querynode.worker.memory import give_back_memory
 from querynode.worker.rwlock import ReadWriteLock
 from querynode.worker.segment import WorkerSegment
+from querynode.worker.text_loader import ensure_text_index, restore_text_indexes
 from segcore.index.base import SearchParams
 from segcore.index.field_specs import FieldIndexSpec
+from segcore.index.text.store import TextField
 from segcore.segments.readmask import indexed_rows, read_mask
 from segcore.segments.reduce import merge_counts, merge_rows, merge_topk
 
@@ -96,6 +99,7 @@ class Worker:
                 continue
             schema = self._schemas[collection_id]
             seg, missing = await asyncio.to_thread(load_segment, self._storage, schema, meta, indexes)
+            text_missing = await asyncio.to_thread(restore_text_indexes, self._storage, schema, seg)
             async with self._locks[collection_id].write():
                 if pks_ts is not None and len(pks_ts[0]):
                     await asyncio.to_thread(seg.cut, *pks_ts)
@@ -109,6 +113,9 @@ class Worker:
                            indexes=sorted(seg.indexes), building=sorted(s.field_name for s in missing))
             for spec in missing:
                 self._spawn_build(collection_id, schema, seg, spec)
+            for text in text_missing:
+                self._builds.start(self._build_text(collection_id, seg, text),
+                                   name=f"text-index-build-{collection_id}-{seg.segment_id}-{text.name}")
 
     async def update_schema(self, collection_id: int, schema: CollectionSchema) -> None:
         """A newer schema of a collection held here (a field added): every held segment gets the
@@ -134,6 +141,24 @@ class Worker:
     def _spawn_build(self, collection_id: int, schema: CollectionSchema, seg: WorkerSegment, spec: FieldIndexSpec) -> None:
         self._builds.start(self._build(collection_id, schema, seg, spec),
                            name=f"index-build-{collection_id}-{seg.segment_id}-{spec.field_name}")
+
+    async def _build_text(self, collection_id: int, seg: WorkerSegment, field: TextField) -> None:
+        """Build (or restore, if saved meanwhile) a served segment's missing text-match index in the build
+        slot and swap it in; until then its text filters use the in-memory chunk indexes."""
+        key = (collection_id, seg.segment_id)
+        try:
+            async with self._build_slot:
+                if self.segments.get(key) is not seg or field.name in seg.text_indexes:
+                    return
+                index, _ = await asyncio.to_thread(ensure_text_index, self._storage, seg, field)
+            async with self._locks[collection_id].write():
+                if self.segments.get(key) is seg:
+                    seg.put_text_index(field.name, field.analyzer_params, index)
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:  # task boundary: text filters keep using the in-memory chunk indexes
+            self._log.warning("text index build failed", collection_id=collection_id, segment=seg.segment_id,
+                              field=field.name, error=str(err) or type(err).__name__)
 
     async def _build(self, collection_id: int, schema: CollectionSchema, seg: WorkerSegment, spec: FieldIndexSpec) -> None:
         """Build a served segment's missing index, one build at a time on every core reads leave free;
@@ -182,6 +207,7 @@ class Worker:
                 return built
             seg, missing = await asyncio.to_thread(load_segment, self._storage, schema, meta, [spec])
             try:
+                await self._save_text_indexes(collection_id, schema, seg)
                 if not missing:
                     return False  # saved already (restored by the load), or an empty segment
                 with self._cores.take(self._cores.cores) as threads:
@@ -192,6 +218,19 @@ class Worker:
             finally:
                 del seg  # the rows were never served: nothing else holds them
                 pa.default_memory_pool().release_unused()
+
+    async def _save_text_indexes(self, collection_id: int, schema: CollectionSchema, seg: WorkerSegment) -> None:
+        """Build and save the text-match indexes an unserved segment lacks (a flushed segment's first index
+        build). A failure is logged, not raised: the index build asked for goes on, and the segment's first
+        load builds them."""
+        try:
+            for text in await asyncio.to_thread(restore_text_indexes, self._storage, schema, seg):
+                await asyncio.to_thread(ensure_text_index, self._storage, seg, text)
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:  # an optional index: its absence costs a build at load, never a wrong answer
+            self._log.warning("text index build failed", collection_id=collection_id, segment=seg.segment_id,
+                              error=str(err) or type(err).__name__)
 
     async def builds_done(self) -> None:
         """Return once no index build is in progress (for tests and benchmarks)."""
@@ -230,6 +269,7 @@ class Worker:
             out.append(seg)
         return out
 
+    @traced("worker.search_segments")
     async def search(
         self,
         collection_id: int,

@@ -22,7 +22,7 @@ import grpc
 import structlog
 
 from common.errors import NotReady, PositionTruncated, StrataError
-from common.grpcutil import insecure_channel
+from common.grpcutil import internal_channel
 from common.rpcstatus import raise_for_status
 from protos import common_pb2, streaming_pb2, streaming_pb2_grpc
 from streamingnode.client.assignment import AssignmentSource
@@ -62,7 +62,7 @@ async def consume(
         req = streaming_pb2.ConsumeRequest(
             pchannel=pchannel, term=term, vchannel=vchannel, policy=policy, message_id=at
         )
-        channel = insecure_channel(address)
+        channel = internal_channel(address)
         call = streaming_pb2_grpc.StreamingNodeHandlerStub(channel).Consume(req)
         moved = asyncio.ensure_future(_newer_term(source, pchannel, term))
         try:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import grpc
 
-from common.grpcutil import insecure_channel
+from common.grpcutil import internal_channel
 from common.message import size_bound
 from common.tasks import BackgroundTasks
 from protos import common_pb2, streaming_pb2, streaming_pb2_grpc
@@ -39,7 +39,7 @@ class ProduceStream:
 
     def __init__(self, pchannel: str, address: str, term: int) -> None:
         self.pchannel, self.address, self.term = pchannel, address, term
-        self._channel = insecure_channel(address)
+        self._channel = internal_channel(address)
         self._call = streaming_pb2_grpc.StreamingNodeHandlerStub(self._channel).Produce()
         self._ids = itertools.count(1)
         self._pending: dict[int, list[_Waiter]] = {}

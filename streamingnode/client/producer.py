@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import structlog
 
 from common.errors import ErrorCode, StrataError
+from common.tracing import stamp_messages
 from protos import common_pb2
 from streamingnode.client.assignment import AssignmentSource
 from streamingnode.client.nodes import AppendResult, ChannelAppender, StreamingNodes
@@ -69,6 +70,7 @@ class Producer:
         With ``txn`` the messages are one transaction: they share one timetick and readers
         see all of them or none.
         """
+        stamp_messages(messages)  # the streaming node's span joins the caller's trace (common/tracing)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         stale_term = 0

@@ -29,6 +29,7 @@ from common.segment import SegmentLevel, SegmentMeta, SegmentState
 from common.storage.manifest import SegmentManifest
 from common.storage.objectstore import ObjectStore
 from common.storage.segment_io import SegmentReader, SegmentWriter
+from common.tracing import traced
 from streamingnode.flusher.dataclient import DataClient
 from streamingnode.flusher.pipeline import ChannelPipeline, DeleteBatch, SyncDeletes, SyncSegment
 
@@ -43,6 +44,7 @@ class Syncer:
         self.synced = 0  # syncs reported since start (for tests and the checkpoint failpoint)
         self._log = structlog.get_logger().bind(component="flush-sync")
 
+    @traced("flusher.sync_segment")
     async def sync_segment(self, pipeline: ChannelPipeline, work: SyncSegment) -> None:
         batch = pipeline.take_segment_batch(work.segment_id)
         if batch is None:
@@ -97,6 +99,7 @@ class Syncer:
             reason=work.reason,
         )
 
+    @traced("flusher.sync_deletes")
     async def sync_deletes(self, pipeline: ChannelPipeline, work: SyncDeletes) -> None:
         """Write the buffered deletes as L0 segments, one per partition they name (``ALL_PARTITIONS``
         for deletes of every partition), then let the checkpoint pass them. A crash between two of

@@ -14,6 +14,7 @@ import structlog
 
 from common.errors import StrataError
 from common.rpcstatus import boundary_error
+from common.tracing import message_spans
 from protos.common_pb2 import Message
 from streamingnode.wal.wal import WAL, Appended
 
@@ -40,7 +41,8 @@ async def append(
     (logged) an UNEXPECTED one worded "append failed: ...". Cancellation passes through.
     """
     try:
-        return await wals.get(pchannel, term).append(messages, txn=txn)
+        with message_spans("streamingnode.append", messages, pchannel=pchannel, message_count=len(messages)):
+            return await wals.get(pchannel, term).append(messages, txn=txn)
     except StrataError:
         raise
     except Exception as err:

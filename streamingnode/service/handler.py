@@ -1,4 +1,4 @@
-"""``StreamingNodeHandler``: Produce (bidirectional) and Consume (server stream)."""
+"""``StreamingNodeHandler``: Produce (bidirectional), Consume (server stream), RequestTimeTick, GetCollectionRows."""
 
 from __future__ import annotations
 
@@ -140,3 +140,11 @@ class HandlerService(streaming_pb2_grpc.StreamingNodeHandlerServicer):
         return streaming_pb2.GetCollectionRowsResponse(
             status=ok_status(), rows=wal.collection_rows(request.collection_id)
         )
+
+    @rpc_method(streaming_pb2.RequestTimeTickResponse)
+    async def RequestTimeTick(
+        self, request: streaming_pb2.RequestTimeTickRequest, context: grpc.aio.ServicerContext
+    ) -> streaming_pb2.RequestTimeTickResponse:
+        wal = self._manager.get(request.pchannel, request.term)
+        timetick = await wal.request_tick(request.timestamp)
+        return streaming_pb2.RequestTimeTickResponse(status=ok_status(), timetick=timetick)

@@ -8,8 +8,8 @@ batches). Two rules keep this as correct as asking the TSO every time:
   counted from when it was *requested*, so a timestamp handed out at real time
   t was issued by the TSO after t - max_age, or after the call that got it
   began (the call that refilled the range). Readers waiting for a fresh
-  guarantee timestamp (Strong, a load's first tsafe) wait at most that much
-  longer, and the coordinator can wait out the bound where it needs every later
+  guarantee timestamp (a load's first tsafe) wait at most that much longer
+  (a Strong read asks for a TimeTick instead, ``tick_requests.py``), and the coordinator can wait out the bound where it needs every later
   write above a timestamp it issued (an import's, ``coordinator/data/importer.py``).
 * **Fresh when it matters.** ``allocate_fresh`` asks the TSO (and starts a new
   range from its answer). The WAL uses it for the first TimeTick of a term

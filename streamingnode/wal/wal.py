@@ -7,7 +7,11 @@ timetick order, and a TimeTick(T) written after a batch means every message
 with timetick <= T is persisted. Each batch is followed by a persisted
 TimeTick. An idle WAL publishes a *volatile* TimeTick every ``tick_interval``
 seconds instead: readers receive it so tsafe keeps moving, but nothing is
-written or fsync'd, and an idle WAL does not grow.
+written or fsync'd, and an idle WAL does not grow. A reader that needs a
+TimeTick at or above a timestamp sooner (a Strong read) asks for one
+(``request_tick``): the writer publishes a volatile TimeTick taken fresh from
+the TSO at its next turn, one for every request waiting then
+(``tick_requests.py``).
 
 Every persisted batch (with its TimeTick) and every volatile TimeTick also
 goes into the write-ahead buffer (``wab.py``), from which readers at the tail
@@ -41,6 +45,7 @@ import structlog
 from common.errors import (
     ChannelFenced,
     DiskQuotaExhausted,
+    ErrorCode,
     IOFailed,
     PositionTruncated,
     StrataError,
@@ -50,14 +55,16 @@ from common.failpoints import failpoint
 from common.message import DropCollection, Insert, ManualFlush, TimeTick, TypedMessage, decode
 from common.position import Position
 from common.tasks import BackgroundTasks
+from common.tracing import linked_span
 from common.tsoutil import physical_ms
 from protos.common_pb2 import Message, MessageType
-from streamingnode.metrics import observe_append
+from streamingnode.metrics import observe_append, observe_requested_tick
 from streamingnode.shard import ShardManager
 from streamingnode.wal.holds import DEFAULT_MAX_AGE_SECONDS, ReadHolds
 from streamingnode.wal.recovery import RecoveryHandle, RecoverySnapshot
 from streamingnode.wal.scanner import Backoff, SwitchableScanner
 from streamingnode.wal.shard_interceptor import Expansion, ShardInterceptor
+from streamingnode.wal.tick_requests import DEFAULT_MIN_INTERVAL, TickRequests
 from streamingnode.wal.timestamps import TimestampSource
 from streamingnode.wal.wab import BufferOptions, WriteAheadBuffer
 from streamingnode.walimpls.wal import DeliverPolicy, DeliverPolicyKind, MessageID, WALImpl
@@ -108,6 +115,7 @@ class WAL:
         clock: monotonic clock of the buffer's age bound (injectable for tests).
         recovery: where recovery snapshots are loaded from and saved to (None: replay the whole log).
         snapshot_interval: seconds between two snapshot saves while the log grows.
+        tick_request_interval: seconds between two on-demand TimeTicks at least (``request_tick``).
     """
 
     def __init__(
@@ -123,6 +131,7 @@ class WAL:
         recovery: RecoveryHandle | None = None,
         snapshot_interval: float = 10.0,
         read_hold_seconds: float = DEFAULT_MAX_AGE_SECONDS,
+        tick_request_interval: float = DEFAULT_MIN_INTERVAL,
     ) -> None:
         self.impl = impl
         self.channel = impl.channel
@@ -136,7 +145,9 @@ class WAL:
         self._clock = clock
         self._shard = shard
         self._holds = ReadHolds(impl.channel, max_age=read_hold_seconds, clock=clock)
-        self._queue: asyncio.Queue[_Pending] = asyncio.Queue()
+        # None in the queue wakes the writer for a requested TimeTick (``request_tick``).
+        self._queue: asyncio.Queue[_Pending | None] = asyncio.Queue()
+        self._ticks = TickRequests(min_interval=tick_request_interval)
         self._closing = False
         self._writer: asyncio.Task[None] | None = None
         self._last_tick_id: MessageID | None = None
@@ -177,6 +188,7 @@ class WAL:
         (tick_id,) = await self.impl.append([tick.SerializeToString()])
         self._last_tick_id = tick_id
         self._folded = Position(tick_id.to_bytes(), ts)
+        self._ticks.published(ts)
         if self._recovery is not None:
             # Saved before anything is served: an older owner's snapshots are refused from now on.
             first = self._capture()
@@ -328,23 +340,72 @@ class WAL:
         self._queue.put_nowait(_Pending(messages, fut, txn))
         return await fut
 
-    async def _write_loop(self) -> None:
-        while True:
+    async def request_tick(self, timestamp: int) -> int:
+        """Wait until a TimeTick >= ``timestamp`` has reached this WAL's readers; returns its timetick.
+
+        Returns at once if one has already (the last one published). Otherwise the writer
+        publishes one at its next turn (after the batch it is writing, at most one such tick per
+        ``tick_request_interval``), taken fresh from the TSO: above any ``timestamp`` the TSO issued
+        before this call. Concurrent calls share that tick. A reader tailing the WAL receives the
+        tick after every message below it, so once it has applied the tick it has applied all of
+        them. While a failed append is being repaired (readers on the backend, where volatile ticks
+        never arrive) the answer waits for the next persisted TimeTick. Cancelling the call
+        withdraws the request. Raises ``WALClosed`` when the WAL closes first.
+        """
+        if self._closing:
+            raise WALClosed(f"wal {self.channel} (term {self.term}) is closing")
+        fut = self._ticks.want(timestamp)
+        if fut is None:
+            return self._ticks.last
+        self._queue.put_nowait(None)  # wake the writer
+        return await fut
+
+    @property
+    def on_demand_ticks(self) -> int:
+        """TimeTicks published because a reader asked for one (``request_tick``)."""
+        return self._ticks.on_demand_ticks
+
+    async def _next_items(self, wait: float) -> list[_Pending | None]:
+        """What is queued, waiting up to ``wait`` seconds for the first item; [] if nothing came."""
+        items: list[_Pending | None] = []
+        if wait > 0 and self._queue.empty():
             try:
-                async with asyncio.timeout(self._tick_interval):
-                    first = await self._queue.get()
+                async with asyncio.timeout(wait):
+                    items.append(await self._queue.get())
             except TimeoutError:
-                first = None
-            batch = [first] if first is not None else []
-            while not self._queue.empty():
-                batch.append(self._queue.get_nowait())
+                return items
+        while not self._queue.empty():
+            items.append(self._queue.get_nowait())
+        return items
+
+    async def _write_loop(self) -> None:
+        # The idle duties (due Flushes, a volatile TimeTick, repairing after a failed append) run
+        # once no batch came for a tick interval; requested TimeTicks do not postpone them.
+        next_idle = self._clock() + self._tick_interval
+        while True:
+            wait = next_idle - self._clock()
+            requested = None if self._unsettled_since is not None else self._ticks.delay(self._clock())
+            if requested is not None:
+                wait = min(wait, requested)
+            items = await self._next_items(wait)
+            batch = [p for p in items if p is not None]
             try:
+                ticked = False
+                requested = None if self._unsettled_since is not None else self._ticks.delay(self._clock())
+                if requested is not None and requested <= 0:
+                    # Before the batch: readers need not wait for its fsync, its messages are stamped above.
+                    await self._requested_tick()
+                    ticked = True
+                now = self._clock()
                 if batch:
                     await self._write(batch)
-                elif self._unsettled_since is not None:
-                    await self._settle()
-                elif not await self._self_flush():
-                    await self._volatile_tick()
+                    next_idle = self._clock() + self._tick_interval
+                elif now >= next_idle:
+                    next_idle = now + self._tick_interval
+                    if self._unsettled_since is not None:
+                        await self._settle()
+                    elif not await self._self_flush() and not ticked:
+                        await self._volatile_tick()
                 self._maybe_capture()
             except asyncio.CancelledError:
                 for p in batch:
@@ -404,13 +465,32 @@ class WAL:
         finally:
             self._wab.wake_readers()
 
-    async def _volatile_tick(self) -> None:
+    async def _volatile_tick(self) -> int:
         assert self._wab is not None and self._last_tick_id is not None
         ts = await self._ts.allocate_fresh(1)  # tsafe passes every timestamp issued before this tick
         tick = TimeTick(timetick=ts).encode()
         tick.wal_term = self.term
         tick.last_confirmed = self._last_tick_id.to_bytes()
         self._wab.append_volatile_tick(tick, self._last_tick_id)
+        self._ticks.published(ts)
+        return ts
+
+    async def _requested_tick(self) -> None:
+        """A volatile TimeTick for the readers that asked for one (``request_tick``).
+
+        If it cannot be had (the TSO unreachable), the waiting requests fail instead, and the
+        writer goes on with its batch: those readers wait for the next TimeTick as before.
+        """
+        try:
+            ts = await self._volatile_tick()
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:  # task boundary for the requests: they hear why, the writer goes on
+            self._log.warning("requested timetick failed", error=str(err))
+            self._ticks.fail_all(StrataError(f"timetick of {self.channel} not published: {err}", ErrorCode.UNAVAILABLE))
+            return
+        self._ticks.ticked(ts, self._clock())
+        observe_requested_tick(self.channel)
 
     async def _expand(self, p: _Pending, now_ms: int) -> Expansion:
         """What ``p`` turns into; raises ``MalformedMessage`` for a message readers could not decode."""
@@ -498,7 +578,8 @@ class WAL:
         payloads.append(tick.SerializeToString())
         try:
             started = time.perf_counter()
-            ids = await self.impl.append(payloads)
+            with linked_span("wal.write", stamped, pchannel=self.channel, message_count=len(payloads)):  # to durable
+                ids = await self.impl.append(payloads)
             observe_append(self.channel, time.perf_counter() - started, len(stamped), payloads)
             self._wab.append_batch(list(zip(ids, stamped, strict=False)), (ids[-1], tick), wake=False)
         except BaseException:
@@ -514,6 +595,7 @@ class WAL:
         self._settle_delay, self._settle_at = 0.0, 0.0
         self._last_tick_id = ids[-1]
         self._folded = Position(ids[-1].to_bytes(), ts + n)
+        self._ticks.published(ts + n)
         for msg in stamped:
             self._observe(decode(msg))
         return ids[:-1]
@@ -546,10 +628,12 @@ class WAL:
     async def close(self) -> None:
         """New appends fail fast, queued ones are written, then the buffer and the backend close."""
         self._closing = True
+        self._queue.put_nowait(None)  # wake the writer now rather than at its next idle tick
         if self._writer is not None:
             # Let the writer finish what was accepted (it exits once the queue is empty).
             await asyncio.wait([self._writer], timeout=10 * self._tick_interval + 5)
         await self._tasks.stop()  # the snapshot saver, and a writer that did not finish in time
+        self._ticks.fail_all(WALClosed(f"wal {self.channel} closed"))
         if self._wab is not None:
             self._wab.close()
         await self.impl.close()

@@ -11,7 +11,7 @@ import pytest
 from grpc_health.v1.health_pb2 import HealthCheckRequest as Request
 from grpc_health.v1.health_pb2 import HealthCheckResponse as Response
 
-from common.grpcutil import Health, LateServicers, insecure_channel, start_server
+from common.grpcutil import Health, LateServicers, internal_channel, start_server
 
 SERVICE = "strata.test.Echo"
 GARBAGE = b"\xff\xff\xff\xff\x0f\x01\x02"  # a field with an invalid wire type: no message decodes it
@@ -76,7 +76,7 @@ async def channel(request: pytest.FixtureRequest) -> AsyncIterator[grpc.aio.Chan
         late.add(lambda s: _register(s, registered=True))
     else:
         server, port = await start_server(lambda s: _register(s, registered=request.param == "registered"))
-    ch = insecure_channel(f"127.0.0.1:{port}")
+    ch = internal_channel(f"127.0.0.1:{port}")
     try:
         yield ch
     finally:
@@ -138,7 +138,7 @@ async def test_request_streaming_methods(channel: grpc.aio.Channel) -> None:
 
 async def test_the_health_service_is_guarded_too() -> None:
     server, port = await start_server(lambda s: None, health=Health())
-    channel = insecure_channel(f"127.0.0.1:{port}")
+    channel = internal_channel(f"127.0.0.1:{port}")
     try:
         check = channel.unary_unary(
             "/grpc.health.v1.Health/Check", request_serializer=lambda b: b, response_deserializer=Response.FromString

@@ -9,7 +9,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 
-from common.grpcutil import OVERALL, Health, LateServicers, insecure_channel, start_server
+from common.grpcutil import OVERALL, Health, LateServicers, internal_channel, start_server
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -25,7 +25,7 @@ async def _status(stub: health_pb2_grpc.HealthStub, service: str) -> int:
 async def served() -> AsyncIterator[tuple[Health, health_pb2_grpc.HealthStub]]:
     health = Health([SERVICE])
     server, port = await start_server(lambda s: None, health=health)
-    channel = insecure_channel(f"127.0.0.1:{port}")
+    channel = internal_channel(f"127.0.0.1:{port}")
     try:
         yield health, health_pb2_grpc.HealthStub(channel)
     finally:
@@ -68,7 +68,7 @@ async def test_late_servicers_answer_unimplemented_until_added() -> None:
     # that a servicer added after start() is reached, and that nothing is reached before.
     late = LateServicers()
     server, port = await start_server(lambda s: s.add_generic_rpc_handlers((late,)))
-    channel = insecure_channel(f"127.0.0.1:{port}")
+    channel = internal_channel(f"127.0.0.1:{port}")
     try:
         stub = health_pb2_grpc.HealthStub(channel)
         with pytest.raises(grpc.aio.AioRpcError) as err:

@@ -201,8 +201,10 @@ def test_role_containers_run_what_the_cli_accepts(
         ports = {p["name"]: p["containerPort"] for p in container["ports"]}
         metrics = {} if config.common.metrics_port is None else {"metrics": config.common.metrics_port}
         assert ports == {"grpc": config.common.port, **metrics}, ports
-        # A TLS proxy is probed with a TCP connect (Kubernetes' gRPC probes speak plaintext only).
-        kind = "tcpSocket" if role == "proxy" and config.common.security.tls_mode else "grpc"
+        # A TLS port is probed with a TCP connect (Kubernetes' gRPC probes speak plaintext only): the
+        # proxy's with tlsMode, the other roles' with internal TLS.
+        tls_port = config.common.security.tls_mode if role == "proxy" else config.common.internal_tls.enabled
+        kind = "tcpSocket" if tls_port else "grpc"
         for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
             assert container[probe][kind] == {"port": config.common.port}, (role, probe)
         assert _volume_of("/tmp", mounts) == {"name": "tmp", "emptyDir": {}}
@@ -306,6 +308,12 @@ def test_security_secrets_reach_only_the_roles_that_read_them(rendered: dict[str
         deployment, _ = roles[role]
         assert not any(v.get("secret", {}).get("secretName") == "strata-proxy-tls"
                        for v in deployment["spec"]["template"]["spec"]["volumes"]), role
+    # Internal TLS: every role mounts the roles' Secret where internaltls.* point, with mutual TLS on.
+    for role, (deployment, container) in roles.items():
+        tls = configs[role].common.internal_tls
+        assert (tls.enabled, tls.mutual, tls.sni) == (True, True, "localhost"), role
+        for path in (tls.server_pem_path, tls.server_key_path, tls.ca_pem_path):
+            assert _volume_of(path, _mounts(deployment, container))["secret"]["secretName"] == "strata-internal-tls"
     # Defaults: no Secret, Milvus's default password, no TLS.
     assert not [d for d in rendered["defaults"] if d["kind"] == "Secret" and d["metadata"]["name"] == f"{RELEASE}-security"]
 
@@ -410,6 +418,18 @@ def test_metrics_can_be_turned_off(renderer: Renderer, tmp_path: Path) -> None:
         assert "prometheus.io/scrape" not in deployment["spec"]["template"]["metadata"]["annotations"]
 
 
+def test_tracing_values_reach_every_role(renderer: Renderer, tmp_path: Path) -> None:
+    docs = renderer.template(sets=["trace.exporter=otlp", "trace.otlpEndpoint=otel-collector:4317",
+                                   "trace.sampleFraction=0.25"])
+    config_file = tmp_path / "strata.yaml"
+    config_file.write_text(one(docs, "ConfigMap", f"{RELEASE}-config")["data"]["strata.yaml"])
+    for role, (_deployment, container) in _role_deployments(docs).items():
+        config = load(role, flags={}, config_file=str(config_file), environ=_environment(container, docs))
+        trace = config.common.trace
+        assert (trace.exporter, trace.otlp_endpoint, trace.sample_fraction, trace.otlp_secure) == (
+            "otlp", "otel-collector:4317", 0.25, False), role
+
+
 # --- values and errors -----------------------------------------------------------------------------
 
 
@@ -431,6 +451,7 @@ def test_set_overrides_values(renderer: Renderer) -> None:
         (["wal.backend=kafka"], "wal.backend must be nats or local"),
         (["s3.external.enabled=true", "s3.secretAccessKey="], "s3.secretAccessKey (or s3.existingSecret) is required"),
         (["security.tlsMode=1"], "security.tlsSecret is required with security.tlsMode 1 or 2"),
+        (["security.internalTls.enabled=true"], "security.internalTls.secret is required with security.internalTls.enabled"),
     ],
 )
 def test_missing_required_values_fail_the_render(renderer: Renderer, sets: list[str], message: str) -> None:

@@ -1,4 +1,5 @@
-"""TLS on the proxy's port: one-way (tlsMode 1) and mutual (tlsMode 2), with pymilvus's options.
+"""TLS on the proxy's port: one-way (tlsMode 1) and mutual (tlsMode 2), with pymilvus's options;
+the RESTful API's port serves HTTPS with the same certificates and rules.
 
 Certificates are made at test time (``tests/e2e/tlscerts.py``). Each case is a real standalone
 with Milvus's settings given as ``STRATA_`` variables; pymilvus connects with ``secure=True``
@@ -7,6 +8,10 @@ and ``server_pem_path`` / ``ca_pem_path`` / ``client_pem_path`` / ``client_key_p
 
 from __future__ import annotations
 
+import http.client
+import json
+import ssl
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -102,3 +107,30 @@ def test_client_certificates_are_required_in_mutual_tls_only(server: tuple[Stand
     with pytest.raises(MilvusException):
         _connect(s, secure=True, ca_pem_path=str(certs["ca"]), client_pem_path=str(certs["stranger"]),
                  client_key_path=str(certs["stranger_key"]))
+
+
+def _rest(s: Standalone, scheme: str, context: ssl.SSLContext | None = None) -> dict[str, Any]:
+    request = urllib.request.Request(f"{scheme}://127.0.0.1:{s.http_port}/v2/vectordb/collections/list", data=b"{}",
+                                     method="POST", headers={"Content-Type": "application/json",
+                                                             "Authorization": "Bearer root:Milvus"})
+    with urllib.request.urlopen(request, timeout=10, context=context) as resp:
+        answer: dict[str, Any] = json.loads(resp.read())
+        return answer
+
+
+def test_rest_port_serves_https_with_the_same_certificates(server: tuple[Standalone, int],
+                                                           certs: dict[str, Path]) -> None:
+    s, mode = server
+    trusting = ssl.create_default_context(cafile=str(certs["ca"]))
+    member = ssl.create_default_context(cafile=str(certs["ca"]))
+    member.load_cert_chain(str(certs["client"]), str(certs["client_key"]))
+    assert _rest(s, "https", member)["code"] == 0
+    with pytest.raises((OSError, http.client.HTTPException)):
+        _rest(s, "http")  # plain HTTP to the TLS port
+    with pytest.raises(OSError):
+        _rest(s, "https", ssl.create_default_context(cafile=str(certs["other_ca"])))
+    if mode == 1:
+        assert _rest(s, "https", trusting)["code"] == 0
+        return
+    with pytest.raises((OSError, http.client.HTTPException)):
+        _rest(s, "https", trusting)  # mutual TLS: no client certificate

@@ -1,4 +1,4 @@
-"""Certificates made at test time: a CA, a server certificate for 127.0.0.1, a client certificate."""
+"""Certificates made at test time: a CA, a server certificate for 127.0.0.1, a client certificate (or both in one)."""
 
 from __future__ import annotations
 
@@ -47,12 +47,18 @@ def make_ca(directory: Path, stem: str) -> tuple[Pair, x509.Certificate, ec.Elli
 
 
 def make_leaf(directory: Path, stem: str, ca: tuple[Pair, x509.Certificate, ec.EllipticCurvePrivateKey], *,
-              server: bool) -> Pair:
+              server: bool, client: bool | None = None) -> Pair:
+    """A certificate signed by ``ca``: a server's (for localhost and 127.0.0.1) and/or a client's.
+
+    ``client`` defaults to ``not server``; both make a role's certificate for mutual internal TLS.
+    """
     _, ca_cert, ca_key = ca
     key = ec.generate_private_key(ec.SECP256R1())
-    usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
+    usages = [ExtendedKeyUsageOID.SERVER_AUTH] if server else []
+    if (not server) if client is None else client:
+        usages.append(ExtendedKeyUsageOID.CLIENT_AUTH)
     builder = _builder("localhost" if server else stem, ca_cert.subject, key.public_key()).add_extension(
-        x509.ExtendedKeyUsage([usage]), critical=False
+        x509.ExtendedKeyUsage(usages), critical=False
     )
     if server:
         builder = builder.add_extension(

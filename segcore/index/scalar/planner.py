@@ -16,6 +16,7 @@ Covered leaves (any other leaf is scanned):
 | ``f in [..]`` | yes | by the kinds of the values (each needs its cast) |
 | ``f like "p"`` | strings (a prefix is a key range; NGRAM narrows by n-grams; else every distinct key is matched once) | VARCHAR |
 | ``array_contains*(a, ..)`` | ARRAY fields | ARRAY_DOUBLE / ARRAY_VARCHAR / ARRAY_BOOL |
+| ``TEXT_MATCH`` / ``PHRASE_MATCH`` | the segment's text-match index of the field (``segcore/index/text``), built with the analyzer the filter names | — |
 
 Every comparison is made in the domain the scan uses: an integer column
 compared with a float, or with an integer beyond int64, compares as float64
@@ -26,7 +27,7 @@ integers beyond 2**53 cast to DOUBLE, a cast function) is not used.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -50,10 +51,16 @@ from common.expr.ast import (
     Literal,
     Not,
     Or,
+    TextMatch,
 )
+from common.fulltext.analyzer import analyzer_for
 from segcore.index.scalar.index import ScalarIndex
 from segcore.index.scalar.ngram import candidate_keys
 from segcore.index.scalar.spec import JsonCast
+from segcore.index.text.index import TextIndex
+
+#: A segment's text-match index of a field, with the analyzer params it was built with (``segcore/index/text``).
+TextIndexed = tuple[str, TextIndex]
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _EXACT_INT = 2**53
@@ -64,7 +71,8 @@ _FLIPPED = {CompareOp.EQ: CompareOp.EQ, CompareOp.NE: CompareOp.NE, CompareOp.LT
 class IndexedFilter:
     """The scalar indexes of one segment, as the filter evaluator asks them (thread-safe: read only)."""
 
-    def __init__(self, indexes: Iterable[ScalarIndex]) -> None:
+    def __init__(self, indexes: Iterable[ScalarIndex], text: Mapping[str, TextIndexed] | None = None) -> None:
+        self._text = dict(text or {})  # by field: its text-match index and the analyzer params it was built with
         self._fields: dict[str, ScalarIndex] = {}
         self._paths: dict[tuple[str, tuple[str | int, ...]], dict[JsonCast, ScalarIndex]] = {}
         for index in indexes:
@@ -76,7 +84,7 @@ class IndexedFilter:
                 self._paths.setdefault(key, {})[spec.json_cast] = index
 
     def __bool__(self) -> bool:
-        return bool(self._fields or self._paths)
+        return bool(self._fields or self._paths or self._text)
 
     # ------------------------------------------------------------- whole filter
 
@@ -99,6 +107,8 @@ class IndexedFilter:
                 return np.logical_and.reduce(parts) if isinstance(expr, And) else np.logical_or.reduce(parts)
             case IsNull():
                 return None
+            case TextMatch():
+                return self._text_match(expr)  # never unknown: a null text does not match
             case _:
                 index = self._index_of(expr)
                 if index is None or index.has_nulls:
@@ -188,8 +198,16 @@ class IndexedFilter:
                 return self._like(expr)
             case JsonContains():
                 return self._contains(expr)
+            case TextMatch():
+                return self._text_match(expr)
             case _:
                 return None
+
+    def _text_match(self, expr: TextMatch) -> np.ndarray | None:
+        found = self._text.get(expr.field.name)
+        if found is None or found[0] != expr.analyzer_params:
+            return None
+        return found[1].match(analyzer_for(expr.analyzer_params or None), expr.query, expr.slop)
 
     def _index_of(self, expr: Expr) -> ScalarIndex | None:
         """Some index the leaf reads (for its null flag), if the leaf is covered at all."""

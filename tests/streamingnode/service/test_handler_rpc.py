@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from common.errors import ErrorCode
-from common.grpcutil import insecure_channel
+from common.grpcutil import internal_channel
 from common.message import Insert
 from protos import common_pb2, streaming_pb2, streaming_pb2_grpc
 from streamingnode.walmanager.manager import WALManager
@@ -30,7 +30,7 @@ class Node:
 @pytest.fixture
 async def node(tmp_path: Path) -> AsyncIterator[Node]:
     async with served_wal(tmp_path / "wal", "p0", 3) as (manager, address):
-        channel = insecure_channel(address)
+        channel = internal_channel(address)
         try:
             yield Node(manager, streaming_pb2_grpc.StreamingNodeHandlerStub(channel))
         finally:

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from common.errors import ErrorCode
-from common.grpcutil import insecure_channel
+from common.grpcutil import internal_channel
 from common.message import Insert, decode
 from protos import common_pb2, streaming_pb2, streaming_pb2_grpc
 from streamingnode.wal.wal import WAL
@@ -25,7 +25,7 @@ async def test_a_malformed_message_is_refused_and_the_node_keeps_writing(tmp_pat
     )
     unknown = common_pb2.Message(type=common_pb2.IMPORT, vchannel="v0", header=b"{}")
     async with served_wal(tmp_path / "wal", "p0", 3) as (manager, address):
-        channel = insecure_channel(address)
+        channel = internal_channel(address)
         try:
             stub = streaming_pb2_grpc.StreamingNodeHandlerStub(channel)
             call = stub.Produce()

@@ -11,7 +11,7 @@ import grpc
 import pytest
 
 from common.errors import ErrorCode
-from common.grpcutil import insecure_channel, start_server
+from common.grpcutil import internal_channel, start_server
 from protos import streaming_pb2, streaming_pb2_grpc
 from streamingnode.service.manager import ManagerService
 from streamingnode.walimpls.registry import build_opener
@@ -51,7 +51,7 @@ async def node(tmp_path: Path) -> AsyncIterator[Node]:
         streaming_pb2_grpc.add_StreamingNodeManagerServicer_to_server(ManagerService(manager), server)
 
     server, port = await start_server(add, host="127.0.0.1", port=0)
-    channel = insecure_channel(f"127.0.0.1:{port}")
+    channel = internal_channel(f"127.0.0.1:{port}")
     try:
         yield Node(manager, streaming_pb2_grpc.StreamingNodeManagerStub(channel), wal_dir)
     finally:

@@ -109,6 +109,7 @@ app.kubernetes.io/component: {{ .component }}
 {{/* Where the coordinators find root's first password, and the proxies their certificates. */}}
 {{- define "strata.rootPasswordFile" -}}/etc/strata-secrets/root/rootPassword{{- end -}}
 {{- define "strata.tlsDir" -}}/etc/strata-secrets/tls{{- end -}}
+{{- define "strata.internalTlsDir" -}}/etc/strata-secrets/internal-tls{{- end -}}
 
 {{/* The Spark master URL the jobs are submitted to, or "" without Spark. */}}
 {{- define "strata.sparkMasterUrl" -}}
@@ -233,9 +234,12 @@ spec:
               containerPort: {{ $root.Values.metrics.port | int }}
               protocol: TCP
             {{- end }}
-          {{- /* Kubernetes' gRPC probes speak plaintext: a TLS proxy is probed with a TCP connect. */}}
+          {{- /* Kubernetes' gRPC probes speak plaintext: a TLS port is probed with a TCP connect. */}}
           {{- $probe := dict "grpc" (dict "port" ($values.port | int)) }}
           {{- if and (eq $role "proxy") (gt ($root.Values.security.tlsMode | int) 0) }}
+          {{- $probe = dict "tcpSocket" (dict "port" ($values.port | int)) }}
+          {{- end }}
+          {{- if and (ne $role "proxy") $root.Values.security.internalTls.enabled }}
           {{- $probe = dict "tcpSocket" (dict "port" ($values.port | int)) }}
           {{- end }}
           startupProbe:
@@ -276,6 +280,11 @@ spec:
               mountPath: {{ include "strata.tlsDir" $root }}
               readOnly: true
             {{- end }}
+            {{- if $root.Values.security.internalTls.enabled }}
+            - name: internal-tls
+              mountPath: {{ include "strata.internalTlsDir" $root }}
+              readOnly: true
+            {{- end }}
       volumes:
         - name: config
           configMap:
@@ -301,6 +310,12 @@ spec:
         - name: tls
           secret:
             secretName: {{ required "security.tlsSecret is required with security.tlsMode 1 or 2" $root.Values.security.tlsSecret }}
+            defaultMode: 0440  # read by the pod's fsGroup (podSecurityContext)
+        {{- end }}
+        {{- if $root.Values.security.internalTls.enabled }}
+        - name: internal-tls
+          secret:
+            secretName: {{ required "security.internalTls.secret is required with security.internalTls.enabled" $root.Values.security.internalTls.secret }}
             defaultMode: 0440  # read by the pod's fsGroup (podSecurityContext)
         {{- end }}
       {{- with $values.nodeSelector }}

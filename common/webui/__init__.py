@@ -1,0 +1,1 @@
+"""The web console of the operations port: ``/webui`` (see ``README.md``)."""

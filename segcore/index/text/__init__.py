@@ -1,0 +1,1 @@
+"""Text-match indexes of sealed segments (``TEXT_MATCH`` / ``PHRASE_MATCH``)."""
