@@ -4,12 +4,12 @@ Several coordinators may run; one is active (see ``coordinator.election``) and
 holds ``<root>/session/coordinator`` (``LEADER_KEY``), whose value carries its gRPC address once
 it serves. Standbys register nothing clients could call.
 
-The client caches one stub. It forgets it when
+The client caches one stub per service (``stub_of``). It forgets them when
 
-* the caller says so with :meth:`CoordinatorClient.reset` (after a connection
-  error such as ``UNAVAILABLE``), or
+* a unary call finds the coordinator unreachable (gRPC ``UNAVAILABLE``), or the caller says so
+  with :meth:`CoordinatorClient.reset` (after a broken stream), or
 * the leader key changes: a background watch, started by the first
-  :meth:`CoordinatorClient.stub` call and stopped by ``close()``, follows it,
+  :meth:`CoordinatorClient.stub_of` call and stopped by ``close()``, follows it,
   so callers that never reset still move to a new leader after a failover.
   A broken watch alone (etcd away) does not forget it: see ``_follow_leader``.
 
@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar, cast
 
 import grpc
 import structlog
@@ -42,6 +44,8 @@ COORDINATOR_ROLE = "coordinator"
 # sessions (``session/coordinator-<id>``), so whatever clears stale sessions (the standalone
 # launcher after a kill) clears a dead leader too, and no ``session/<role>-`` scan matches it.
 LEADER_KEY = "session/coordinator"
+
+S = TypeVar("S")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,17 +71,17 @@ async def read_leader(store: MetaStore) -> LeaderInfo | None:
 
 
 class CoordinatorClient:
-    """A stub to the active coordinator that follows the leader key in etcd.
+    """Stubs to the active coordinator that follow the leader key in etcd.
 
-    The stub is checked (``common.rpcstatus.checked_stub``): a unary call answered with a
-    non-OK status raises its typed error.
+    The stubs are checked (``common.rpcstatus.checked_stub``): a unary call answered with a
+    non-OK status raises its typed error, and one that cannot reach the coordinator forgets it.
     """
 
     def __init__(self, store: MetaStore) -> None:
         self._store = store
         self._address: str | None = None
         self._channels: dict[str, grpc.aio.Channel] = {}
-        self._stub: coordinator_pb2_grpc.CoordinatorStub | None = None
+        self._stubs: dict[object, object] = {}  # stub class -> checked stub on the channel of ``_address``
         self._lock = asyncio.Lock()
         self._watch_task: asyncio.Task[None] | None = None
         self._closed = False
@@ -86,17 +90,25 @@ class CoordinatorClient:
 
     @property
     def address(self) -> str | None:
-        """The address of the coordinator the cached stub talks to, if any."""
+        """The address of the coordinator the cached stubs talk to, if any."""
         return self._address
 
     async def stub(self, *, timeout: float = 30.0) -> coordinator_pb2_grpc.CoordinatorStub:
-        """The active coordinator's stub; waits up to ``timeout`` for a leader that serves.
+        """The active coordinator's ``Coordinator`` stub: ``stub_of(CoordinatorStub)``."""
+        return await self.stub_of(coordinator_pb2_grpc.CoordinatorStub, timeout=timeout)
 
-        Raises ``NotReady`` if no coordinator leads (with an address) within ``timeout``.
+    async def stub_of(self, stub_class: Callable[[grpc.aio.Channel], S], *, timeout: float = 30.0) -> S:
+        """A checked stub of ``stub_class`` (any service the coordinator serves) on the active coordinator.
+
+        Waits up to ``timeout`` for a leader that serves; raises ``NotReady`` if none does. A unary
+        call answered with a non-OK status raises its typed error; one that cannot reach the
+        coordinator (gRPC UNAVAILABLE) makes this client forget the address, so the next call reads
+        the leader key again, and raises ``StrataError`` UNAVAILABLE
+        (``common.rpcstatus.checked_stub``). Stubs are kept per address and class.
         """
-        stub = self._stub
+        stub = self._stubs.get(stub_class)
         if stub is not None:
-            return stub
+            return cast(S, stub)
         async with self._lock:
             if self._closed:
                 raise NotReady("coordinator client is closed")
@@ -104,7 +116,7 @@ class CoordinatorClient:
                 self._watch_task = self._tasks.start(self._follow_leader(), name="coordinator-leader-watch")
             loop = asyncio.get_running_loop()
             deadline = loop.time() + timeout
-            while self._stub is None:
+            while self._address is None:
                 leader = await read_leader(self._store)
                 if leader is not None and leader.address:
                     self._use(leader.address)
@@ -112,30 +124,28 @@ class CoordinatorClient:
                 if loop.time() > deadline:
                     raise NotReady("no active coordinator in etcd")
                 await asyncio.sleep(0.1)
-            assert self._stub is not None
-            return self._stub
-
-    async def channel(self, *, timeout: float = 30.0) -> grpc.aio.Channel:
-        """The channel to the active coordinator, for its other services (``strata.security.Security``)."""
-        await self.stub(timeout=timeout)
-        address = self._address
-        if address is None:  # reset() between the two lines: look the leader up again
-            await self.stub(timeout=timeout)
             address = self._address
-        assert address is not None
-        return self._channels[address]
+            assert address is not None
+            stub = self._stubs[stub_class] = checked_stub(
+                stub_class(self._channels[address]), unreachable=lambda: self._forget(address), peer="coordinator"
+            )
+            return cast(S, stub)
 
     def _use(self, address: str) -> None:
-        channel = self._channels.get(address)
-        if channel is None:
-            channel = self._channels[address] = internal_channel(address)
+        if address not in self._channels:
+            self._channels[address] = internal_channel(address)
         self._address = address
-        self._stub = checked_stub(coordinator_pb2_grpc.CoordinatorStub(channel))
+        self._stubs = {}
         self._log.info("coordinator found", address=address)
 
+    def _forget(self, address: str) -> None:
+        """Forget the stubs if they still talk to ``address`` (a call to it found it unreachable)."""
+        if self._address == address:
+            self._stubs, self._address = {}, None
+
     async def reset(self) -> None:
-        """Forget the cached stub (after a connection error) so the next call reads the leader key again."""
-        self._stub = self._address = None
+        """Forget the cached stubs (after a connection error) so the next call reads the leader key again."""
+        self._stubs, self._address = {}, None
 
     async def _follow_leader(self) -> None:
         """Forget the stub whenever the leader key names another address (or disappears).
@@ -166,7 +176,7 @@ class CoordinatorClient:
         address = "" if leader is None else leader.address
         if self._address is not None and address != self._address:
             self._log.info("coordinator leader changed", address=address or None)
-            self._stub = self._address = None
+            self._stubs, self._address = {}, None
 
     async def close(self) -> None:
         """Stop following the leader and close every channel; later ``stub()`` calls raise ``NotReady``."""
@@ -174,7 +184,7 @@ class CoordinatorClient:
             self._closed = True
             await self._tasks.stop()
             self._watch_task = None
-            self._stub = self._address = None
+            self._stubs, self._address = {}, None
             channels, self._channels = list(self._channels.values()), {}
         for channel in channels:
             await channel.close()

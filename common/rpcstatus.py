@@ -94,16 +94,27 @@ def error_boundary(
     return wrap
 
 
+Unreachable = Callable[[], None]
+
+
 class _CheckedUnary:
     """A unary-unary method whose response's ``status``, when not OK, is raised as its typed error."""
 
-    __slots__ = ("_method",)
+    __slots__ = ("_method", "_unreachable", "_peer")
 
-    def __init__(self, method: grpc.aio.UnaryUnaryMultiCallable) -> None:
+    def __init__(self, method: grpc.aio.UnaryUnaryMultiCallable, unreachable: Unreachable | None, peer: str) -> None:
         self._method = method
+        self._unreachable = unreachable
+        self._peer = peer
 
     async def __call__(self, request: Any, **kwargs: Any) -> Any:
-        response = await self._method(request, **kwargs)
+        try:
+            response = await self._method(request, **kwargs)
+        except grpc.aio.AioRpcError as err:
+            if self._unreachable is None or err.code() != grpc.StatusCode.UNAVAILABLE:
+                raise
+            self._unreachable()
+            raise StrataError(f"{self._peer} unavailable: {err.details()}", ErrorCode.UNAVAILABLE) from err
         status = getattr(response, "status", None)
         if isinstance(status, common_pb2.Status):
             raise_for_status(status)
@@ -111,22 +122,28 @@ class _CheckedUnary:
 
 
 class _CheckedStub:
-    def __init__(self, stub: object) -> None:
+    def __init__(self, stub: object, unreachable: Unreachable | None, peer: str) -> None:
         self._stub = stub
+        self._unreachable = unreachable
+        self._peer = peer
 
     def __getattr__(self, name: str) -> Any:
         method = getattr(self._stub, name)
         if isinstance(method, grpc.aio.UnaryUnaryMultiCallable):
-            method = _CheckedUnary(method)
+            method = _CheckedUnary(method, self._unreachable, self._peer)
         setattr(self, name, method)  # looked up once per method
         return method
 
 
-def checked_stub(stub: S) -> S:
+def checked_stub(stub: S, *, unreachable: Unreachable | None = None, peer: str = "peer") -> S:
     """``stub`` whose unary calls raise the typed error of a non-OK ``status`` in their response.
 
     A response without a ``common.Status`` field is returned as it is; streaming methods are
     passed through (their messages carry a status each: see ``raise_for_status``). A call
     then returns a coroutine, not a call object: await it (or wrap it in a task).
+
+    With ``unreachable``, a unary call failing with gRPC's UNAVAILABLE calls it (the caller
+    forgets the address) and raises ``StrataError`` UNAVAILABLE ("<peer> unavailable: ...")
+    chained to the gRPC error; without it, gRPC errors pass through.
     """
-    return cast(S, _CheckedStub(stub))
+    return cast(S, _CheckedStub(stub, unreachable, peer))

@@ -8,31 +8,23 @@ name means. Other proxies see the change when their catalog watch does.
 
 from __future__ import annotations
 
-from typing import Any
-
 import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
+from common.coordapi import CoordinatorAPI
 from common.names import check_alias, check_collection_name, check_database_name
-from protos import coordinator_pb2 as cpb
 from proxy.dbcontext import current_database
 from proxy.metacache import MetaCache
 from proxy.rpc import milvus_rpc
 from proxy.status import success
 
-DDL_TIMEOUT = 60.0
-
 
 class AliasRPCs:
+    _coord: CoordinatorAPI
     _cache: MetaCache
 
-    async def _stub(self) -> Any:
-        raise NotImplementedError
-
-    async def _call(self, method: str, request: Any) -> Any:
-        resp = await getattr(await self._stub(), method)(request, timeout=DDL_TIMEOUT)
+    def _names_changed(self) -> None:
         self._cache.invalidate_all()
-        return resp
 
     @milvus_rpc(common_pb2.Status)
     async def CreateAlias(
@@ -40,14 +32,8 @@ class AliasRPCs:
     ) -> common_pb2.Status:
         check_alias(request.alias)
         check_collection_name(request.collection_name)
-        await self._call(
-            "CreateAlias",
-            cpb.AliasRequest(
-                alias=request.alias,
-                collection=cpb.CollectionRef(name=request.collection_name),
-                db_name=current_database(),
-            ),
-        )
+        await self._coord.create_alias(request.alias, request.collection_name, current_database())
+        self._names_changed()
         return success()
 
     @milvus_rpc(common_pb2.Status)
@@ -56,14 +42,8 @@ class AliasRPCs:
     ) -> common_pb2.Status:
         check_alias(request.alias)
         check_collection_name(request.collection_name)
-        await self._call(
-            "AlterAlias",
-            cpb.AliasRequest(
-                alias=request.alias,
-                collection=cpb.CollectionRef(name=request.collection_name),
-                db_name=current_database(),
-            ),
-        )
+        await self._coord.alter_alias(request.alias, request.collection_name, current_database())
+        self._names_changed()
         return success()
 
     @milvus_rpc(common_pb2.Status)
@@ -71,14 +51,15 @@ class AliasRPCs:
         self, request: milvus_pb2.DropAliasRequest, context: grpc.aio.ServicerContext
     ) -> common_pb2.Status:
         check_alias(request.alias)
-        await self._call("DropAlias", cpb.AliasRequest(alias=request.alias, db_name=current_database()))
+        await self._coord.drop_alias(request.alias, current_database())
+        self._names_changed()
         return success()
 
     @milvus_rpc(milvus_pb2.DescribeAliasResponse)
     async def DescribeAlias(
         self, request: milvus_pb2.DescribeAliasRequest, context: grpc.aio.ServicerContext
     ) -> milvus_pb2.DescribeAliasResponse:
-        resp = await self._call("DescribeAlias", cpb.AliasRequest(alias=request.alias, db_name=current_database()))
+        resp = await self._coord.describe_alias(request.alias, current_database())
         return milvus_pb2.DescribeAliasResponse(
             status=success(), db_name=current_database(), alias=resp.alias, collection=resp.collection_name
         )
@@ -87,14 +68,12 @@ class AliasRPCs:
     async def ListAliases(
         self, request: milvus_pb2.ListAliasesRequest, context: grpc.aio.ServicerContext
     ) -> milvus_pb2.ListAliasesResponse:
-        resp = await self._call(
-            "ListAliases", cpb.CollectionRef(name=request.collection_name, db_name=current_database())
-        )
+        aliases = await self._coord.list_aliases(request.collection_name, current_database())
         return milvus_pb2.ListAliasesResponse(
             status=success(),
             db_name=current_database(),
             collection_name=request.collection_name,
-            aliases=list(resp.aliases),
+            aliases=list(aliases),
         )
 
     @milvus_rpc(common_pb2.Status)
@@ -104,33 +83,27 @@ class AliasRPCs:
         if request.newDBName:
             check_database_name(request.newDBName)
         check_collection_name(request.newName)
-        await self._call(
-            "RenameCollection",
-            cpb.RenameCollectionRequest(
-                collection=cpb.CollectionRef(name=request.oldName, db_name=current_database()),
-                new_name=request.newName,
-                new_db_name=request.newDBName,
-            ),
+        await self._coord.rename_collection(
+            request.oldName, current_database(), new_name=request.newName, new_db_name=request.newDBName
         )
+        self._names_changed()
         return success()
 
     @milvus_rpc(milvus_pb2.TruncateCollectionResponse)
     async def TruncateCollection(self, request: milvus_pb2.TruncateCollectionRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.TruncateCollectionResponse:
-        await self._call(
-            "TruncateCollection", cpb.CollectionRef(name=request.collection_name, db_name=current_database())
-        )
+        await self._coord.truncate_collection(request.collection_name, current_database())
+        self._names_changed()
         return milvus_pb2.TruncateCollectionResponse(status=success())
 
     @milvus_rpc(common_pb2.Status)
     async def AlterCollection(
         self, request: milvus_pb2.AlterCollectionRequest, context: grpc.aio.ServicerContext
     ) -> common_pb2.Status:
-        await self._call(
-            "AlterCollection",
-            cpb.AlterCollectionRequest(
-                collection=cpb.CollectionRef(name=request.collection_name, db_name=current_database()),
-                properties={p.key: p.value for p in request.properties},
-                delete_keys=list(request.delete_keys),
-            ),
+        await self._coord.alter_collection(
+            request.collection_name,
+            current_database(),
+            properties={p.key: p.value for p in request.properties},
+            delete_keys=list(request.delete_keys),
         )
+        self._names_changed()
         return success()

@@ -11,41 +11,34 @@ id is Milvus's ``collection not found[database=<db>][collection=<id>]``.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import grpc
 from pymilvus.grpc_gen import milvus_pb2
 
+from common.coordapi import CoordinatorAPI
 from common.errors import CollectionNotFound
 from common.names import collection_not_found
-from protos import coordinator_pb2
 from proxy.dbcontext import current_database
 from proxy.rpc import milvus_rpc
 from proxy.status import milvus_status, success
 
-DESCRIBE_TIMEOUT = 30.0
-
 
 class BatchDescribeRPCs:
-    async def _stub(self) -> Any:
-        raise NotImplementedError
-
+    _coord: CoordinatorAPI
     DescribeCollection: Callable[..., Awaitable[milvus_pb2.DescribeCollectionResponse]]  # MilvusProxy's own
 
     async def _describe_id(
         self, collection_id: int, db_name: str, context: grpc.aio.ServicerContext
     ) -> milvus_pb2.DescribeCollectionResponse:
         try:
-            resp = await (await self._stub()).DescribeCollection(
-                coordinator_pb2.CollectionRef(collection_id=collection_id), timeout=DESCRIBE_TIMEOUT
-            )
+            info = await self._coord.describe_collection(collection_id=collection_id)
         except CollectionNotFound:
             return milvus_pb2.DescribeCollectionResponse(
                 status=milvus_status(collection_not_found(collection_id, db_name))
             )
         # An id names one collection whatever the database: describe it in its own.
         request = milvus_pb2.DescribeCollectionRequest(
-            db_name=resp.collection.db_name or db_name, collection_name=resp.collection.name
+            db_name=info.db_name or db_name, collection_name=info.name
         )
         return await self.DescribeCollection(request, context)
 

@@ -16,7 +16,6 @@ import grpc
 
 from common.coordclient import CoordinatorClient
 from common.errors import StrataError
-from common.rpcstatus import raise_for_status
 from common.webui.source import CLUSTER, COLLECTIONS, JOBS, QUERYNODES, SLOW_REQUESTS, View, ViewUnavailable
 from protos import console_pb2, console_pb2_grpc
 from proxy.slow_requests import SlowRequests
@@ -35,14 +34,11 @@ class ProxyConsole:
         if name == SLOW_REQUESTS:
             return self._slow.view()
         try:
-            channel = await self._coord.channel(timeout=VIEW_TIMEOUT_SECONDS)
-            answer = await console_pb2_grpc.ConsoleStub(channel).GetView(
-                console_pb2.ViewRequest(name=name), timeout=VIEW_TIMEOUT_SECONDS
-            )
-            raise_for_status(answer.status)
+            # A checked stub: a refusal raises its error; an unreachable coordinator is forgotten
+            # (the next view reads the leader key again) and raises UNAVAILABLE.
+            stub = await self._coord.stub_of(console_pb2_grpc.ConsoleStub, timeout=VIEW_TIMEOUT_SECONDS)
+            answer = await stub.GetView(console_pb2.ViewRequest(name=name), timeout=VIEW_TIMEOUT_SECONDS)
         except grpc.aio.AioRpcError as err:
-            if err.code() == grpc.StatusCode.UNAVAILABLE:
-                await self._coord.reset()  # the next view reads the leader key again
             raise ViewUnavailable(f"coordinator: {err.code().name}: {err.details()}") from err
         except StrataError as err:
             raise ViewUnavailable(f"coordinator: {err.message}") from err

@@ -10,21 +10,17 @@ pymilvus' ``using_database`` describes the database first, so a missing one is M
 
 from __future__ import annotations
 
-from typing import Any
-
 import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
+from common.coordapi import CoordinatorAPI
 from common.database_properties import replica_number
 from common.names import DEFAULT_DATABASE, check_database_name
-from protos import databases_pb2 as dpb
 from proxy.auth.rpcs import Security
 from proxy.dbcontext import current_database
 from proxy.metacache import MetaCache
 from proxy.rpc import milvus_rpc
 from proxy.status import success
-
-DATABASE_TIMEOUT = 30.0
 
 
 async def default_replicas(cache: MetaCache) -> int:
@@ -34,25 +30,18 @@ async def default_replicas(cache: MetaCache) -> int:
 
 
 class DatabaseRPCs:
+    _coord: CoordinatorAPI
     _cache: MetaCache
     _security: Security
 
-    async def _stub(self) -> Any:
-        raise NotImplementedError
-
-    async def _database_call(self, method: str, request: Any) -> Any:
-        resp = await getattr(await self._stub(), method)(request, timeout=DATABASE_TIMEOUT)  # a checked stub: raises
+    def _databases_changed(self) -> None:
         self._cache.invalidate_all()
-        return resp
 
     @milvus_rpc(milvus_pb2.DescribeDatabaseResponse)
     async def DescribeDatabase(
         self, request: milvus_pb2.DescribeDatabaseRequest, context: grpc.aio.ServicerContext
     ) -> milvus_pb2.DescribeDatabaseResponse:
-        resp = await (await self._stub()).DescribeDatabase(
-            dpb.DatabaseRef(name=request.db_name or DEFAULT_DATABASE), timeout=DATABASE_TIMEOUT
-        )
-        db = resp.database
+        db = await self._coord.describe_database(request.db_name or DEFAULT_DATABASE)
         return milvus_pb2.DescribeDatabaseResponse(
             status=success(),
             db_name=db.name,
@@ -65,9 +54,9 @@ class DatabaseRPCs:
     async def ListDatabases(
         self, request: milvus_pb2.ListDatabasesRequest, context: grpc.aio.ServicerContext
     ) -> milvus_pb2.ListDatabasesResponse:
-        resp = await (await self._stub()).ListDatabases(dpb.ListDatabasesRequest(), timeout=DATABASE_TIMEOUT)
+        listed = await self._coord.list_databases()
         visible = self._security.visible_databases()  # the caller's grants, as Milvus
-        dbs = [d for d in resp.databases if visible is None or d.name in visible]
+        dbs = [d for d in listed if visible is None or d.name in visible]
         return milvus_pb2.ListDatabasesResponse(
             status=success(),
             db_names=[d.name for d in dbs],
@@ -81,7 +70,8 @@ class DatabaseRPCs:
     ) -> common_pb2.Status:
         check_database_name(request.db_name)
         properties = {p.key: p.value for p in request.properties}
-        await self._database_call("CreateDatabase", dpb.CreateDatabaseRequest(name=request.db_name, properties=properties))
+        await self._coord.create_database(request.db_name, properties)
+        self._databases_changed()
         return success()
 
     @milvus_rpc(common_pb2.Status)
@@ -89,7 +79,8 @@ class DatabaseRPCs:
         self, request: milvus_pb2.DropDatabaseRequest, context: grpc.aio.ServicerContext
     ) -> common_pb2.Status:
         check_database_name(request.db_name)
-        await self._database_call("DropDatabase", dpb.DropDatabaseRequest(name=request.db_name))
+        await self._coord.drop_database(request.db_name)
+        self._databases_changed()
         return success()
 
     @milvus_rpc(common_pb2.Status)
@@ -97,12 +88,10 @@ class DatabaseRPCs:
         self, request: milvus_pb2.AlterDatabaseRequest, context: grpc.aio.ServicerContext
     ) -> common_pb2.Status:
         check_database_name(request.db_name)
-        await self._database_call(
-            "AlterDatabase",
-            dpb.AlterDatabaseRequest(
-                name=request.db_name,
-                properties={p.key: p.value for p in request.properties},
-                delete_keys=list(request.delete_keys),
-            ),
+        await self._coord.alter_database(
+            request.db_name,
+            properties={p.key: p.value for p in request.properties},
+            delete_keys=list(request.delete_keys),
         )
+        self._databases_changed()
         return success()

@@ -16,22 +16,20 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any
 
 import grpc
 from pymilvus.grpc_gen import milvus_pb2, schema_pb2
 
+from common.coordapi import CoordinatorAPI
 from common.names import DEFAULT_DATABASE
-from protos import coordinator_pb2
 from proxy.dbcontext import enter_database, leave_database
 from proxy.metacache import CollectionEntry, MetaCache
 from proxy.rpc import milvus_rpc
 from proxy.status import success
 
-FLUSH_ALL_TIMEOUT = 60.0
-
 
 class FlushAllRPCs:
+    _coord: CoordinatorAPI
     _cache: MetaCache
 
     async def _check_databases(self, names: Iterable[str]) -> None:
@@ -40,9 +38,6 @@ class FlushAllRPCs:
                 await self._cache.database(name)
 
     async def _lookup(self, name: str) -> CollectionEntry:
-        raise NotImplementedError
-
-    async def _stub(self) -> Any:
         raise NotImplementedError
 
     @milvus_rpc(milvus_pb2.FlushAllResponse)
@@ -57,7 +52,7 @@ class FlushAllRPCs:
                     await self._lookup(name)
             finally:
                 leave_database(token)
-        resp = await (await self._stub()).FlushAll(coordinator_pb2.FlushAllRequest(), timeout=FLUSH_ALL_TIMEOUT)
+        resp = await self._coord.flush_all()
         sealed_at = int(time.time())
         by_db: dict[str, list[milvus_pb2.FlushCollectionResult]] = defaultdict(list)
         for c in resp.collections:
@@ -85,9 +80,7 @@ class FlushAllRPCs:
         self, request: milvus_pb2.GetFlushAllStateRequest, context: grpc.aio.ServicerContext
     ) -> milvus_pb2.GetFlushAllStateResponse:
         await self._check_databases([request.db_name, *(t.db_name for t in request.flush_targets)])
-        resp = await (await self._stub()).GetFlushAllState(
-            coordinator_pb2.GetFlushAllStateRequest(flush_all_ts=request.flush_all_ts), timeout=FLUSH_ALL_TIMEOUT
-        )
+        resp = await self._coord.flush_all_state(request.flush_all_ts)
         by_db: dict[str, dict[str, bool]] = defaultdict(dict)
         for key, flushed in resp.collections.items():
             db, _, name = key.partition("/")

@@ -12,14 +12,12 @@ request), so ``quota_states`` is always empty.
 
 from __future__ import annotations
 
-from typing import Any
-
 import grpc
 import structlog
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
+from common.coordapi import CoordinatorAPI
 from common.errors import NotReady, StrataError
-from protos import coordinator_pb2
 from proxy.component import ProxyComponent, ProxyState
 from proxy.rpc import milvus_rpc
 from proxy.status import milvus_status, success
@@ -27,7 +25,6 @@ from proxy.status import milvus_status, success
 log = structlog.get_logger().bind(component="proxy")
 
 ROLE = "proxy"
-CHECK_TIMEOUT_SECONDS = 10.0
 _STATE_CODES = {
     ProxyState.INITIALIZING: common_pb2.Initializing,
     ProxyState.HEALTHY: common_pb2.Healthy,
@@ -36,10 +33,8 @@ _STATE_CODES = {
 
 
 class HealthRPCs:
+    _coord: CoordinatorAPI
     _component: ProxyComponent | None = None  # attach_component() sets it; unset reads as initializing
-
-    async def _stub(self) -> Any:
-        raise NotImplementedError
 
     def attach_component(self, component: ProxyComponent) -> None:
         """Report ``component``'s state (the composition root updates it)."""
@@ -67,9 +62,7 @@ class HealthRPCs:
             err = NotReady(f"service not ready[{ROLE}={c.node_id}][state={c.state.value}]")
             return milvus_pb2.CheckHealthResponse(status=milvus_status(err), isHealthy=False, reasons=[err.message])
         try:
-            resp = await (await self._stub()).CheckHealth(
-                coordinator_pb2.CheckHealthRequest(), timeout=CHECK_TIMEOUT_SECONDS
-            )
+            resp = await self._coord.check_health()
         except (StrataError, grpc.aio.AioRpcError) as err:
             detail = err.message if isinstance(err, StrataError) else f"{err.code().name}: {err.details()}"
             log.warning("check health fail", role="coordinator", error=detail)

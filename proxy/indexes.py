@@ -19,15 +19,14 @@ collection.
 
 from __future__ import annotations
 
-from typing import Any
-
 import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
+from common.coordapi import CoordinatorAPI
+from common.coordapi.api import IndexInfo
 from common.errors import IndexDuplicate, IndexNotFound
 from common.fulltext.functions import bm25_outputs
 from common.index_properties import check_configurable
-from protos import coordinator_pb2
 from proxy.metacache import CollectionEntry, MetaCache
 from proxy.rpc import milvus_rpc
 from proxy.scalarindex import scalar_index_request
@@ -35,16 +34,14 @@ from proxy.stats import WALStats
 from proxy.status import success
 from proxy.vectorindex import vector_index_params
 
-INDEX_TIMEOUT = 30.0
 
-
-def _index_state(i: coordinator_pb2.IndexInfo, total: int, indexed: int) -> common_pb2.IndexState:
+def _index_state(i: IndexInfo, total: int, indexed: int) -> common_pb2.IndexState:
     if i.fail_reason:
         return common_pb2.Failed
     return common_pb2.Finished if indexed >= total else common_pb2.InProgress
 
 
-def _index_description(i: coordinator_pb2.IndexInfo, rows: int) -> milvus_pb2.IndexDescription:
+def _index_description(i: IndexInfo, rows: int) -> milvus_pb2.IndexDescription:
     """An index as describe_index shows it: InProgress while sealed segments wait for their index
     (query nodes build them in the background), with Milvus's row counts. ``rows``: the collection's,
     for a coordinator that cannot count (no object storage: every segment is indexed on load)."""
@@ -63,13 +60,11 @@ def _index_description(i: coordinator_pb2.IndexInfo, rows: int) -> milvus_pb2.In
 
 
 class IndexRPCs:
-    """Needs ``_stub()`` and ``_coll(name)`` of the proxy it is mixed into."""
+    """Needs ``_coord`` and ``_coll(name)`` of the proxy it is mixed into."""
+    _coord: CoordinatorAPI
 
     _cache: MetaCache
     _stats: WALStats
-
-    async def _stub(self) -> Any:
-        raise NotImplementedError
 
     async def _coll(self, name: str) -> CollectionEntry:
         raise NotImplementedError
@@ -88,25 +83,17 @@ class IndexRPCs:
         else:
             # Scalar, ARRAY and JSON fields, dynamic keys: Milvus's index types, checked before any write.
             field_name, index_name, params = scalar_index_request(coll.schema, field_name, index_name, params)
-        await (await self._stub()).CreateIndex(
-            coordinator_pb2.CreateIndexRequest(
-                collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
-                index=coordinator_pb2.IndexInfo(field_name=field_name, index_name=index_name, params=params),
-            ),
-            timeout=INDEX_TIMEOUT,
-        )
+        await self._coord.create_index(coll.collection_id, field_name=field_name, index_name=index_name, params=params)
         self._cache.invalidate(coll.name)
         return success()
 
-    async def _indexes(self, coll: CollectionEntry, index_name: str) -> list[coordinator_pb2.IndexInfo]:
+    async def _indexes(self, coll: CollectionEntry, index_name: str) -> list[IndexInfo]:
         """The collection's indexes named ``index_name`` (empty: all of them)."""
-        resp = await (await self._stub()).DescribeIndex(
-            coordinator_pb2.CollectionRef(collection_id=coll.collection_id), timeout=INDEX_TIMEOUT
-        )
-        return [i for i in resp.indexes if not index_name or i.index_name == index_name]
+        indexes = await self._coord.describe_indexes(coll.collection_id)
+        return [i for i in indexes if not index_name or i.index_name == index_name]
 
     async def _descriptions(
-        self, coll: CollectionEntry, indexes: list[coordinator_pb2.IndexInfo]
+        self, coll: CollectionEntry, indexes: list[IndexInfo]
     ) -> list[milvus_pb2.IndexDescription]:
         known = all(i.progress_known for i in indexes)
         rows = 0 if known else await self._stats.collection_rows(coll)
@@ -175,14 +162,8 @@ class IndexRPCs:
         params = {p.key: p.value for p in request.extra_params}
         check_configurable([*params, *request.delete_keys])
         coll = await self._coll(request.collection_name)
-        await (await self._stub()).AlterIndex(
-            coordinator_pb2.AlterIndexRequest(
-                collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
-                index_name=request.index_name,
-                params=params,
-                delete_keys=list(request.delete_keys),
-            ),
-            timeout=INDEX_TIMEOUT,
+        await self._coord.alter_index(
+            coll.collection_id, request.index_name, params=params, delete_keys=list(request.delete_keys)
         )
         self._cache.invalidate(coll.name)
         return success()
@@ -192,12 +173,6 @@ class IndexRPCs:
         self, request: milvus_pb2.DropIndexRequest, context: grpc.aio.ServicerContext
     ) -> common_pb2.Status:
         coll = await self._coll(request.collection_name)
-        await (await self._stub()).DropIndex(
-            coordinator_pb2.DropIndexRequest(
-                collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
-                index_name=request.index_name,
-            ),
-            timeout=INDEX_TIMEOUT,
-        )
+        await self._coord.drop_index(coll.collection_id, request.index_name)
         self._cache.invalidate(coll.name)
         return success()

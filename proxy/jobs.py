@@ -13,18 +13,16 @@ file and field for a file that does not fit the schema) is in the
 
 from __future__ import annotations
 
-from typing import Any
-
 import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
+from common.coordapi import CoordinatorAPI
+from common.coordapi.api import CompactionState, ImportJob
 from common.errors import InvalidArgument, NotSupported, StrataError
-from protos import coordinator_pb2, jobs_pb2
 from proxy.metacache import CollectionEntry
 from proxy.rpc import milvus_rpc
 from proxy.status import success
 
-JOB_TIMEOUT = 30.0
 MB = 1 << 20
 
 _IMPORT_STATES = {
@@ -35,7 +33,7 @@ _IMPORT_STATES = {
 }
 
 
-def import_state(job: jobs_pb2.ImportJob, collection_name: str) -> milvus_pb2.GetImportStateResponse:
+def import_state(job: ImportJob, collection_name: str) -> milvus_pb2.GetImportStateResponse:
     infos = {
         "files": ",".join(job.files),
         "collection": collection_name,
@@ -56,30 +54,22 @@ def import_state(job: jobs_pb2.ImportJob, collection_name: str) -> milvus_pb2.Ge
 
 
 class JobRPCs:
-    """Needs ``_stub()`` and ``_coll(name)`` of the proxy it is mixed into."""
-
-    async def _stub(self) -> Any:
-        raise NotImplementedError
+    """Needs ``_coord`` and ``_coll(name)`` of the proxy it is mixed into."""
+    _coord: CoordinatorAPI
 
     async def _coll(self, name: str) -> CollectionEntry:
         raise NotImplementedError
 
     async def _job_rows(self, coll: CollectionEntry) -> int:
         """Rows imports added and compactions removed (``get_collection_stats`` adds it to the WAL's count)."""
-        resp = await (await self._stub()).GetRowDelta(
-            jobs_pb2.RowDeltaRequest(collection_id=coll.collection_id), timeout=JOB_TIMEOUT
-        )
-        return int(resp.rows)
+        return await self._coord.row_delta(coll.collection_id)
 
     async def _collection_for(self, name: str, collection_id: int) -> CollectionEntry:
         if name:
             return await self._coll(name)
         if not collection_id:
             raise InvalidArgument("collection name should not be empty")
-        resp = await (await self._stub()).DescribeCollection(
-            coordinator_pb2.CollectionRef(collection_id=collection_id), timeout=JOB_TIMEOUT
-        )
-        return CollectionEntry.from_info(resp.collection)
+        return CollectionEntry.from_info(await self._coord.describe_collection(collection_id=collection_id))
 
     @milvus_rpc(milvus_pb2.ManualCompactionResponse)
     async def ManualCompaction(
@@ -92,19 +82,13 @@ class JobRPCs:
         if request.target_size < 0:
             raise InvalidArgument(f"target_size must be positive, got {request.target_size}")
         coll = await self._collection_for(request.collection_name, request.collectionID)
-        resp = await (await self._stub()).ManualCompaction(
-            jobs_pb2.ManualCompactionRequest(
-                collection_id=coll.collection_id, l0_only=request.l0Compaction, target_bytes=request.target_size * MB
-            ),
-            timeout=JOB_TIMEOUT,
+        compaction_id = await self._coord.manual_compaction(
+            coll.collection_id, l0_only=request.l0Compaction, target_bytes=request.target_size * MB
         )
-        return milvus_pb2.ManualCompactionResponse(status=success(), compactionID=resp.compaction_id)
+        return milvus_pb2.ManualCompactionResponse(status=success(), compactionID=compaction_id)
 
-    async def _compaction_state(self, compaction_id: int) -> jobs_pb2.CompactionStateResponse:
-        resp = await (await self._stub()).GetCompactionState(
-            jobs_pb2.CompactionStateRequest(compaction_id=compaction_id), timeout=JOB_TIMEOUT
-        )
-        return resp  # type: ignore[no-any-return]
+    async def _compaction_state(self, compaction_id: int) -> CompactionState:
+        return await self._coord.compaction_state(compaction_id)
 
     @milvus_rpc(milvus_pb2.GetCompactionStateResponse)
     async def GetCompactionState(
@@ -139,37 +123,26 @@ class JobRPCs:
         options = {kv.key: kv.value for kv in request.options}
         if options.get("backup", "").lower() in ("true", "1"):
             raise NotSupported("importing Milvus backups is not supported by Strata")
-        resp = await (await self._stub()).Import(
-            jobs_pb2.ImportRequest(
-                collection_id=coll.collection_id,
-                partition_name=request.partition_name,
-                files=list(request.files),
-                options=options,
-            ),
-            timeout=JOB_TIMEOUT,
+        job_id = await self._coord.start_import(
+            coll.collection_id, partition_name=request.partition_name, files=list(request.files), options=options
         )
-        return milvus_pb2.ImportResponse(status=success(), tasks=[resp.job_id])
+        return milvus_pb2.ImportResponse(status=success(), tasks=[job_id])
 
     @milvus_rpc(milvus_pb2.GetImportStateResponse)
     async def GetImportState(
         self, request: milvus_pb2.GetImportStateRequest, context: grpc.aio.ServicerContext
     ) -> milvus_pb2.GetImportStateResponse:
-        resp = await (await self._stub()).GetImportState(
-            jobs_pb2.ImportStateRequest(job_id=request.task), timeout=JOB_TIMEOUT
-        )
-        return import_state(resp.job, await self._name_of(resp.job.collection_id))
+        job = await self._coord.import_job(request.task)
+        return import_state(job, await self._name_of(job.collection_id))
 
     @milvus_rpc(milvus_pb2.ListImportTasksResponse)
     async def ListImportTasks(
         self, request: milvus_pb2.ListImportTasksRequest, context: grpc.aio.ServicerContext
     ) -> milvus_pb2.ListImportTasksResponse:
         collection_id = (await self._coll(request.collection_name)).collection_id if request.collection_name else 0
-        resp = await (await self._stub()).ListImports(
-            jobs_pb2.ListImportsRequest(collection_id=collection_id, limit=max(0, request.limit)), timeout=JOB_TIMEOUT
-        )
         names: dict[int, str] = {}
         tasks = []
-        for job in resp.jobs:
+        for job in await self._coord.list_imports(collection_id, max(0, request.limit)):
             if job.collection_id not in names:
                 names[job.collection_id] = await self._name_of(job.collection_id)
             tasks.append(import_state(job, names[job.collection_id]))
@@ -177,21 +150,17 @@ class JobRPCs:
 
     async def _name_of(self, collection_id: int) -> str:
         try:
-            resp = await (await self._stub()).DescribeCollection(
-                coordinator_pb2.CollectionRef(collection_id=collection_id), timeout=JOB_TIMEOUT
-            )
+            info = await self._coord.describe_collection(collection_id=collection_id)
         except StrataError:  # gone (or not answered): a job of it is listed without a name
             return ""
-        return str(resp.collection.name)
+        return str(info.name)
 
     @milvus_rpc(milvus_pb2.GetPersistentSegmentInfoResponse)
     async def GetPersistentSegmentInfo(
         self, request: milvus_pb2.GetPersistentSegmentInfoRequest, context: grpc.aio.ServicerContext
     ) -> milvus_pb2.GetPersistentSegmentInfoResponse:
         coll = await self._coll(request.collectionName)
-        resp = await (await self._stub()).ListSegments(
-            jobs_pb2.ListSegmentsRequest(collection_id=coll.collection_id), timeout=JOB_TIMEOUT
-        )
+        segments = await self._coord.list_segments(coll.collection_id)
         return milvus_pb2.GetPersistentSegmentInfoResponse(
             status=success(),
             infos=[
@@ -203,6 +172,6 @@ class JobRPCs:
                     state=s.state,  # the same numbers as Milvus' SegmentState
                     level=s.level,  # and SegmentLevel (L0 = 1, L1 = 2)
                 )
-                for s in resp.segments
+                for s in segments
             ],
         )

@@ -19,14 +19,13 @@ from dataclasses import dataclass, field
 import structlog
 from aetcd.utils import prefix_range_end
 
-from common.coordclient import CoordinatorClient
+from common.coordapi import CoordinatorAPI
+from common.coordapi.api import CollectionInfo, DatabaseInfo
 from common.etcd.metastore import MetaStore
 from common.etcd.watch import EtcdWatch
 from common.names import DEFAULT_DATABASE, DEFAULT_DATABASE_ID
 from common.schema import CollectionSchema
 from common.tasks import BackgroundTasks
-from protos import coordinator_pb2
-from protos import databases_pb2 as dpb
 from proxy.dbcontext import current_database
 
 DEFAULT_PARTITION = "_default"
@@ -62,7 +61,7 @@ class CollectionEntry:
         return sorted(self.partitions.items(), key=lambda kv: int(kv[0].rsplit("_", 1)[1]))
 
     @staticmethod
-    def from_info(info: coordinator_pb2.CollectionInfo) -> CollectionEntry:
+    def from_info(info: CollectionInfo) -> CollectionEntry:
         schema = CollectionSchema.from_json(info.schema_json)
         return CollectionEntry(
             collection_id=info.collection_id,
@@ -90,11 +89,11 @@ class MetaCache:
     """Entries keyed by the name asked for (a collection name or an alias). DDL through this
     proxy invalidates them; DDL through another proxy, once the catalog watch sees it (``start``)."""
 
-    def __init__(self, coord: CoordinatorClient, ttl: float = ENTRY_TTL_SECONDS) -> None:
+    def __init__(self, coord: CoordinatorAPI, ttl: float = ENTRY_TTL_SECONDS) -> None:
         self._coord = coord
         self._ttl = ttl
         self._by_name: dict[tuple[str, str], tuple[float, CollectionEntry]] = {}
-        self._databases: dict[str, tuple[float, dpb.DatabaseInfo]] = {}
+        self._databases: dict[str, tuple[float, DatabaseInfo]] = {}
         self._generation = 0  # bumped by every invalidation
         self._log = structlog.get_logger().bind(component="meta-cache")
         self._tasks = BackgroundTasks("meta-cache")
@@ -146,24 +145,21 @@ class MetaCache:
         if cached is not None and time.monotonic() - cached[0] < self._ttl:
             return cached[1]
         generation = self._generation
-        stub = await self._coord.stub()
-        resp = await stub.DescribeCollection(coordinator_pb2.CollectionRef(name=name, db_name=db), timeout=30)
-        entry = CollectionEntry.from_info(resp.collection)
+        entry = CollectionEntry.from_info(await self._coord.describe_collection(name=name, db_name=db))
         if generation == self._generation:  # else a change arrived meanwhile: the answer may predate it
             self._by_name[(db, name)] = (time.monotonic(), entry)
         return entry
 
-    async def database(self, name: str) -> dpb.DatabaseInfo:
+    async def database(self, name: str) -> DatabaseInfo:
         """The database ``name`` (its properties); raises ``DatabaseNotFound`` if there is none."""
         cached = self._databases.get(name)
         if cached is not None and time.monotonic() - cached[0] < self._ttl:
             return cached[1]
         generation = self._generation
-        stub = await self._coord.stub()
-        resp = await stub.DescribeDatabase(dpb.DatabaseRef(name=name), timeout=30)
+        database = await self._coord.describe_database(name)
         if generation == self._generation:
-            self._databases[name] = (time.monotonic(), resp.database)
-        return resp.database
+            self._databases[name] = (time.monotonic(), database)
+        return database
 
     def invalidate(self, name: str) -> None:
         """Forget ``name`` (a collection name or alias) in every database: a conservative reach."""

@@ -10,21 +10,18 @@ Partition-key collections do not take partition names on writes or reads
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
+from common.coordapi import CoordinatorAPI, LoadState
 from common.errors import InvalidArgument, PartitionNotFound
 from common.names import check_collection_name, check_partition_name
-from protos import coordinator_pb2, jobs_pb2
 from proxy.databases import default_replicas
 from proxy.metacache import CollectionEntry, MetaCache
 from proxy.reads import ReadRouter
 from proxy.rpc import milvus_rpc
 from proxy.status import success
-
-STATS_TIMEOUT = 30.0
 
 
 async def partition_id(cache: MetaCache, coll: CollectionEntry, name: str) -> int:
@@ -62,6 +59,7 @@ async def read_partitions(
 
 
 class PartitionRPCs:
+    _coord: CoordinatorAPI
     _cache: MetaCache
     _reads: ReadRouter
 
@@ -71,14 +69,7 @@ class PartitionRPCs:
     async def _lookup(self, name: str) -> CollectionEntry:
         raise NotImplementedError
 
-    async def _stub(self) -> Any:
-        raise NotImplementedError
-
-    async def _partition_ddl(self, method: str, coll: CollectionEntry, names: Sequence[str]) -> None:
-        req = coordinator_pb2.PartitionRequest(
-            collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id), partition_names=list(names)
-        )
-        await getattr(await self._stub(), method)(req, timeout=60)
+    def _partitions_changed(self, coll: CollectionEntry) -> None:
         self._cache.invalidate(coll.name)
         self._reads.forget_view(coll.collection_id)
 
@@ -87,7 +78,8 @@ class PartitionRPCs:
         self, request: milvus_pb2.CreatePartitionRequest, context: grpc.aio.ServicerContext
     ) -> common_pb2.Status:
         coll = await self._coll(request.collection_name)
-        await self._partition_ddl("CreatePartition", coll, [request.partition_name])
+        await self._coord.create_partition(coll.collection_id, request.partition_name)
+        self._partitions_changed(coll)
         return success()
 
     @milvus_rpc(common_pb2.Status)
@@ -95,7 +87,8 @@ class PartitionRPCs:
         self, request: milvus_pb2.DropPartitionRequest, context: grpc.aio.ServicerContext
     ) -> common_pb2.Status:
         coll = await self._coll(request.collection_name)
-        await self._partition_ddl("DropPartition", coll, [request.partition_name])
+        await self._coord.drop_partition(coll.collection_id, request.partition_name)
+        self._partitions_changed(coll)
         return success()
 
     @milvus_rpc(milvus_pb2.BoolResponse)
@@ -121,7 +114,7 @@ class PartitionRPCs:
             if n not in coll.partitions:
                 raise PartitionNotFound(f"partition not found[partition={n}]")
         view = await self._reads.load_view(coll)
-        loaded = set(view.loaded_partitions) if view.state != coordinator_pb2.LOAD_STATE_NOT_LOAD else set()
+        loaded = set(view.loaded_partitions) if view.state != LoadState.NOT_LOAD else set()
         return milvus_pb2.ShowPartitionsResponse(
             status=success(),
             partition_names=names,
@@ -141,13 +134,10 @@ class PartitionRPCs:
             raise InvalidArgument("partition names should not be empty")
         for n in request.partition_names:
             await partition_id(self._cache, coll, n)
-        await (await self._stub()).LoadCollection(
-            coordinator_pb2.LoadCollectionRequest(
-                collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
-                replica_number=request.replica_number or await default_replicas(self._cache),
-                partition_names=list(request.partition_names),
-            ),
-            timeout=30,
+        await self._coord.load_collection(
+            coll.collection_id,
+            replicas=request.replica_number or await default_replicas(self._cache),
+            partition_names=list(request.partition_names),
         )
         self._reads.forget_view(coll.collection_id)
         return success()
@@ -159,7 +149,8 @@ class PartitionRPCs:
         coll = await self._coll(request.collection_name)
         if not request.partition_names:
             raise InvalidArgument("partition names should not be empty")
-        await self._partition_ddl("ReleasePartitions", coll, list(request.partition_names))
+        await self._coord.release_partitions(coll.collection_id, list(request.partition_names))
+        self._partitions_changed(coll)
         return success()
 
     @milvus_rpc(milvus_pb2.GetPartitionStatisticsResponse)
@@ -170,10 +161,7 @@ class PartitionRPCs:
         # load is needed; rows count once flushed, deleted rows are subtracted once compacted away.
         coll = await self._lookup(request.collection_name)
         pid = await partition_id(self._cache, coll, request.partition_name)
-        resp = await (await self._stub()).ListSegments(
-            jobs_pb2.ListSegmentsRequest(collection_id=coll.collection_id), timeout=STATS_TIMEOUT
-        )
-        rows = sum(s.rows for s in resp.segments if s.partition_id == pid)
+        rows = sum(s.rows for s in await self._coord.list_segments(coll.collection_id) if s.partition_id == pid)
         return milvus_pb2.GetPartitionStatisticsResponse(
             status=success(), stats=[common_pb2.KeyValuePair(key="row_count", value=str(rows))]
         )

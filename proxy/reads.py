@@ -33,14 +33,15 @@ import grpc
 import pyarrow as pa
 
 from common.aiogather import gather_all
-from common.coordclient import CoordinatorClient
+from common.coordapi import CoordinatorAPI, LoadState
+from common.coordapi.api import ChannelPlacement, QueryView
 from common.errors import ErrorCode, SegmentLoadFailed, StrataError
 from common.grpcutil import StubCache
 from common.readplan import ReadPlan, VectorQuery
 from common.tracing import traced
 from common.tsoutil import compose
 from common.ttl import expire_before
-from protos import coordinator_pb2, querynode_pb2_grpc
+from protos import querynode_pb2_grpc
 from proxy.localnode import LocalQueryNode
 from proxy.metacache import CollectionEntry
 from proxy.nodereads import NodeReads, RemoteQueryNode
@@ -49,7 +50,7 @@ LOADING_POLL_SECONDS = 0.1
 VIEW_TTL_SECONDS = 1.0  # a query view with a ready replica is reused this long (one coordinator call per second)
 _RETRY_ON_ANOTHER_REPLICA = {ErrorCode.NOT_READY, ErrorCode.UNAVAILABLE, ErrorCode.TIMEOUT}
 T = TypeVar("T")
-Replica = dict[str, coordinator_pb2.ChannelPlacement]  # vchannel -> its delegator in one replica
+Replica = dict[str, ChannelPlacement]  # vchannel -> its delegator in one replica
 
 
 def _by_node(coll: CollectionEntry, replica: Replica) -> list[list[str]]:
@@ -61,12 +62,12 @@ def _by_node(coll: CollectionEntry, replica: Replica) -> list[list[str]]:
 
 
 class ReadRouter:
-    def __init__(self, coord: CoordinatorClient, local: LocalQueryNode | None = None) -> None:
+    def __init__(self, coord: CoordinatorAPI, local: LocalQueryNode | None = None) -> None:
         self._coord = coord
         self._stubs = StubCache(querynode_pb2_grpc.QueryNodeStub)
         self._local = local
         self._turn = itertools.count()
-        self._views: dict[int, tuple[float, coordinator_pb2.QueryViewResponse]] = {}  # collection -> (when, view)
+        self._views: dict[int, tuple[float, QueryView]] = {}  # collection -> (when, view)
 
     def _node(self, address: str) -> NodeReads:
         """The query node at ``address``: this process's own in-process, others over gRPC."""
@@ -94,10 +95,8 @@ class ReadRouter:
         """Load or release through this proxy: the next read fetches the view again."""
         self._views.pop(collection_id, None)
 
-    async def load_view(self, coll: CollectionEntry) -> coordinator_pb2.QueryViewResponse:
-        stub = await self._coord.stub()
-        resp = await stub.GetQueryView(coordinator_pb2.CollectionRef(collection_id=coll.collection_id), timeout=30)
-        return resp
+    async def load_view(self, coll: CollectionEntry) -> QueryView:
+        return await self._coord.query_view(coll.collection_id)
 
     async def _replicas(
         self, coll: CollectionEntry, read: ReadPlan, *, cached: bool
@@ -116,7 +115,7 @@ class ReadRouter:
                 view = kept[1]
             else:
                 view = await self.load_view(coll)
-            if view.state == coordinator_pb2.LOAD_STATE_NOT_LOAD:
+            if view.state == LoadState.NOT_LOAD:
                 raise StrataError(f"collection not loaded[collection={coll.name}]", ErrorCode.COLLECTION_NOT_LOADED)
             read = read.within(view.loaded_partitions)
             by_replica: dict[int, Replica] = {}
@@ -146,7 +145,7 @@ class ReadRouter:
             await asyncio.sleep(LOADING_POLL_SECONDS)
 
     async def _on_some_replica(
-        self, vchannel: str, replicas: list[Replica], call: Callable[[coordinator_pb2.ChannelPlacement], Awaitable[T]]
+        self, vchannel: str, replicas: list[Replica], call: Callable[[ChannelPlacement], Awaitable[T]]
     ) -> T:
         """``call`` on the vchannel's delegator in the first replica that answers; retryable errors move on."""
         last: BaseException | None = None

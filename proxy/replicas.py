@@ -16,14 +16,15 @@ from typing import Any
 import grpc
 from pymilvus.grpc_gen import milvus_pb2
 
+from common.coordapi import CoordinatorAPI
+from common.coordapi.api import ReplicaInfo, Replicas
 from common.resource_groups import DEFAULT_RESOURCE_GROUP
-from protos import coordinator_pb2
 from proxy.metacache import CollectionEntry
 from proxy.rpc import milvus_rpc
 from proxy.status import success
 
 
-def _replica(r: coordinator_pb2.ReplicaInfo, resp: coordinator_pb2.GetReplicasResponse, shard_nodes: bool) -> Any:
+def _replica(r: ReplicaInfo, resp: Replicas, shard_nodes: bool) -> Any:
     return milvus_pb2.ReplicaInfo(
         replicaID=r.replica_id,
         collectionID=resp.collection_id,
@@ -43,10 +44,8 @@ def _replica(r: coordinator_pb2.ReplicaInfo, resp: coordinator_pb2.GetReplicasRe
 
 
 class ReplicaRPCs:
+    _coord: CoordinatorAPI
     async def _lookup(self, name: str) -> CollectionEntry:
-        raise NotImplementedError
-
-    async def _stub(self) -> Any:
         raise NotImplementedError
 
     @milvus_rpc(milvus_pb2.GetReplicasResponse)
@@ -57,9 +56,7 @@ class ReplicaRPCs:
         if request.collection_name:
             # Looked up unchecked, as Milvus's GetReplicas does: a bad name is a missing collection.
             collection_id = (await self._lookup(request.collection_name)).collection_id
-        resp = await (await self._stub()).GetReplicas(
-            coordinator_pb2.CollectionRef(collection_id=collection_id), timeout=30
-        )
+        resp = await self._coord.replicas(collection_id)
         return milvus_pb2.GetReplicasResponse(
             status=success(), replicas=[_replica(r, resp, request.with_shard_nodes) for r in resp.replicas]
         )

@@ -18,11 +18,10 @@ one, changing the default group's config) is ``NotSupported``, saying so.
 
 from __future__ import annotations
 
-from typing import Any
-
 import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2, rg_pb2
 
+from common.coordapi import CoordinatorAPI
 from common.errors import ResourceGroupNotFound
 from common.resource_groups import (
     DEFAULT_CAPACITY,
@@ -34,12 +33,9 @@ from common.resource_groups import (
     resource_group_not_found,
     same_group,
 )
-from protos import coordinator_pb2
 from proxy.metacache import CollectionEntry
 from proxy.rpc import milvus_rpc
 from proxy.status import success
-
-RESOURCE_GROUP_TIMEOUT = 30.0
 
 
 def default_config() -> rg_pb2.ResourceGroupConfig:
@@ -55,10 +51,8 @@ def _missing(name: str, role: str) -> ResourceGroupNotFound:
 
 
 class ResourceGroupRPCs:
+    _coord: CoordinatorAPI
     async def _lookup(self, name: str) -> CollectionEntry:
-        raise NotImplementedError
-
-    async def _stub(self) -> Any:
         raise NotImplementedError
 
     @milvus_rpc(milvus_pb2.ListResourceGroupsResponse)
@@ -71,12 +65,8 @@ class ResourceGroupRPCs:
     async def DescribeResourceGroup(
         self, request: milvus_pb2.DescribeResourceGroupRequest, context: grpc.aio.ServicerContext
     ) -> milvus_pb2.DescribeResourceGroupResponse:
-        stub = await self._stub()
-        group = await stub.DescribeResourceGroup(
-            coordinator_pb2.ResourceGroupRequest(name=request.resource_group), timeout=RESOURCE_GROUP_TIMEOUT
-        )
-        listed = await stub.ListCollections(coordinator_pb2.ListCollectionsRequest(), timeout=RESOURCE_GROUP_TIMEOUT)
-        names = {c.collection_id: c.name for c in listed.collections}
+        group = await self._coord.resource_group(request.resource_group)
+        names = {c.collection_id: c.name for c in await self._coord.list_collections()}
         return milvus_pb2.DescribeResourceGroupResponse(
             status=success(),
             resource_group=milvus_pb2.ResourceGroup(
@@ -107,9 +97,7 @@ class ResourceGroupRPCs:
     ) -> common_pb2.Status:
         if request.resource_group != DEFAULT_RESOURCE_GROUP:
             return success()  # Milvus: dropping a group that does not exist succeeds
-        group = await (await self._stub()).DescribeResourceGroup(
-            coordinator_pb2.ResourceGroupRequest(name=DEFAULT_RESOURCE_GROUP), timeout=RESOURCE_GROUP_TIMEOUT
-        )
+        group = await self._coord.resource_group(DEFAULT_RESOURCE_GROUP)
         if group.loaded_replicas:
             loaded = min(group.loaded_replicas)
             raise invalid_parameter(

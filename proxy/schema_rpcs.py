@@ -21,16 +21,14 @@ from typing import Any
 import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2, schema_pb2
 
+from common.coordapi import CoordinatorAPI, LoadState
 from common.errors import CollectionLoaded, InvalidArgument, SchemaMismatch
 from common.schema import field_to_json
-from protos import coordinator_pb2
 from proxy.convert.added_field import added_field_from_proto, field_change
 from proxy.metacache import CollectionEntry, MetaCache
 from proxy.reads import ReadRouter
 from proxy.rpc import milvus_rpc
 from proxy.status import success
-
-DDL_TIMEOUT = 60.0
 
 
 async def check_schema_timestamp(cache: MetaCache, coll: CollectionEntry, schema_ts: int) -> CollectionEntry:
@@ -56,22 +54,15 @@ def schema_guarantee(coll: CollectionEntry, guarantee_ts: int) -> int:
 
 
 class SchemaRPCs:
+    _coord: CoordinatorAPI
     _cache: MetaCache
     _reads: ReadRouter
 
     async def _coll(self, name: str) -> CollectionEntry:
         raise NotImplementedError
 
-    async def _stub(self) -> Any:
-        raise NotImplementedError
-
     async def _alter_schema(self, coll: CollectionEntry, **fields: Any) -> None:
-        await (await self._stub()).AlterSchema(
-            coordinator_pb2.AlterSchemaRequest(
-                collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id), **fields
-            ),
-            timeout=DDL_TIMEOUT,
-        )
+        await self._coord.alter_schema(coll.collection_id, **fields)
         self._cache.invalidate(coll.name)
 
     @milvus_rpc(common_pb2.Status)
@@ -99,7 +90,7 @@ class SchemaRPCs:
             {p.key: p.value for p in request.properties},
             list(request.delete_keys),
         )
-        if change.touches_mmap and (await self._reads.load_view(coll)).state != coordinator_pb2.LOAD_STATE_NOT_LOAD:
+        if change.touches_mmap and (await self._reads.load_view(coll)).state != LoadState.NOT_LOAD:
             what = "alter" if change.properties else "drop"
             raise CollectionLoaded(
                 f"can not {what} collection field properties if collection loaded: "

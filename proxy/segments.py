@@ -19,18 +19,15 @@ supported (the coordinator places them by row count), and says so.
 
 from __future__ import annotations
 
-from typing import Any
-
 import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
+from common.coordapi import CoordinatorAPI, LoadState
+from common.coordapi.api import QuerySegment
 from common.errors import CollectionNotFullyLoaded, ErrorCode, NotSupported, StrataError
-from protos import coordinator_pb2
 from proxy.metacache import CollectionEntry
 from proxy.rpc import milvus_rpc
 from proxy.status import success
-
-SEGMENTS_TIMEOUT = 30.0
 
 
 def _node_not_found(node_id: int, message: str) -> StrataError:
@@ -39,17 +36,12 @@ def _node_not_found(node_id: int, message: str) -> StrataError:
 
 
 class SegmentRPCs:
+    _coord: CoordinatorAPI
     async def _lookup(self, name: str) -> CollectionEntry:
         raise NotImplementedError
 
-    async def _stub(self) -> Any:
-        raise NotImplementedError
-
-    async def _served(self, coll: CollectionEntry) -> list[coordinator_pb2.QuerySegment]:
-        resp = await (await self._stub()).GetQuerySegments(
-            coordinator_pb2.CollectionRef(collection_id=coll.collection_id), timeout=SEGMENTS_TIMEOUT
-        )
-        return list(resp.segments)
+    async def _served(self, coll: CollectionEntry) -> list[QuerySegment]:
+        return list(await self._coord.query_segments(coll.collection_id))
 
     @milvus_rpc(milvus_pb2.GetQuerySegmentInfoResponse)
     async def GetQuerySegmentInfo(
@@ -80,11 +72,10 @@ class SegmentRPCs:
     ) -> common_pb2.Status:
         coll = await self._lookup(request.collectionName)
         cid, src = coll.collection_id, request.src_nodeID
-        stub = await self._stub()
-        view = await stub.GetQueryView(coordinator_pb2.CollectionRef(collection_id=cid), timeout=SEGMENTS_TIMEOUT)
-        if view.state != coordinator_pb2.LOAD_STATE_LOADED:
+        view = await self._coord.query_view(cid)
+        if view.state != LoadState.LOADED:
             raise CollectionNotFullyLoaded(f"collection not fully loaded[collection={cid}]")
-        replicas = await stub.GetReplicas(coordinator_pb2.CollectionRef(collection_id=cid), timeout=SEGMENTS_TIMEOUT)
+        replicas = await self._coord.replicas(cid)
         replica = next((r for r in replicas.replicas if src in r.node_ids), None)
         if replica is None:
             raise _node_not_found(src, f"source node not found in any replica of collection {cid}")

@@ -7,6 +7,7 @@ import structlog
 from pymilvus.grpc_gen import milvus_pb2, milvus_pb2_grpc
 
 from common.config import ProxyConfig
+from common.coordapi import RemoteCoordinator
 from common.coordclient import CoordinatorClient
 from common.etcd.metastore import MetaStore
 from common.etcd.session import Session
@@ -66,11 +67,12 @@ class Proxy:
         self._watcher = DiscoverWatcher(self._coord)
         await self._watcher.start()
         self._producer = Producer(self._watcher, self._local_wal)
-        self._reads = ReadRouter(self._coord, self._local)
+        coordinator = RemoteCoordinator(self._coord)
+        self._reads = ReadRouter(coordinator, self._local)
         self._stats = WALStats(self._watcher)
-        self._cache = MetaCache(self._coord)
+        self._cache = MetaCache(coordinator)
         self._cache.start(self._store)
-        service = MilvusProxy(self._coord, self._producer, self._cache, self._reads, self._stats, limits=c.limits)
+        service = MilvusProxy(coordinator, self._producer, self._cache, self._reads, self._stats, limits=c.limits)
         service.attach_component(self.component)
         self._service = service
         # Users, roles and grants: served always; checked on every call with authorizationEnabled.

@@ -19,7 +19,7 @@ import structlog
 from pymilvus.grpc_gen import common_pb2, milvus_pb2, milvus_pb2_grpc, schema_pb2
 
 from common.config import DEFAULT_LIMITS, ProxyLimits
-from common.coordclient import CoordinatorClient
+from common.coordapi import CoordinatorAPI, LoadState
 from common.errors import CollectionNotFound, ErrorCode, InvalidArgument, SegmentLoadFailed, StrataError
 from common.expr.asyncparse import filter_size, parse_filter_async
 from common.fulltext.functions import bm25_outputs
@@ -27,7 +27,6 @@ from common.names import cannot_find_collection, check_collection_name
 from common.readplan import ReadFilter, ReadPlan, VectorQuery
 from common.tracing import traced
 from common.tsoutil import physical_ms
-from protos import coordinator_pb2
 from proxy import convert
 from proxy.aliases import AliasRPCs
 from proxy.analyzers import AnalyzerRPCs
@@ -36,7 +35,7 @@ from proxy.auth.rpcs import SecurityRPCs
 from proxy.batch_describe import BatchDescribeRPCs
 from proxy.consistency import guarantee_timestamp
 from proxy.convert.groups import group_by_values
-from proxy.convert.search import check_index_search_params, check_range
+from proxy.convert.search_checks import check_index_search_params, check_range
 from proxy.databases import DatabaseRPCs, default_replicas
 from proxy.dbcontext import current_database, request_database
 from proxy.flush_all import FlushAllRPCs
@@ -103,7 +102,7 @@ class MilvusProxy(
 ):
     def __init__(
         self,
-        coord: CoordinatorClient,
+        coord: CoordinatorAPI,
         producer: Producer,
         cache: MetaCache,
         reads: ReadRouter,
@@ -119,12 +118,8 @@ class MilvusProxy(
         self._limits = limits
 
     # ---- helpers -------------------------------------------------------------------------------
-    async def _stub(self) -> Any:
-        return await self._coord.stub()
-
     async def _fresh_ts(self) -> int:
-        resp = await (await self._stub()).AllocTimestamp(coordinator_pb2.AllocTimestampRequest(count=1), timeout=10)
-        return int(resp.timestamp)
+        return await self._coord.alloc_timestamp()
 
     async def _coll(self, name: str) -> CollectionEntry:
         """The collection ``name`` names, its name checked first (as most Milvus RPCs do)."""
@@ -171,17 +166,14 @@ class MilvusProxy(
         schema = convert.schema_from_proto(pb, collection_name=request.collection_name or pb.name)
         props = _kv(request.properties)
         level = request.consistency_level
-        await (await self._stub()).CreateCollection(
-            coordinator_pb2.CreateCollectionRequest(
-                name=schema.name,
-                schema_json=schema.to_json(),
-                shards_num=request.shards_num or 1,
-                consistency_level=level,
-                properties=props,
-                num_partitions=request.num_partitions,
-                db_name=current_database(),
-            ),
-            timeout=60,
+        await self._coord.create_collection(
+            name=schema.name,
+            schema_json=schema.to_json(),
+            shards_num=request.shards_num or 1,
+            consistency_level=level,
+            properties=props,
+            num_partitions=request.num_partitions,
+            db_name=current_database(),
         )
         self._cache.invalidate(schema.name)
         return success()
@@ -190,9 +182,7 @@ class MilvusProxy(
     async def DropCollection(self, request: milvus_pb2.DropCollectionRequest, context: grpc.aio.ServicerContext) -> common_pb2.Status:
         check_collection_name(request.collection_name)
         try:
-            await (await self._stub()).DropCollection(
-                coordinator_pb2.CollectionRef(name=request.collection_name, db_name=current_database()), timeout=60
-            )
+            await self._coord.drop_collection(request.collection_name, current_database())
         except CollectionNotFound:
             pass  # Milvus: dropping a missing collection is not an error
         finally:
@@ -234,20 +224,16 @@ class MilvusProxy(
     async def HasCollection(self, request: milvus_pb2.HasCollectionRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.BoolResponse:
         check_collection_name(request.collection_name)
         try:
-            await (await self._stub()).DescribeCollection(
-                coordinator_pb2.CollectionRef(name=request.collection_name, db_name=current_database()), timeout=30
-            )
+            await self._coord.describe_collection(name=request.collection_name, db_name=current_database())
         except CollectionNotFound:
             return milvus_pb2.BoolResponse(status=success(), value=False)
         return milvus_pb2.BoolResponse(status=success(), value=True)
 
     @milvus_rpc(milvus_pb2.ShowCollectionsResponse)
     async def ShowCollections(self, request: milvus_pb2.ShowCollectionsRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.ShowCollectionsResponse:
-        resp = await (await self._stub()).ListCollections(
-            coordinator_pb2.ListCollectionsRequest(db_name=current_database()), timeout=30
-        )
+        listed = await self._coord.list_collections(current_database())
         visible = self._security.visible_collections(current_database())  # the caller's grants, as Milvus
-        colls = sorted((c for c in resp.collections if visible is None or c.name in visible),
+        colls = sorted((c for c in listed if visible is None or c.name in visible),
                        key=lambda c: c.collection_id)
         return milvus_pb2.ShowCollectionsResponse(
             status=success(),
@@ -271,12 +257,8 @@ class MilvusProxy(
     @milvus_rpc(common_pb2.Status)
     async def LoadCollection(self, request: milvus_pb2.LoadCollectionRequest, context: grpc.aio.ServicerContext) -> common_pb2.Status:
         coll = await self._coll(request.collection_name)
-        await (await self._stub()).LoadCollection(
-            coordinator_pb2.LoadCollectionRequest(
-                collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id),
-                replica_number=request.replica_number or await default_replicas(self._cache),
-            ),
-            timeout=30,
+        await self._coord.load_collection(
+            coll.collection_id, replicas=request.replica_number or await default_replicas(self._cache)
         )
         self._reads.forget_view(coll.collection_id)
         return success()
@@ -284,7 +266,7 @@ class MilvusProxy(
     @milvus_rpc(common_pb2.Status)
     async def ReleaseCollection(self, request: milvus_pb2.ReleaseCollectionRequest, context: grpc.aio.ServicerContext) -> common_pb2.Status:
         coll = await self._coll(request.collection_name)
-        await (await self._stub()).ReleaseCollection(coordinator_pb2.CollectionRef(collection_id=coll.collection_id), timeout=30)
+        await self._coord.release_collection(coll.collection_id)
         self._reads.forget_view(coll.collection_id)
         return success()
 
@@ -295,18 +277,19 @@ class MilvusProxy(
         partitions, _ = await read_partitions(self._cache, coll, list(request.partition_names))
         if partitions and not set(partitions) <= set(view.loaded_partitions):
             return milvus_pb2.GetLoadStateResponse(status=success(), state=common_pb2.LoadStateNotLoad)
-        state = {
-            coordinator_pb2.LOAD_STATE_NOT_LOAD: common_pb2.LoadStateNotLoad,
-            coordinator_pb2.LOAD_STATE_LOADING: common_pb2.LoadStateLoading,
-            coordinator_pb2.LOAD_STATE_LOADED: common_pb2.LoadStateLoaded,
-        }.get(view.state, common_pb2.LoadStateNotExist)
+        states: dict[int, common_pb2.LoadState.ValueType] = {
+            LoadState.NOT_LOAD: common_pb2.LoadStateNotLoad,
+            LoadState.LOADING: common_pb2.LoadStateLoading,
+            LoadState.LOADED: common_pb2.LoadStateLoaded,
+        }
+        state = states.get(view.state, common_pb2.LoadStateNotExist)
         return milvus_pb2.GetLoadStateResponse(status=success(), state=state)
 
     @milvus_rpc(milvus_pb2.GetLoadingProgressResponse)
     async def GetLoadingProgress(self, request: milvus_pb2.GetLoadingProgressRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.GetLoadingProgressResponse:
         coll = await self._coll(request.collection_name)
         view = await self._reads.load_view(coll)
-        if view.state == coordinator_pb2.LOAD_STATE_NOT_LOAD:
+        if view.state == LoadState.NOT_LOAD:
             raise StrataError(f"collection not loaded[collection={coll.name}]", ErrorCode.COLLECTION_NOT_LOADED)
         if view.load_error:
             # load_collection (which polls this) fails with the reason instead of waiting out its timeout.
@@ -398,11 +381,7 @@ class MilvusProxy(
         flush_ts: dict[str, int] = {}
         for name in names:
             coll = await self._coll(name)
-            resp = await (await self._stub()).Flush(
-                coordinator_pb2.FlushRequest(collection=coordinator_pb2.CollectionRef(collection_id=coll.collection_id)),
-                timeout=30,
-            )
-            segments[name], flush_ts[name] = list(resp.segment_ids), int(resp.flush_ts)
+            segments[name], flush_ts[name] = await self._coord.flush(coll.collection_id)
         return milvus_pb2.FlushResponse(
             status=success(),
             db_name=current_database(),
@@ -415,18 +394,11 @@ class MilvusProxy(
     @milvus_rpc(milvus_pb2.GetFlushStateResponse)
     async def GetFlushState(self, request: milvus_pb2.GetFlushStateRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.GetFlushStateResponse:
         # Without a collection name (the Node.js SDK's flushSync) the segments alone decide, as in Milvus.
-        ref = coordinator_pb2.CollectionRef()
-        if request.collection_name:
-            ref.collection_id = (await self._coll(request.collection_name)).collection_id
-        resp = await (await self._stub()).GetFlushState(
-            coordinator_pb2.GetFlushStateRequest(
-                collection=ref,
-                segment_ids=list(request.segmentIDs),
-                flush_ts=request.flush_ts,
-            ),
-            timeout=10,
+        collection_id = (await self._coll(request.collection_name)).collection_id if request.collection_name else 0
+        flushed = await self._coord.flush_state(
+            collection_id=collection_id, segment_ids=list(request.segmentIDs), flush_ts=request.flush_ts
         )
-        return milvus_pb2.GetFlushStateResponse(status=success(), flushed=resp.flushed)
+        return milvus_pb2.GetFlushStateResponse(status=success(), flushed=flushed)
 
     # ---- reads ---------------------------------------------------------------------------------
     async def _guarantee(self, coll: CollectionEntry, req: Any) -> int:

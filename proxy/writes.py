@@ -8,12 +8,11 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from common.coordclient import CoordinatorClient
+from common.coordapi import CoordinatorAPI
 from common.errors import InvalidArgument
 from common.message import Delete, Insert
 from common.routing import shard_indices
 from common.storage.layout import ALL_PARTITIONS
-from protos import coordinator_pb2
 from protos.common_pb2 import Message
 from proxy.metacache import CollectionEntry
 from streamingnode.client.producer import Producer
@@ -22,10 +21,9 @@ from streamingnode.client.producer import Producer
 MAX_MESSAGE_ROWS = 20_000
 
 
-async def allocate_ids(coord: CoordinatorClient, count: int) -> np.ndarray:
-    stub = await coord.stub()
-    resp = await stub.AllocID(coordinator_pb2.AllocIDRequest(count=count), timeout=30)
-    return np.arange(resp.begin, resp.begin + count, dtype=np.int64)
+async def allocate_ids(coord: CoordinatorAPI, count: int) -> np.ndarray:
+    begin = await coord.alloc_ids(count)
+    return np.arange(begin, begin + count, dtype=np.int64)
 
 
 def _by_shard(pks: pa.Array, shards: int) -> list[np.ndarray]:

@@ -99,3 +99,30 @@ def test_the_spark_code_zip_holds_every_package_the_jobs_import() -> None:
             needed.add(top)
             todo.extend(graph[top])
     assert needed <= set(SHIPPED), f"the jobs import {sorted(needed - set(SHIPPED))}, which runner.py does not ship"
+
+
+# The coordinator's own contracts; the proxy's calls to it go through ``common.coordapi``.
+_COORDINATOR_PROTOS = {"coordinator_pb2", "coordinator_pb2_grpc", "databases_pb2", "jobs_pb2"}
+
+
+def _protos_imported(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "protos":
+                names |= {a.name for a in node.names}
+            elif node.module.startswith("protos."):
+                names.add(node.module.removeprefix("protos."))
+        elif isinstance(node, ast.Import):
+            names |= {a.name.removeprefix("protos.") for a in node.names if a.name.startswith("protos.")}
+    return names
+
+
+def test_the_proxy_calls_the_coordinator_only_through_its_typed_client() -> None:
+    """No proxy module builds a coordinator request: ``common.coordapi`` owns the messages and deadlines."""
+    bad = sorted(
+        (str(path.relative_to(ROOT)), name)
+        for path in (ROOT / "proxy").rglob("*.py")
+        for name in _protos_imported(path) & _COORDINATOR_PROTOS
+    )
+    assert not bad, bad

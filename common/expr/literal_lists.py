@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from common.errors import IllegalFilter
-from common.expr.binder import _parse_int, unquote
+from common.expr.literals import _parse_int, unquote
 
 #: Lists with fewer elements are left to the grammar (cheap there, and it words their errors).
 MIN_ELEMENTS = 64

@@ -12,8 +12,9 @@ from lark.exceptions import VisitError
 
 from common.errors import IllegalFilter
 from common.expr.ast import Expr
-from common.expr.binder import Binder, quote
+from common.expr.binder import Binder
 from common.expr.literal_lists import Shortened, shorten
+from common.expr.literals import quote
 from common.schema import CollectionSchema
 
 _GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")

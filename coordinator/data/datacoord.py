@@ -25,7 +25,6 @@ hidden segments of a job that will never commit.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -41,13 +40,18 @@ from common.schema import CollectionSchema
 from common.segment import SegmentLevel, SegmentMeta, SegmentState
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState
 from coordinator.data.jobs import JobRecord, JobState
+from coordinator.data.keys import (
+    CHECKPOINT_PREFIX,
+    JOB_PREFIX,
+    ROW_DELTA_PREFIX,
+    SEGMENT_PREFIX,
+    dumps,
+    job_key,
+    json_of,
+    segment_key,
+)
 from coordinator.tso import TimestampOracle
 from streamingnode.client.producer import Producer
-
-_SEGMENT = "datacoord/segment/"
-_CHECKPOINT = "datacoord/channel-cp/"
-_JOB = "datacoord/job/"
-_ROW_DELTA = "datacoord/row-delta/"
 
 
 class JobConflict(InvalidArgument):
@@ -61,14 +65,6 @@ class VChannelRecovery:
     schema: CollectionSchema
     checkpoint: Position | None
     segments: tuple[SegmentMeta, ...]  # every live segment of the vchannel
-
-
-def _segment_key(meta: SegmentMeta) -> str:
-    return f"{_SEGMENT}{meta.collection_id}/{meta.segment_id}"
-
-
-def _job_key(job_id: int) -> str:
-    return f"{_JOB}{job_id}"
 
 
 class DataCoordinator:
@@ -96,16 +92,16 @@ class DataCoordinator:
         self._log = structlog.get_logger().bind(component="data-coord")
 
     async def start(self) -> None:
-        for kv in await self._store.scan(_SEGMENT):
+        for kv in await self._store.scan(SEGMENT_PREFIX):
             meta = SegmentMeta.from_json(kv.value)
             self._segments[meta.segment_id] = meta
-        for kv in await self._store.scan(_CHECKPOINT):
-            self._checkpoints[kv.key[len(_CHECKPOINT) :]] = Position.from_dict(_json(kv.value))
-        for kv in await self._store.scan(_JOB):
+        for kv in await self._store.scan(CHECKPOINT_PREFIX):
+            self._checkpoints[kv.key[len(CHECKPOINT_PREFIX) :]] = Position.from_dict(json_of(kv.value))
+        for kv in await self._store.scan(JOB_PREFIX):
             job = JobRecord.from_json(kv.value)
             self._jobs[job.job_id] = job
-        for kv in await self._store.scan(_ROW_DELTA):
-            self._row_delta[int(kv.key[len(_ROW_DELTA) :])] = int(kv.value)
+        for kv in await self._store.scan(ROW_DELTA_PREFIX):
+            self._row_delta[int(kv.key[len(ROW_DELTA_PREFIX) :])] = int(kv.value)
         self._log.info(
             "data coordinator loaded", segments=len(self._segments), checkpoints=len(self._checkpoints),
             jobs=len(self._jobs),
@@ -176,7 +172,7 @@ class DataCoordinator:
                 return
             await self._require_collection(meta.collection_id)
             seg = replace(meta, state=SegmentState.GROWING)
-            await self._store.put(_segment_key(seg), seg.to_json())
+            await self._store.put(segment_key(seg), seg.to_json())
             self._segments[seg.segment_id] = seg
             self._log.info("segment growing", segment=seg.segment_id, vchannel=seg.vchannel, level=seg.level.name)
 
@@ -189,7 +185,7 @@ class DataCoordinator:
             moved = seg.moved_to(state, now=self._clock())
             if moved is None:
                 return
-            await self._store.put(_segment_key(moved), moved.to_json())
+            await self._store.put(segment_key(moved), moved.to_json())
             self._segments[segment_id] = moved
             self._log.info("segment state", segment=segment_id, state=moved.state.name)
 
@@ -223,7 +219,7 @@ class DataCoordinator:
                 moved = updated.moved_to(target, now=self._clock())
                 assert moved is not None
                 updated = moved
-            await self._store.put(_segment_key(updated), updated.to_json())
+            await self._store.put(segment_key(updated), updated.to_json())
             self._segments[updated.segment_id] = updated
             self._log.info(
                 "binlogs saved",
@@ -241,7 +237,7 @@ class DataCoordinator:
                 current = self._checkpoints.get(vchannel)
                 if current is not None and pos.timetick <= current.timetick:
                     continue
-                ops.append(Op(key=f"{_CHECKPOINT}{vchannel}", value=_dumps(pos.to_dict())))
+                ops.append(Op(key=f"{CHECKPOINT_PREFIX}{vchannel}", value=dumps(pos.to_dict())))
                 moved[vchannel] = pos
             if ops:
                 await self._store.multi_batched(ops)  # each vchannel's checkpoint stands alone
@@ -259,8 +255,8 @@ class DataCoordinator:
             dropped = await self._drop_where(
                 lambda seg: seg.collection_id == meta.collection_id,
                 also=[
-                    *(Op(key=f"{_CHECKPOINT}{v}", value=None) for v in meta.vchannels),
-                    Op(key=f"{_ROW_DELTA}{meta.collection_id}", value=None),
+                    *(Op(key=f"{CHECKPOINT_PREFIX}{v}", value=None) for v in meta.vchannels),
+                    Op(key=f"{ROW_DELTA_PREFIX}{meta.collection_id}", value=None),
                 ],
             )
             for v in meta.vchannels:
@@ -286,7 +282,7 @@ class DataCoordinator:
         moved = [
             m for seg in self._segments.values() if chosen(seg) and (m := seg.moved_to(SegmentState.DROPPED, now=now))
         ]
-        ops = [Op(key=_segment_key(m), value=m.to_json()) for m in moved]
+        ops = [Op(key=segment_key(m), value=m.to_json()) for m in moved]
         if ops or also:
             await self._store.multi_batched([*ops, *also])
         for seg in moved:
@@ -301,7 +297,7 @@ class DataCoordinator:
                 if seg.state != SegmentState.DROPPED:
                     raise InvalidArgument(f"segment {seg.segment_id} is {seg.state.name}, not DROPPED")
             if gone:
-                await self._store.multi_batched([Op(key=_segment_key(s), value=None) for s in gone])
+                await self._store.multi_batched([Op(key=segment_key(s), value=None) for s in gone])
             for seg in gone:
                 del self._segments[seg.segment_id]
 
@@ -329,7 +325,7 @@ class DataCoordinator:
         if job.state == JobState.COMMITTED:
             raise InvalidArgument("a job is committed by commit_job")
         async with self._lock:
-            await self._store.put(_job_key(job.job_id), job.to_json())
+            await self._store.put(job_key(job.job_id), job.to_json())
             self._jobs[job.job_id] = job
 
     async def add_job_segments(self, job_id: int, segments: Sequence[SegmentMeta]) -> None:
@@ -349,7 +345,7 @@ class DataCoordinator:
                 if old is not None and old.job_id != job_id:
                     raise JobConflict(f"segment {seg.segment_id} exists already and is not job {job_id}'s")
                 metas.append(replace(seg, state=SegmentState.FLUSHED, job_id=job_id, flushed_at=now))
-            await self._store.multi_batched([Op(key=_segment_key(m), value=m.to_json()) for m in metas])
+            await self._store.multi_batched([Op(key=segment_key(m), value=m.to_json()) for m in metas])
             for m in metas:
                 self._segments[m.segment_id] = m
 
@@ -374,7 +370,7 @@ class DataCoordinator:
                 if seg.manifest != planned:
                     raise JobConflict(f"segment {sid} changed while job {job_id} ran")
                 metas.append(replace(seg, manifest=manifest, deleted_rows=seg.deleted_rows + deleted))
-            await self._store.multi_batched([Op(key=_segment_key(m), value=m.to_json()) for m in metas])
+            await self._store.multi_batched([Op(key=segment_key(m), value=m.to_json()) for m in metas])
             for m in metas:
                 self._segments[m.segment_id] = m
 
@@ -407,11 +403,11 @@ class DataCoordinator:
                 moved = seg.moved_to(SegmentState.DROPPED, now=now)
                 assert moved is not None
                 dropped.append(replace(moved, compacted=True))
-            ops = [Op(key=_job_key(job.job_id), value=job.to_json())]
-            ops += [Op(key=_segment_key(m), value=m.to_json()) for m in dropped]
+            ops = [Op(key=job_key(job.job_id), value=job.to_json())]
+            ops += [Op(key=segment_key(m), value=m.to_json()) for m in dropped]
             rows = self._row_delta.get(job.collection_id, 0) + row_delta
             if row_delta:
-                ops.append(Op(key=f"{_ROW_DELTA}{job.collection_id}", value=str(rows).encode()))
+                ops.append(Op(key=f"{ROW_DELTA_PREFIX}{job.collection_id}", value=str(rows).encode()))
             if len(ops) > TXN_BATCH_OPS:
                 raise InvalidArgument(f"job {job.job_id} drops {len(dropped)} segments, more than one commit holds")
             await self._store.multi(ops)
@@ -432,7 +428,7 @@ class DataCoordinator:
             if current is not None and current.state == JobState.COMMITTED:
                 raise JobConflict(f"job {job.job_id} committed already")
             await self._drop_where(lambda seg: seg.job_id == job.job_id)
-            await self._store.put(_job_key(job.job_id), job.to_json())
+            await self._store.put(job_key(job.job_id), job.to_json())
             self._jobs[job.job_id] = job
 
     async def reveal_job(self, job_id: int) -> None:
@@ -442,11 +438,11 @@ class DataCoordinator:
             if job is None or job.state != JobState.COMMITTED or job.revealed:
                 return
             metas = [replace(s, job_id=0) for s in self._segments.values() if s.job_id == job_id]
-            await self._store.multi_batched([Op(key=_segment_key(m), value=m.to_json()) for m in metas])
+            await self._store.multi_batched([Op(key=segment_key(m), value=m.to_json()) for m in metas])
             for m in metas:
                 self._segments[m.segment_id] = m
             done = replace(job, revealed=True)
-            await self._store.put(_job_key(job_id), done.to_json())
+            await self._store.put(job_key(job_id), done.to_json())
             self._jobs[job_id] = done
 
     async def forget_jobs(self, job_ids: Sequence[int]) -> None:
@@ -455,7 +451,7 @@ class DataCoordinator:
             gone = [j for j in job_ids if j in self._jobs and self._jobs[j].state.finished]
             if any(s.job_id in gone for s in self._segments.values()):
                 raise InvalidArgument("a segment still names one of these jobs")
-            await self._store.multi_batched([Op(key=_job_key(j), value=None) for j in gone])
+            await self._store.multi_batched([Op(key=job_key(j), value=None) for j in gone])
             for j in gone:
                 del self._jobs[j]
 
@@ -512,13 +508,3 @@ class DataCoordinator:
         meta = await self._catalog.get_collection(collection_id)
         if meta is None or meta.state == CollectionState.DROPPING:
             raise CollectionNotFound(f"collection {collection_id} not found")
-
-
-def _json(raw: bytes) -> dict[str, object]:
-    d = json.loads(raw)
-    assert isinstance(d, dict)
-    return d
-
-
-def _dumps(d: dict[str, object]) -> bytes:
-    return json.dumps(d).encode()

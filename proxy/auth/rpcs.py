@@ -16,7 +16,6 @@ from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
 from common.coordclient import CoordinatorClient
 from common.errors import ErrorCode, InvalidArgument, StrataError
-from common.grpcutil import raise_for_status
 from common.rbac.catalog import Grant
 from common.rbac.names import check_password, check_role_name, check_user_name
 from common.rbac.privileges import (
@@ -72,16 +71,9 @@ class Security:
         return None if user is None else visible_databases(self.states.state, user)
 
     async def change(self, method: str, request: Any) -> None:
-        """Call the coordinator's ``method``, then reload the state copy."""
-        channel = await self.coord.channel()
-        stub: Any = security_pb2_grpc.SecurityStub(channel)
-        try:
-            resp = await getattr(stub, method)(request, timeout=COORDINATOR_TIMEOUT)
-        except grpc.aio.AioRpcError as err:
-            if err.code() == grpc.StatusCode.UNAVAILABLE:
-                await self.coord.reset()
-            raise StrataError(f"coordinator unavailable: {err.details()}", ErrorCode.UNAVAILABLE) from err
-        raise_for_status(resp.status)
+        """Call the coordinator's ``method`` (a checked stub: a refusal raises its error), then reload the state copy."""
+        stub: Any = await self.coord.stub_of(security_pb2_grpc.SecurityStub)
+        await getattr(stub, method)(request, timeout=COORDINATOR_TIMEOUT)
         await self.states.reload()
 
 

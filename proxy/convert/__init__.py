@@ -3,10 +3,12 @@
 Protobuf stops here. Each module owns one direction of one concept:
 
 * ``schema``: CreateCollection / DescribeCollection schemas;
-* ``rows``: insert columns (``FieldData``) -> Arrow rows;
+* ``rows``: insert columns (``FieldData``) -> Arrow rows (``field_read``: one column's values);
 * ``output``: Arrow result columns -> ``FieldData``, output field resolution;
 * ``ids``: primary keys as ``IDs``;
-* ``search``: ``SearchRequest`` -> ``SearchSpec``, search and query results;
+* ``search``: ``SearchRequest`` -> ``SearchSpec``; ``search_checks``: the checks made once the
+  index is known; ``templates``: a filter's template values;
+* ``search_results``: search and query results;
 * ``pkids``: search by primary keys (the keys, and their vectors as a placeholder group);
 * ``nullvectors``: nullable vector fields (None vectors <-> Arrow nulls, ``valid_data``).
 
@@ -27,18 +29,15 @@ from proxy.convert.schema import (
     schema_to_proto,
     validate_field_name,
 )
-from proxy.convert.search import (
-    SearchSpec,
+from proxy.convert.search import SearchSpec, parse_bool, parse_search_request
+from proxy.convert.search_results import (
     build_count_result,
     build_count_results,
     build_query_results,
     build_search_results,
     is_count_query,
-    parse_bool,
-    parse_search_request,
-    template_values,
-    template_values_to_python,
 )
+from proxy.convert.templates import template_values, template_values_to_python
 
 __all__ = [
     "OutputFields",

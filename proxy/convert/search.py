@@ -1,4 +1,4 @@
-"""Search and query requests and results at the proxy edge.
+"""Search requests at the proxy edge: ``SearchRequest`` -> ``SearchSpec``.
 
 What pymilvus sends for ``MilvusClient.search``: ``search_params`` as string
 key/values (``topk``, ``round_decimal``, ``ignore_growing``, optional
@@ -13,11 +13,8 @@ filter in ``dsl`` and its ``{name}`` values in
 ``group_size`` and ``strict_group_size`` as top-level search_params (a client
 may also put them inside ``params``).
 
-What pymilvus reads back: ``SearchResultData.topks`` (hits per query) slices
-the flat ``ids``/``scores``/``fields_data``; ``primary_field_name`` names the
-key in each hit; ``output_fields`` minus the returned columns are dynamic keys
-to lift out of ``$meta``. A grouping search's per-hit group values go in
-``group_by_field_value`` (see :mod:`proxy.convert.groups`).
+The results go back in ``search_results.py``; the filter's template values are read in
+``templates.py``; the checks made once the index is known are in ``search_checks.py``.
 """
 
 from __future__ import annotations
@@ -28,24 +25,19 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 from google.protobuf.message import DecodeError
-from pymilvus.grpc_gen import common_pb2, milvus_pb2, schema_pb2
+from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
 from common.config import DEFAULT_LIMITS, ProxyLimits
 from common.errors import InvalidArgument
 from common.jsonvalue import load_json
 from common.schema import CollectionSchema, DataType, FieldSchema
 from proxy.convert import narrow
-from proxy.convert.ids import ids_to_proto
-from proxy.convert.output import (
-    append_packed,
-    resolve_output_fields,
-    table_to_fields_data,
-)
 from proxy.convert.pkids import PrimaryKeys, search_primary_keys
 from proxy.convert.schema import type_name
+from proxy.convert.search_checks import check_range
 from proxy.convert.sparse import check_sparse_search_params, sparse_queries
+from proxy.convert.templates import template_values_to_python
 from proxy.convert.text_search import text_queries
 
 # Milvus's defaults of quotaAndLimits.limits.topK and .nq; a proxy's own are in ProxyLimits.
@@ -53,9 +45,6 @@ TOPK_LIMIT = DEFAULT_LIMITS.max_topk
 GROUP_SIZE_LIMIT = 1024
 EF_LIMIT = 2**31 - 1
 NQ_LIMIT = DEFAULT_LIMITS.max_nq
-COUNT_FIELD = "count(*)"
-QUERY_COLUMN = "query"
-DISTANCE_COLUMN = "distance"
 
 # Keys pymilvus repeats inside ``params`` that the spec carries on its own.
 _TOP_LEVEL_KEYS = frozenset(
@@ -84,9 +73,6 @@ GROUP_BY_TYPES = frozenset(
         DataType.VARCHAR,
     }
 )
-# Metrics whose larger distances rank first (the others rank smaller first).
-_LARGER_IS_BETTER = frozenset({"IP", "COSINE"})
-_SMALLER_IS_BETTER = frozenset({"L2", "HAMMING", "JACCARD"})
 # knowhere's bounds on an IVF search's nprobe, SCANN's reorder_k and IVF_RABITQ's rbq_query_bits.
 NPROBE_LIMIT = 65536
 REORDER_K_LIMIT = 2**31 - 1
@@ -344,50 +330,6 @@ def _parse_refine_k(raw: Any) -> float:
     return value
 
 
-def check_index_search_params(index_type: str, params: Mapping[str, Any], k: int) -> None:
-    """The checks Milvus makes once the searched field's index is known (``k`` = topk + offset).
-
-    Raises:
-        InvalidArgument: SCANN's ``reorder_k`` or DISKANN's ``search_list`` below ``k``.
-    """
-    kind = index_type.strip().upper()
-    reorder_k = params.get("reorder_k")
-    if kind == "SCANN" and reorder_k is not None and reorder_k < k:
-        raise InvalidArgument(f"reorder_k({reorder_k}) should be larger than k({k})")
-    search_list = params.get("search_list", params.get("search_list_size"))
-    if kind == "DISKANN" and search_list is not None and search_list < k:
-        raise InvalidArgument(f"search_list_size({search_list}) should be larger than k({k})")
-
-
-def check_range(metric: str | None, radius: float | None, range_filter: float | None) -> None:
-    """Check a range search's bounds against the metric, as Milvus does.
-
-    ``range_filter`` needs ``radius``. Both given: for L2, HAMMING and
-    JACCARD (smaller is better) ``range_filter < radius``, for IP/COSINE
-    ``radius < range_filter``. With no metric yet (the client left it to the index) or
-    one this check does not know, only the pairing is checked: call again
-    once the index's metric is known.
-
-    Raises:
-        InvalidArgument: the bounds are in the wrong order, or
-            ``range_filter`` came without ``radius``.
-    """
-    if range_filter is not None and radius is None:
-        raise InvalidArgument("range_filter is only valid together with radius (a range search)")
-    if radius is None or range_filter is None:
-        return
-    name = (metric or "").strip().upper()
-    if name in _SMALLER_IS_BETTER and not range_filter < radius:
-        raise InvalidArgument(
-            f"range_filter [{range_filter}] must be less than radius [{radius}] for metric {name}"
-        )
-    if name in _LARGER_IS_BETTER and not radius < range_filter:
-        raise InvalidArgument(
-            f"range_filter [{range_filter}] must be greater than radius [{radius}] "
-            f"for metric {name}"
-        )
-
-
 def _grouping(
     schema: CollectionSchema, kv: Mapping[str, str], params: Mapping[str, Any]
 ) -> tuple[str | None, int, bool]:
@@ -512,157 +454,3 @@ def _binary_codes(values: Sequence[bytes], anns: FieldSchema) -> np.ndarray:
                 f"of anns field ({anns.name})"
             )
     return np.frombuffer(b"".join(values), dtype=np.uint8).reshape(len(values), width).copy()
-
-
-def template_values_to_python(values: Mapping[str, schema_pb2.TemplateValue]) -> dict[str, Any]:
-    """A filter's ``{name}`` values (``expr_template_values``) as Python values."""
-    return {name: _template_value(value) for name, value in values.items()}
-
-
-def _template_value(value: schema_pb2.TemplateValue) -> Any:
-    which = value.WhichOneof("val")
-    if which is None:
-        raise InvalidArgument("a filter template value is empty")
-    if which == "array_val":
-        return _template_array(value.array_val)
-    return getattr(value, which)
-
-
-def _template_array(array: schema_pb2.TemplateArrayValue) -> list[Any]:
-    which = array.WhichOneof("data")
-    if which is None:
-        return []
-    if which == "array_data":
-        return [_template_array(item) for item in array.array_data.data]
-    if which == "json_data":
-        try:
-            return [load_json(item) for item in array.json_data.data]
-        except ValueError as err:
-            raise InvalidArgument(f"a filter template value is not valid JSON: {err}") from None
-    return list(getattr(array, which).data)
-
-
-# -------------------------------------------------------------------- results
-
-
-def build_search_results(
-    results: pa.Table | None,
-    nq: int,
-    topk: int,
-    schema: CollectionSchema,
-    output_fields: Sequence[str],
-    pk_field: str | None = None,
-    *,
-    round_decimal: int = -1,
-    query_column: str = QUERY_COLUMN,
-    distance_column: str = DISTANCE_COLUMN,
-) -> schema_pb2.SearchResultData:
-    """The ``SearchResultData`` Milvus returns for a reduced search.
-
-    Args:
-        results: hits sorted by query then rank, with columns ``query``
-            (0..nq-1), the primary key (named as its field), ``distance``
-            and every output field; ``None`` when nothing was searched.
-        nq: number of query vectors.
-        topk: the request's limit.
-        schema: the collection's schema.
-        output_fields: the request's ``output_fields``, as the client sent them.
-        pk_field: primary key column (default: the schema's primary key).
-        round_decimal: round distances to this many decimals (-1: keep).
-        query_column: name of the query column, if not ``query``.
-        distance_column: name of the distance column, if not ``distance``.
-    """
-    pk = schema.field(pk_field) if pk_field else schema.primary_field
-    resolved = resolve_output_fields(schema, output_fields, include_pk=False)
-    if results is None:
-        results = _empty_results(schema, pk, resolved.fields, query_column, distance_column)
-    queries = results.column(query_column).to_numpy().astype(np.int64)
-    if len(queries) and (queries.min() < 0 or queries.max() >= nq):
-        raise ValueError(f"search results hold query numbers outside 0..{nq - 1}")
-    if np.any(np.diff(queries) < 0):
-        raise ValueError("search results must be sorted by query")
-    topks = np.bincount(queries, minlength=nq)
-
-    out = schema_pb2.SearchResultData(num_queries=nq, top_k=topk, primary_field_name=pk.name)
-    out.topks.extend(topks.tolist())
-    scores = results.column(distance_column).to_numpy().astype(np.float32)
-    if round_decimal >= 0:
-        scores = np.round(scores.astype(np.float64), round_decimal)
-    append_packed(out, "scores", scores, np.float32)
-    out.ids.CopyFrom(ids_to_proto(results.column(pk.name), pk_type=pk.dtype))
-    out.fields_data.extend(table_to_fields_data(results, schema, output_fields, include_pk=False))
-    out.output_fields.extend(resolved.user_fields())
-    return out
-
-
-def _empty_results(
-    schema: CollectionSchema,
-    pk: FieldSchema,
-    fields: Sequence[str],
-    query_column: str,
-    distance_column: str,
-) -> pa.Table:
-    columns = {
-        query_column: pa.array([], type=pa.int32()),
-        distance_column: pa.array([], type=pa.float32()),
-    }
-    for name in (pk.name, *fields):
-        columns[name] = pa.array([], type=schema.field(name).arrow_type())
-    return pa.table(columns)
-
-
-_SUCCESS = common_pb2.Status(error_code=common_pb2.Success, code=0, reason="")
-
-
-def build_query_results(
-    table: pa.Table,
-    schema: CollectionSchema,
-    output_fields: Sequence[str],
-    *,
-    collection_name: str | None = None,
-) -> milvus_pb2.QueryResults:
-    """The ``QueryResults`` Milvus returns, with its success status (session_ts left to the caller).
-
-    The status is set even though it is all defaults: an unset one reaches the Node.js SDK as
-    ``status: null`` (pymilvus reads a missing status as success, the Node SDK does not).
-
-    ``table`` holds the matching rows with a column per resolved output field
-    (the primary key always among them). ``collection_name`` defaults to the
-    schema's name (pass the name the client used, e.g. an alias).
-    """
-    resolved = resolve_output_fields(schema, output_fields, include_pk=True)
-    out = milvus_pb2.QueryResults(
-        status=_SUCCESS,
-        collection_name=schema.name if collection_name is None else collection_name,
-        primary_field_name=schema.primary_field.name,
-    )
-    out.fields_data.extend(table_to_fields_data(table, schema, output_fields, include_pk=True))
-    out.output_fields.extend(resolved.user_fields())
-    return out
-
-
-def is_count_query(output_fields: Sequence[str]) -> bool:
-    """Whether a query asks for ``count(*)`` (which must then stand alone)."""
-    names = [f.strip() for f in output_fields if f.strip()]
-    if not any(n.lower() == COUNT_FIELD for n in names):
-        return False
-    if len(names) > 1:
-        raise InvalidArgument(f"{COUNT_FIELD} cannot be combined with other output fields")
-    return True
-
-
-def build_count_results(count: int, *, collection_name: str = "") -> milvus_pb2.QueryResults:
-    """Milvus' answer to ``count(*)``: one Int64 column ``count(*)`` with one row."""
-    column = schema_pb2.FieldData(
-        type=int(DataType.INT64),  # type: ignore[arg-type]
-        field_name=COUNT_FIELD,
-    )
-    column.scalars.long_data.data.append(count)
-    return milvus_pb2.QueryResults(
-        status=_SUCCESS, collection_name=collection_name, fields_data=[column], output_fields=[COUNT_FIELD]
-    )
-
-
-# Shorter names the proxy service uses.
-template_values = template_values_to_python
-build_count_result = build_count_results

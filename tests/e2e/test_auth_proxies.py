@@ -17,9 +17,9 @@ import grpc
 import pytest
 from pymilvus import MilvusClient
 
-from tests.cluster.harness import Role
 from tests.e2e.authutil import AUTH_ENV, ROOT_TOKEN, auth_standalone, denied
-from tests.harness import Standalone, dump_logs_on_failure, free_port
+from tests.e2e.twoproxies import second_proxy
+from tests.harness import dump_logs_on_failure
 
 
 def _within(seconds: float, check: Callable[[], bool]) -> float:
@@ -43,43 +43,29 @@ def _refused(call: Callable[[], object], code: grpc.StatusCode | None = None) ->
 
 @pytest.mark.timeout(300)
 def test_password_change_revocation_and_drop_reach_another_proxy(tmp_path: Path) -> None:
-    with auth_standalone(tmp_path / "data") as s, dump_logs_on_failure(s):
-        endpoint = _etcd_endpoint(s)
-        port = free_port()
-        other = Role("proxy", ["proxy", "--etcd", endpoint, "--port", str(port)], tmp_path, env=AUTH_ENV)
-        try:
-            other.wait_for_log("role ready", 60)
-            root = MilvusClient(s.uri, token=ROOT_TOKEN)
-            root.create_collection("c_two", dimension=4)
-            root.create_user("alice", "alice-password")
-            root.create_role("reader")
-            root.grant_role("alice", "reader")
-            root.grant_privilege("reader", "Collection", "Query", "c_two", db_name="default")
-            second = f"http://127.0.0.1:{port}"
-            alice = MilvusClient(second, user="alice", password="alice-password")
-            assert alice.query("c_two", filter="id >= 0", consistency_level="Strong") == []  # verified, cached
+    with auth_standalone(tmp_path / "data") as s, dump_logs_on_failure(s), second_proxy(s, tmp_path, env=AUTH_ENV) as second:
+        root = MilvusClient(s.uri, token=ROOT_TOKEN)
+        root.create_collection("c_two", dimension=4)
+        root.create_user("alice", "alice-password")
+        root.create_role("reader")
+        root.grant_role("alice", "reader")
+        root.grant_privilege("reader", "Collection", "Query", "c_two", db_name="default")
+        alice = MilvusClient(second, user="alice", password="alice-password")
+        assert alice.query("c_two", filter="id >= 0", consistency_level="Strong") == []  # verified, cached
 
-            root.revoke_privilege("reader", "Collection", "Query", "c_two", db_name="default")
-            waited = [_within(5, lambda: _refused(lambda: alice.query("c_two", filter="id >= 0")))]
+        root.revoke_privilege("reader", "Collection", "Query", "c_two", db_name="default")
+        waited = [_within(5, lambda: _refused(lambda: alice.query("c_two", filter="id >= 0")))]
 
-            root.update_password("alice", "alice-password", "alice-password-2")
-            waited.append(_within(5, lambda: _refused(lambda: alice.has_collection("c_two"),
-                                                      grpc.StatusCode.UNAUTHENTICATED)))
-            alice.close()
-            alice = MilvusClient(second, user="alice", password="alice-password-2")
-            assert alice.has_collection("c_two")
+        root.update_password("alice", "alice-password", "alice-password-2")
+        waited.append(_within(5, lambda: _refused(lambda: alice.has_collection("c_two"),
+                                                  grpc.StatusCode.UNAUTHENTICATED)))
+        alice.close()
+        alice = MilvusClient(second, user="alice", password="alice-password-2")
+        assert alice.has_collection("c_two")
 
-            root.drop_user("alice")
-            waited.append(_within(5, lambda: _refused(lambda: alice.has_collection("c_two"),
-                                                      grpc.StatusCode.UNAUTHENTICATED)))
-            print(f"\nin force on the second proxy after {', '.join(f'{w * 1000:.0f} ms' for w in waited)}")
-            alice.close()
-            root.close()
-        finally:
-            other.kill()
-
-
-def _etcd_endpoint(s: Standalone) -> str:
-    pid = s.children()["coordinator"]
-    argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
-    return argv[argv.index("--etcd") + 1]
+        root.drop_user("alice")
+        waited.append(_within(5, lambda: _refused(lambda: alice.has_collection("c_two"),
+                                                  grpc.StatusCode.UNAUTHENTICATED)))
+        print(f"\nin force on the second proxy after {', '.join(f'{w * 1000:.0f} ms' for w in waited)}")
+        alice.close()
+        root.close()

@@ -15,9 +15,7 @@ from pathlib import Path
 import pytest
 from pymilvus import MilvusClient, MilvusException
 
-from tests.cluster.harness import Role
-from tests.e2e.test_add_field_proxies import _etcd_endpoint
-from tests.harness import Standalone, dump_logs_on_failure, free_port
+from tests.e2e.twoproxies import standalone_with_second_proxy
 
 WITHIN_SECONDS = 3.0  # under the 5 s expiry: only the catalog watch can explain the change
 
@@ -36,31 +34,22 @@ def _refused_soon(call: Callable[[], object]) -> MilvusException:
 
 @pytest.mark.timeout(300)
 def test_database_changes_reach_another_proxy(tmp_path: Path) -> None:
-    s = Standalone(tmp_path / "data")
-    s.start()
-    port = free_port()
-    other = Role("proxy", ["proxy", "--etcd", _etcd_endpoint(s), "--port", str(port)], tmp_path)
-    try:
-        with dump_logs_on_failure(s):
-            other.wait_for_log("role ready", 60)
-            first, second = MilvusClient(s.uri), MilvusClient(f"http://127.0.0.1:{port}")
-            first.create_database("shop")
-            first.use_database("shop")
-            first.create_collection("items", dimension=2, consistency_level="Strong")
-            second.use_database("shop")
-            second.insert("items", [{"id": 1, "vector": [1.0, 0.0]}])  # cached there now
+    with standalone_with_second_proxy(tmp_path) as (s, uri):
+        first, second = MilvusClient(s.uri), MilvusClient(uri)
+        first.create_database("shop")
+        first.use_database("shop")
+        first.create_collection("items", dimension=2, consistency_level="Strong")
+        second.use_database("shop")
+        second.insert("items", [{"id": 1, "vector": [1.0, 0.0]}])  # cached there now
 
-            first.alter_database_properties("shop", {"database.force.deny.writing": "true"})
-            err = _refused_soon(lambda: second.insert("items", [{"id": 2, "vector": [0.0, 1.0]}]))
-            assert err.code == 9
+        first.alter_database_properties("shop", {"database.force.deny.writing": "true"})
+        err = _refused_soon(lambda: second.insert("items", [{"id": 2, "vector": [0.0, 1.0]}]))
+        assert err.code == 9
 
-            first.drop_collection("items")
-            first.use_database("default")
-            first.drop_database("shop")
-            err = _refused_soon(lambda: second.list_collections())
-            assert (err.code, err.message) == (800, "database not found[database=shop]")
-            first.close()
-            second.close()
-    finally:
-        other.kill()
-        s.stop()
+        first.drop_collection("items")
+        first.use_database("default")
+        first.drop_database("shop")
+        err = _refused_soon(lambda: second.list_collections())
+        assert (err.code, err.message) == (800, "database not found[database=shop]")
+        first.close()
+        second.close()

@@ -16,8 +16,9 @@ from pymilvus.client.prepare import Prepare
 from pymilvus.grpc_gen import schema_pb2
 
 from common.errors import InvalidArgument, NotSupported
-from proxy import hybrid
-from proxy.hybrid import HybridRank, SubResult, fuse, normalize_distances, parse_rank
+from proxy import hybrid, hybrid_rank
+from proxy.hybrid_fusion import SubResult, fuse, normalize_distances
+from proxy.hybrid_rank import HybridRank, parse_rank
 
 PK = "pk"
 
@@ -51,31 +52,31 @@ def _fused(table: pa.Table) -> list[tuple[int, Any, float]]:
 
 def test_rrf_ranker_params() -> None:
     rank = _rank(RRFRanker(30), limit=7, offset=3, round_decimal=2)
-    assert rank == HybridRank(ranker=hybrid.RRFRanker(k=30), limit=7, offset=3, round_decimal=2)
-    assert _rank(RRFRanker()).ranker == hybrid.RRFRanker(k=60)
+    assert rank == HybridRank(ranker=hybrid_rank.RRFRanker(k=30), limit=7, offset=3, round_decimal=2)
+    assert _rank(RRFRanker()).ranker == hybrid_rank.RRFRanker(k=60)
 
 
 def test_weighted_ranker_params() -> None:
     rank = _rank(WeightedRanker(0.25, 1))
-    assert rank.ranker == hybrid.WeightedRanker(weights=(0.25, 1.0), norm_score=True)
+    assert rank.ranker == hybrid_rank.WeightedRanker(weights=(0.25, 1.0), norm_score=True)
     assert (rank.limit, rank.offset, rank.round_decimal) == (10, 0, -1)
-    assert _rank(WeightedRanker(0.5, 0.5, norm_score=False)).ranker == hybrid.WeightedRanker(
+    assert _rank(WeightedRanker(0.5, 0.5, norm_score=False)).ranker == hybrid_rank.WeightedRanker(
         weights=(0.5, 0.5), norm_score=False
     )
 
 
 def test_function_rankers_match_the_legacy_ones() -> None:
     rrf = Function("r", FunctionType.RERANK, [], params={"reranker": "rrf", "k": 25})
-    assert _rank(rrf).ranker == hybrid.RRFRanker(k=25)
-    assert _rank(Function("r", FunctionType.RERANK, [], params={"reranker": "rrf"})).ranker == hybrid.RRFRanker()
+    assert _rank(rrf).ranker == hybrid_rank.RRFRanker(k=25)
+    assert _rank(Function("r", FunctionType.RERANK, [], params={"reranker": "rrf"})).ranker == hybrid_rank.RRFRanker()
     weighted = Function(
         "w", FunctionType.RERANK, [], params={"reranker": "weighted", "weights": [0.1, 0.9], "norm_score": True}
     )
-    assert _rank(weighted).ranker == hybrid.WeightedRanker(weights=(0.1, 0.9), norm_score=True)
+    assert _rank(weighted).ranker == hybrid_rank.WeightedRanker(weights=(0.1, 0.9), norm_score=True)
 
 
 def test_no_strategy_means_rrf_with_k_60() -> None:
-    assert parse_rank({"limit": "3"}, None, sub_requests=2).ranker == hybrid.RRFRanker(k=60)
+    assert parse_rank({"limit": "3"}, None, sub_requests=2).ranker == hybrid_rank.RRFRanker(k=60)
 
 
 class _Bogus(BaseRanker):
@@ -162,7 +163,7 @@ def test_normalisation_matches_milvus() -> None:
 def test_rrf_sums_reciprocal_ranks_from_one() -> None:
     a = SubResult(hits=_hits([0, 0, 0], [1, 2, 3], [0.1, 0.2, 0.3]), metric="L2")
     b = SubResult(hits=_hits([0, 0], [3, 4], [0.9, 0.8]), metric="IP")
-    fused = fuse([a, b], ranker=hybrid.RRFRanker(k=60), limit=10, offset=0, pk_field=PK)
+    fused = fuse([a, b], ranker=hybrid_rank.RRFRanker(k=60), limit=10, offset=0, pk_field=PK)
     # 3: ranks 3 and 1; 1: rank 1; 2 and 4 tie at rank 2 (the smaller key first).
     assert _fused(fused) == [
         (0, 3, pytest.approx(1 / 63 + 1 / 61)),
@@ -170,14 +171,14 @@ def test_rrf_sums_reciprocal_ranks_from_one() -> None:
         (0, 2, pytest.approx(1 / 62)),
         (0, 4, pytest.approx(1 / 62)),
     ]
-    page = fuse([a, b], ranker=hybrid.RRFRanker(k=1), limit=2, offset=1, pk_field=PK)
+    page = fuse([a, b], ranker=hybrid_rank.RRFRanker(k=1), limit=2, offset=1, pk_field=PK)
     assert [k for _, k, _ in _fused(page)] == [1, 2]
 
 
 def test_fusion_is_per_query_with_varchar_keys() -> None:
     a = SubResult(hits=_hits([0, 0, 1, 1], ["x", "y", "y", "z"], [1, 2, 1, 2]), metric="L2")
     b = SubResult(hits=_hits([0, 1], ["y", "x"], [5, 4]), metric="L2")
-    fused = fuse([a, b], ranker=hybrid.RRFRanker(k=10), limit=2, offset=0, pk_field=PK)
+    fused = fuse([a, b], ranker=hybrid_rank.RRFRanker(k=10), limit=2, offset=0, pk_field=PK)
     # Query 1: x and y tie at rank 1 (the smaller key first); z is cut by the limit.
     assert _fused(fused) == [
         (0, "y", pytest.approx(1 / 12 + 1 / 11)),
@@ -191,7 +192,7 @@ def test_weighted_normalised_scores() -> None:
     a = SubResult(hits=_hits([0, 0], [1, 2], [0.5, 2.0]), metric="L2")
     b = SubResult(hits=_hits([0, 0], [2, 3], [4.0, -1.0]), metric="IP")
     fused = fuse(
-        [a, b], ranker=hybrid.WeightedRanker(weights=(0.8, 0.2), norm_score=True), limit=5, offset=0, pk_field=PK
+        [a, b], ranker=hybrid_rank.WeightedRanker(weights=(0.8, 0.2), norm_score=True), limit=5, offset=0, pk_field=PK
     )
 
     def l2(d: float) -> float:
@@ -208,7 +209,7 @@ def test_weighted_normalised_scores() -> None:
 def test_weighted_raw_scores_keep_the_metric_direction() -> None:
     a = SubResult(hits=_hits([0, 0], [1, 2], [1.0, 3.0]), metric="L2")
     b = SubResult(hits=_hits([0, 0], [2, 3], [0.5, 2.5]), metric="L2")
-    raw = hybrid.WeightedRanker(weights=(1.0, 1.0), norm_score=False)
+    raw = hybrid_rank.WeightedRanker(weights=(1.0, 1.0), norm_score=False)
     fused = fuse([a, b], ranker=raw, limit=5, offset=0, pk_field=PK)
     # All L2 and unmapped: the smaller weighted sum ranks first.
     assert _fused(fused) == [(0, 1, 1.0), (0, 3, 2.5), (0, 2, 3.5)]
@@ -225,7 +226,7 @@ def test_output_fields_come_from_the_first_sub_search_that_found_the_key() -> No
     b = _hits([0, 0], [8, 7], [0.1, 0.2], tag=["from b", "stale b"]).append_column("_ts", pa.array([5, 6], pa.uint64()))
     fused = fuse(
         [SubResult(hits=a, metric="L2"), SubResult(hits=b, metric="L2")],
-        ranker=hybrid.RRFRanker(),
+        ranker=hybrid_rank.RRFRanker(),
         limit=5,
         offset=0,
         pk_field=PK,
@@ -237,7 +238,7 @@ def test_output_fields_come_from_the_first_sub_search_that_found_the_key() -> No
 
 def test_no_hits_fuse_to_an_empty_table() -> None:
     empty = SubResult(hits=_hits([], [], [], tag=pa.array([], pa.string())), metric="L2")
-    fused = fuse([empty, empty], ranker=hybrid.WeightedRanker(weights=(0.5, 0.5)), limit=3, offset=0, pk_field=PK)
+    fused = fuse([empty, empty], ranker=hybrid_rank.WeightedRanker(weights=(0.5, 0.5)), limit=3, offset=0, pk_field=PK)
     assert fused.num_rows == 0
     assert set(fused.column_names) == {"query", PK, "tag", "distance"}
 
@@ -245,11 +246,11 @@ def test_no_hits_fuse_to_an_empty_table() -> None:
 def test_fuse_refuses_inputs_it_cannot_rank() -> None:
     sub = SubResult(hits=_hits([1, 0], [1, 2], [0.1, 0.2]), metric="L2")
     with pytest.raises(ValueError, match="not sorted by query"):
-        fuse([sub], ranker=hybrid.RRFRanker(), limit=1, offset=0, pk_field=PK)
+        fuse([sub], ranker=hybrid_rank.RRFRanker(), limit=1, offset=0, pk_field=PK)
     with pytest.raises(ValueError, match="2 weights for 1"):
-        fuse([sub], ranker=hybrid.WeightedRanker(weights=(1, 1)), limit=1, offset=0, pk_field=PK)
+        fuse([sub], ranker=hybrid_rank.WeightedRanker(weights=(1, 1)), limit=1, offset=0, pk_field=PK)
     with pytest.raises(ValueError, match="no sub search results"):
-        fuse([], ranker=hybrid.RRFRanker(), limit=1, offset=0, pk_field=PK)
+        fuse([], ranker=hybrid_rank.RRFRanker(), limit=1, offset=0, pk_field=PK)
 
 
 def _reference(
@@ -261,7 +262,7 @@ def _reference(
         rank: dict[int, int] = defaultdict(int)
         for q, key, d in zip(queries, ids, distances, strict=True):
             rank[q] += 1
-            if isinstance(ranker, hybrid.RRFRanker):
+            if isinstance(ranker, hybrid_rank.RRFRanker):
                 scores[q][key] += 1 / (ranker.k + rank[q])
             else:
                 scores[q][key] += ranker.weights[i] * float(normalize_distances(np.array([d]), metric)[0])
@@ -294,9 +295,9 @@ def test_fusion_matches_a_reference(seed: int) -> None:
         raw.append((queries, ids, distances, metric))
     subs = [SubResult(hits=_hits(q, i, d), metric=m) for q, i, d, m in raw]
     limit, offset = int(rng.integers(1, 8)), int(rng.integers(0, 4))
-    rankers: list[hybrid.Ranker] = [
-        hybrid.RRFRanker(k=float(rng.uniform(1, 100))),
-        hybrid.WeightedRanker(weights=tuple(rng.uniform(0, 1, n_subs)), norm_score=True),
+    rankers: list[hybrid_rank.Ranker] = [
+        hybrid_rank.RRFRanker(k=float(rng.uniform(1, 100))),
+        hybrid_rank.WeightedRanker(weights=tuple(rng.uniform(0, 1, n_subs)), norm_score=True),
     ]
     for ranker in rankers:
         got = fuse(subs, ranker=ranker, limit=limit, offset=offset, pk_field=PK)

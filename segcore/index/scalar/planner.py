@@ -169,11 +169,11 @@ class IndexedFilter:
         operand = expr.operand
         parts: list[np.ndarray] = []
         if isinstance(operand, FieldRef):
-            index = self._fields.get(operand.name)
-            hashed = None if index is None else _hash_domain(index, expr.values)
-            if index is None or hashed is None:
+            found = self._hashed_field(operand.name, expr.values)
+            if found is None:
                 return None
-            parts = [_span(index.postings, hashed[0], CompareOp.EQ, v) for v in hashed[1]]
+            index, domain, values = found
+            parts = [_span(index.postings, domain, CompareOp.EQ, v) for v in values]
         elif isinstance(operand, JsonPath):
             for value in expr.values:
                 json_index = self._json_index(operand, value)
@@ -254,17 +254,23 @@ class IndexedFilter:
             return casts.get(JsonCast.DOUBLE)
         return None
 
+    def _hashed_field(self, name: str, values: Sequence[Any]) -> tuple[ScalarIndex, np.ndarray, list[Any]] | None:
+        """The index of field ``name`` and ``values`` in its hashing domain (``_hash_domain``); None
+        when the field has no index or a value cannot be looked up in it."""
+        index = self._fields.get(name)
+        hashed = None if index is None else _hash_domain(index, values)
+        if index is None or hashed is None:
+            return None
+        return index, hashed[0], hashed[1]
+
     def _in_list(self, expr: InList) -> np.ndarray | None:
         operand = expr.operand
         if isinstance(operand, FieldRef):
-            index = self._fields.get(operand.name)
-            if index is None:
+            found = self._hashed_field(operand.name, expr.values)
+            if found is None:
                 return None
-            keys = _hash_domain(index, expr.values)
-            if keys is None:
-                return None
-            domain, values = keys
-            postings = index.postings
+            field_index, domain, values = found
+            postings = field_index.postings
             return postings.mask([_span(postings, domain, CompareOp.EQ, v) for v in values])
         if isinstance(operand, JsonPath):
             casts = self._paths.get((operand.field, operand.keys))
@@ -295,13 +301,10 @@ class IndexedFilter:
     def _contains(self, expr: JsonContains) -> np.ndarray | None:
         path = expr.path
         if isinstance(path, ArrayRef):
-            index = self._fields.get(path.name)
-            if index is None:
+            found = self._hashed_field(path.name, expr.values)
+            if found is None:
                 return None
-            hashed = _hash_domain(index, expr.values)
-            if hashed is None:
-                return None
-            domain, values = hashed
+            index, domain, values = found
         else:
             casts = self._paths.get((path.field, path.keys), {})
             kinds = {_json_kind(v) for v in expr.values}
@@ -309,10 +312,10 @@ class IndexedFilter:
                 return None
             cast = {"number": JsonCast.ARRAY_DOUBLE, "string": JsonCast.ARRAY_VARCHAR,
                     "bool": JsonCast.ARRAY_BOOL}[kinds.pop()]  # type: ignore[index]
-            found = casts.get(cast)
-            if found is None:
+            cast_index = casts.get(cast)
+            if cast_index is None:
                 return None
-            index, domain = found, found.postings.keys
+            index, domain = cast_index, cast_index.postings.keys
             values = [float(v) if _is_number(v) else v for v in expr.values]
         postings = index.postings
         if expr.mode is ContainsMode.ALL:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from common.errors import IllegalFilter
 from common.expr import Expr, InList, evaluate, literal_lists, parse_filter, render
-from common.expr.binder import quote
+from common.expr.literals import quote
 from common.schema import CollectionSchema
 
 Outcome = tuple[str, Any]

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from common.errors import InvalidArgument
-from proxy.convert.search import check_index_search_params, parse_search_request
+from proxy.convert.search import parse_search_request
+from proxy.convert.search_checks import check_index_search_params
 from tests.proxy.convert.test_convert_search import domain, make_schema, request
 
 

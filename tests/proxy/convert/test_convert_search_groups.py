@@ -16,7 +16,8 @@ from common.errors import InvalidArgument
 from common.schema import CollectionSchema
 from proxy.convert import build_search_results, parse_search_request, schema_from_proto
 from proxy.convert.groups import group_by_values
-from proxy.convert.search import GROUP_SIZE_LIMIT, check_range
+from proxy.convert.search import GROUP_SIZE_LIMIT
+from proxy.convert.search_checks import check_range
 from segcore.segments.reduce import merge_topk
 
 SCALARS = {
