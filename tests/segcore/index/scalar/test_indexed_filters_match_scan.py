@@ -109,10 +109,10 @@ def test_indexed_filters_answer_as_the_scan(seed: int) -> None:
         answered_by_index += whole is not None
         indexed = whole if whole is not None else evaluate(expr, table, indexes=indexes)
         assert np.array_equal(indexed, scanned), text
-        rows = indexes.rows(expr)
-        if rows is not None:
+        found = indexes.rows(expr)
+        if found is not None:
             listed += 1
-            assert len(np.unique(rows)) == len(rows), text
-            assert np.array_equal(np.sort(rows), np.flatnonzero(scanned)), text
+            assert len(np.unique(found)) == len(found), text
+            assert np.array_equal(np.sort(found), np.flatnonzero(scanned)), text
     assert answered_by_index > 0  # the pure-index path is exercised, not only the leaf hook
     assert listed > 0  # and the list of rows
