@@ -33,6 +33,7 @@ def _rows() -> list[dict[str, Any]]:
         if rng.random() < 0.8:
             meta["tags"] = [rng.choice(WORDS) for _ in range(rng.randint(0, 3))]
         meta["ok"] = rng.random() < 0.5
+        meta["sp"] = rng.choice([str(rng.randint(0, 40)), rng.randint(0, 40), rng.random() * 40, "n/a"])
         out.append({
             "id": i,
             "i64": rng.randint(-50, 50),
@@ -105,6 +106,20 @@ CASES: list[tuple[str, dict[str, Any], list[Check]]] = [
     ("color", {"index_type": "INVERTED", "params": {"json_cast_type": "varchar"}},
      [('color == "red"', lambda r: r["color"] == "red")]),
 ]
+
+
+def _sp(r: dict[str, Any]) -> Any:
+    """``j["sp"]`` where the filter compares it with a number (a string, converted or not, never does)."""
+    value = r["j"]["sp"]
+    return value if _num(value) else None
+
+
+SP_CHECKS: list[Check] = [
+    ('j["sp"] > 30', lambda r: _sp(r) is not None and _sp(r) > 30),
+    ('j["sp"] in [1, 2, 3] or j["sp"] <= 0.5', lambda r: _sp(r) is not None and (_sp(r) in (1, 2, 3) or _sp(r) <= 0.5)),
+    ('j["sp"] == "12"', lambda r: r["j"]["sp"] == "12"),  # a string: not the DOUBLE index's, scanned
+]
+STRING_TO_DOUBLE = {"json_path": 'j["sp"]', "json_cast_type": "DOUBLE", "json_cast_function": "STRING_TO_DOUBLE"}
 
 
 def _ids(client: MilvusClient, name: str, expr: str) -> list[int]:
@@ -220,6 +235,29 @@ def test_several_json_paths_of_one_field_each_get_an_index(milvus: MilvusClient,
             milvus.drop_index(name, index_name)
 
 
+@pytest.mark.timeout(180)
+def test_string_to_double_index_filters_as_the_scan(milvus: MilvusClient, collection: Any) -> None:
+    """A ``json_cast_function`` index is built, described with its function, and answers numeric filters on
+    its path from the numbers there: a string that spells a number does not match, as in the scan."""
+    name, rows = collection
+    index = milvus.prepare_index_params()
+    index.add_index("j", index_name="sp_double", index_type="INVERTED", params=STRING_TO_DOUBLE)
+    milvus.create_index(name, index, timeout=60)
+    desc = milvus.describe_index(name, "sp_double")
+    assert (desc["json_path"], desc["json_cast_type"], desc["json_cast_function"]) == (
+        'j["sp"]', "DOUBLE", "STRING_TO_DOUBLE"), desc
+    assert any(isinstance(r["j"]["sp"], str) and r["j"]["sp"] != "n/a" and float(r["j"]["sp"]) > 30 for r in rows)
+    for dropped in (False, True):
+        milvus.load_collection(name)
+        try:
+            for expr, want in SP_CHECKS:
+                assert _ids(milvus, name, expr) == sorted(r["id"] for r in rows if want(r)), (expr, dropped)
+        finally:
+            milvus.release_collection(name)
+        if not dropped:
+            milvus.drop_index(name, "sp_double")
+
+
 @pytest.mark.timeout(300)
 def test_index_saved_once_and_loaded_after_restart(tmp_path: Path) -> None:
     server = Standalone(tmp_path / "data")
@@ -235,12 +273,14 @@ def test_index_saved_once_and_loaded_after_restart(tmp_path: Path) -> None:
         index.add_index("v", metric_type="L2")
         index.add_index("i64", index_type="STL_SORT")
         index.add_index("j", index_type="INVERTED", params={"json_path": 'j["price"]', "json_cast_type": "DOUBLE"})
+        index.add_index("j", index_name="sp_double", index_type="INVERTED", params=STRING_TO_DOUBLE)  # named: waited for
         client.create_index(name, index)
         saved = {p: p.stat().st_mtime_ns for p in _saved_scalar_files(server.data_dir)}
-        assert len(saved) == 2
+        assert len(saved) == 3
         client.load_collection(name)
-        expr = 'i64 > 40 or j["price"] == 3'
-        want = sorted(r["id"] for r in rows if r["i64"] > 40 or (_num(r["j"]["price"]) and r["j"]["price"] == 3))
+        expr = 'i64 > 40 or j["price"] == 3 or j["sp"] >= 39'
+        want = sorted(r["id"] for r in rows if r["i64"] > 40 or (_num(r["j"]["price"]) and r["j"]["price"] == 3)
+                      or (_sp(r) is not None and _sp(r) >= 39))
         assert _ids(client, name, expr) == want
         client.close()
         server.stop()

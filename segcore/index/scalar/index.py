@@ -17,8 +17,10 @@ from segcore.index.scalar.postings import Postings, build_postings
 from segcore.index.scalar.source import index_source
 from segcore.index.scalar.spec import ScalarIndexSpec, ScalarKind
 
-_HEADER = struct.Struct("<4sBBqq")  # magic, exact, has_nulls, postings bytes, grams bytes
-_MAGIC = b"SSI1"
+_HEADER = struct.Struct("<4sBBqqq")  # magic, exact, has_nulls, postings bytes, grams bytes, converted bytes
+_MAGIC = b"SSI2"
+_HEADER_V1 = struct.Struct("<4sBBqq")  # before cast functions kept their converted values apart
+_MAGIC_V1 = b"SSI1"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -26,6 +28,9 @@ class ScalarIndex:
     spec: ScalarIndexSpec
     postings: Postings
     grams: Postings | None = None
+    #: A cast function's values converted from strings (``source.py``): kept as Milvus indexes them,
+    #: never read by filters (a number compares with numbers only).
+    converted: Postings | None = None
     exact: bool = True  # values compare as the scan compares them (source.py)
     has_nulls: bool = False  # the column has null rows (a predicate on it may be unknown there)
     _float_keys: list[np.ndarray] = field(default_factory=list, compare=False, repr=False)
@@ -43,21 +48,32 @@ class ScalarIndex:
     def to_bytes(self) -> bytes:
         postings = self.postings.to_bytes()
         grams = b"" if self.grams is None else self.grams.to_bytes()
-        header = _HEADER.pack(_MAGIC, int(self.exact), int(self.has_nulls), len(postings), len(grams))
-        return header + postings + grams
+        converted = b"" if self.converted is None else self.converted.to_bytes()
+        header = _HEADER.pack(_MAGIC, int(self.exact), int(self.has_nulls), len(postings), len(grams), len(converted))
+        return header + postings + grams + converted
 
     @classmethod
     def from_bytes(cls, spec: ScalarIndexSpec, payload: bytes) -> ScalarIndex:
-        """Raises ``ValueError`` on data that is not a scalar index."""
-        if len(payload) < _HEADER.size:
+        """Raises ``ValueError`` on data that is not a scalar index (the caller builds it again)."""
+        if payload[:4] == _MAGIC_V1 and not spec.json_cast_function and len(payload) >= _HEADER_V1.size:
+            magic, exact, has_nulls, postings_size, grams_size = _HEADER_V1.unpack_from(payload)
+            start, converted_size = _HEADER_V1.size, 0
+        elif len(payload) >= _HEADER.size:
+            magic, exact, has_nulls, postings_size, grams_size, converted_size = _HEADER.unpack_from(payload)
+            start = _HEADER.size
+            if magic != _MAGIC or bool(converted_size) != bool(spec.json_cast_function):
+                raise ValueError("not a scalar index of this format")
+        else:
             raise ValueError("scalar index data is truncated")
-        magic, exact, has_nulls, postings_size, grams_size = _HEADER.unpack_from(payload)
-        if magic != _MAGIC or _HEADER.size + postings_size + grams_size != len(payload):
+        if start + postings_size + grams_size + converted_size != len(payload):
             raise ValueError("not a scalar index of this format")
-        start = _HEADER.size
         postings = Postings.from_bytes(payload[start : start + postings_size])
-        grams = Postings.from_bytes(payload[start + postings_size :]) if grams_size else None
-        return cls(spec=spec, postings=postings, grams=grams, exact=bool(exact), has_nulls=bool(has_nulls))
+        start += postings_size
+        grams = Postings.from_bytes(payload[start : start + grams_size]) if grams_size else None
+        start += grams_size
+        converted = Postings.from_bytes(payload[start:]) if converted_size else None
+        return cls(spec=spec, postings=postings, grams=grams, converted=converted, exact=bool(exact),
+                   has_nulls=bool(has_nulls))
 
 
 def build_scalar_index(spec: ScalarIndexSpec, table: pa.Table) -> ScalarIndex:
@@ -73,4 +89,8 @@ def build_scalar_index(spec: ScalarIndexSpec, table: pa.Table) -> ScalarIndex:
         has_nulls = column.null_count > 0 and not dynamic  # a null ``$meta`` reads as {}
     else:
         has_nulls = spec.json_path is None or not spec.json_path.dynamic
-    return ScalarIndex(spec=spec, postings=postings, grams=grams, exact=source.exact, has_nulls=has_nulls)
+    converted = None
+    if source.converted is not None:
+        converted = build_postings(source.converted[0], source.converted[1], table.num_rows)
+    return ScalarIndex(spec=spec, postings=postings, grams=grams, converted=converted, exact=source.exact,
+                       has_nulls=has_nulls)

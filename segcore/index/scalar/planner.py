@@ -22,7 +22,14 @@ Every comparison is made in the domain the scan uses: an integer column
 compared with a float, or with an integer beyond int64, compares as float64
 (``evaluator._mixed``); ``in`` lists follow ``evaluator._hashable``. A JSON
 index whose values may compare differently from the scan (``exact`` false:
-integers beyond 2**53 cast to DOUBLE, a cast function) is not used.
+integers beyond 2**53 cast to DOUBLE) is not used.
+
+A DOUBLE path index with ``json_cast_function`` ``STRING_TO_DOUBLE`` answers
+what a plain DOUBLE one answers, where Milvus uses it (a numeric constant
+compared with the path, ``in`` of numbers): from the numbers at the path
+only. The strings it converted (``ScalarIndex.converted``) are not read, so
+``p > 10`` does not match ``"12"``: as the scan (and Milvus on a growing
+segment), where Milvus's sealed segments would match it (see the README).
 """
 
 from __future__ import annotations

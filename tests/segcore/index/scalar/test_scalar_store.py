@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -9,7 +10,7 @@ import pyarrow as pa
 
 from common.schema import CollectionSchema, DataType, FieldSchema
 from common.storage.objectstore import ObjectStore
-from segcore.index.scalar.index import build_scalar_index
+from segcore.index.scalar.index import ScalarIndex, build_scalar_index
 from segcore.index.scalar.spec import scalar_index_spec
 from segcore.index.scalar.store import load_scalar_index, save_scalar_index
 from segcore.index.store import index_dir
@@ -53,3 +54,13 @@ def test_a_stored_index_that_does_not_fit_is_absent(tmp_path: Path) -> None:
     raw[len(raw) // 2] ^= 0xFF
     data.write_bytes(bytes(raw))
     assert load_scalar_index(store, 1, 2, 3, 101, spec, rows=6) is None  # corrupt
+
+
+def test_an_index_saved_in_the_first_format_still_loads() -> None:
+    """``SSI1`` (before cast functions kept their converted values apart) is read for every other index."""
+    built = build_scalar_index(scalar_index_spec(SCHEMA, "s", {"index_type": "INVERTED"}), _table())
+    postings = built.postings.to_bytes()
+    old = struct.pack("<4sBBqq", b"SSI1", 1, 1, len(postings), 0) + postings
+    loaded = ScalarIndex.from_bytes(built.spec, old)
+    assert loaded.exact and loaded.has_nulls and loaded.converted is None
+    assert np.array_equal(loaded.postings.keys, built.postings.keys)
