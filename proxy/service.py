@@ -208,6 +208,7 @@ class MilvusProxy(
             if err.code != ErrorCode.COLLECTION_NOT_FOUND:
                 raise
             raise cannot_find_collection(request.collection_name, current_database()) from None
+        self._security.require_visible(coll.name, current_database())  # the caller's grants, as Milvus 2.6
         properties = [common_pb2.KeyValuePair(key=k, value=v) for k, v in coll.properties.items()]
         schema = convert.schema_to_proto(coll.schema)
         schema.properties.extend(properties)  # Milvus' rootcoord puts them in both places

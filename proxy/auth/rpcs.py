@@ -15,7 +15,7 @@ import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
 from common.coordclient import CoordinatorClient
-from common.errors import ErrorCode, InvalidArgument, StrataError
+from common.errors import ErrorCode, InvalidArgument, PrivilegeNotPermitted, StrataError
 from common.grpcutil import raise_for_status
 from common.rbac.catalog import Grant
 from common.rbac.names import check_password, check_role_name, check_user_name
@@ -65,6 +65,16 @@ class Security:
         """The collections of ``db_name`` the caller sees listed (None: all; always all with authorization off)."""
         user = CURRENT_USER.get()
         return None if user is None else visible_collections(self.states.state, user, db_name)
+
+    def require_visible(self, collection: str, db_name: str) -> None:
+        """Refuse a collection of ``db_name`` the caller would not see listed, as Milvus 2.6's root
+        coordinator refuses ``DescribeCollection`` of it (code 1401, its text); a no-op with
+        authorization off, for ``root`` and for ``admin``."""
+        visible = self.visible_collections(db_name)
+        if visible is not None and collection not in visible:
+            raise PrivilegeNotPermitted(
+                f"not allowed to access collection, collection name: {collection}: privilege not permitted"
+            )
 
     def visible_databases(self) -> Visible:
         """The databases the caller sees listed (None: all; always all with authorization off)."""
