@@ -8,7 +8,7 @@ name means. Other proxies see the change when their catalog watch does.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
@@ -20,11 +20,15 @@ from proxy.metacache import MetaCache
 from proxy.rpc import milvus_rpc
 from proxy.status import success
 
+if TYPE_CHECKING:
+    from proxy.auth.rpcs import Security
+
 DDL_TIMEOUT = 60.0
 
 
 class AliasRPCs:
     _cache: MetaCache
+    _security: Security
 
     async def _stub(self) -> Any:
         raise NotImplementedError
@@ -112,6 +116,7 @@ class AliasRPCs:
                 new_db_name=request.newDBName,
             ),
         )
+        await self._security.collections_changed()  # its grants moved with it (or went, to another database)
         return success()
 
     @milvus_rpc(milvus_pb2.TruncateCollectionResponse)

@@ -197,6 +197,7 @@ class MilvusProxy(
             pass  # Milvus: dropping a missing collection is not an error
         finally:
             self._cache.invalidate(request.collection_name)
+        await self._security.collections_changed()  # its grants went with it
         return success()
 
     @milvus_rpc(milvus_pb2.DescribeCollectionResponse)

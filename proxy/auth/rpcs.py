@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, TypeAlias
 
 import grpc
+import structlog
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
 from common.coordclient import CoordinatorClient
@@ -28,6 +29,7 @@ from common.rbac.privileges import (
     level_of,
     normalize_privilege,
 )
+from common.rpcstatus import type_and_message
 from protos import security_pb2 as spb
 from protos import security_pb2_grpc
 from proxy.auth.authenticator import Authenticator, decode_password
@@ -38,6 +40,7 @@ from proxy.rpc import milvus_rpc
 from proxy.status import success
 
 _Ctx: TypeAlias = grpc.aio.ServicerContext
+_log = structlog.get_logger().bind(component="proxy-security")
 COORDINATOR_TIMEOUT = 30.0
 
 
@@ -80,6 +83,16 @@ class Security:
         """The databases the caller sees listed (None: all; always all with authorization off)."""
         user = CURRENT_USER.get()
         return None if user is None else visible_databases(self.states.state, user)
+
+    async def collections_changed(self) -> None:
+        """Reload the state copy after a DDL the coordinator follows by moving or revoking grants
+        (a collection renamed or dropped; it does so before it answers), so the caller's next call
+        meets the grants as they are now rather than when this proxy's watch brings the change. A
+        reload that fails is logged, not raised: the DDL is done, and the watch catches up."""
+        try:
+            await self.states.reload()
+        except Exception as err:  # the DDL succeeded; its answer must not say otherwise
+            _log.warning("security state reload after a collection change failed", error=type_and_message(err))
 
     async def change(self, method: str, request: Any) -> None:
         """Call the coordinator's ``method``, then reload the state copy."""
