@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import structlog
 
 from common.errors import ErrorCode, InvalidArgument, StrataError
-from common.etcd.metastore import MetaStore, Op
+from common.etcd.metastore import TXN_BATCH_OPS, MetaStore, Op
 from common.passwords import hash_password
 from common.rbac import catalog
 from common.rbac.backup import RBACBackup, restore_ops
@@ -211,11 +212,14 @@ class Credentials:
 
     # ---- backup --------------------------------------------------------------------------------
     async def restore(self, backup: RBACBackup) -> None:
-        """Add a ``BackupRBAC`` answer: checked whole first (``restore_ops``), then written in one
-        transaction, or in batches of ``TXN_BATCH_OPS`` keys when it has more (roles and groups first)."""
+        """Add a ``BackupRBAC`` answer, all or nothing: checked whole first (``restore_ops``), then
+        written in one transaction, or in batches of ``TXN_BATCH_OPS`` keys when it has more (etcd
+        refuses a transaction of more than ``--max-txn-ops``); a batch that fails undoes the ones
+        before it (``write_or_undo``), so the catalog is as it was and the error goes to the caller."""
         async with self._lock:
-            ops = restore_ops(await self.state(), backup, max_users=MAX_USERS, max_roles=MAX_ROLES)
-            await self._store.multi_batched(ops)
+            before = await self._store.scan(catalog.PREFIX)
+            ops = restore_ops(SecurityState.from_kvs(before), backup, max_users=MAX_USERS, max_roles=MAX_ROLES)
+            await write_or_undo(self._store, ops, {kv.key: kv.value for kv in before}, self._log)
         self._log.info("rbac restored", roles=len(backup.roles), groups=len(backup.groups),
                        grants=len(backup.grants), users=len(backup.users))
 
@@ -253,6 +257,33 @@ class Credentials:
             value = json.dumps({"privileges": sorted(updated)}).encode()
             await self._store.multi([Op(key=f"{catalog.GROUP}{name}", value=value)])
         self._log.info("privilege group changed", group=name, privileges=sorted(privileges), removed=remove)
+
+
+async def write_or_undo(
+    store: MetaStore, ops: Sequence[Op], before: Mapping[str, bytes], log: structlog.typing.FilteringBoundLogger
+) -> None:
+    """Apply ``ops`` in transactions of ``TXN_BATCH_OPS``; if one fails, put back what every key
+    written so far held in ``before`` (deleting the keys it lacked), then re-raise.
+
+    The failing batch is undone too: a transaction that timed out may still have been applied.
+    The caller holds the only writer's lock, so nothing else changed these keys meanwhile. The
+    undo runs even when the caller is cancelled (that is when a half-written restore must not
+    stay). Only an undo that fails itself (etcd gone) leaves part of ``ops`` written; it is logged.
+    """
+    tried = 0
+    try:
+        for first in range(0, len(ops), TXN_BATCH_OPS):
+            tried = first + TXN_BATCH_OPS
+            await store.multi(ops[first:tried])
+    except BaseException:
+        undo = [Op(key=o.key, value=before.get(o.key)) for o in ops[:tried]]
+        try:
+            await store.multi_batched(undo)
+        except Exception:  # the original error is the one to report; this one is logged
+            log.exception("undo of a partial write failed", keys=len(undo))
+        else:
+            log.warning("partial write undone", keys=len(undo))
+        raise
 
 
 def _on_collection(grant: Grant, db: str, collection: str) -> bool:

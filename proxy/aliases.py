@@ -8,6 +8,8 @@ name means. Other proxies see the change when their catalog watch does.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
@@ -18,10 +20,14 @@ from proxy.metacache import MetaCache
 from proxy.rpc import milvus_rpc
 from proxy.status import success
 
+if TYPE_CHECKING:
+    from proxy.auth.rpcs import Security
+
 
 class AliasRPCs:
     _coord: CoordinatorAPI
     _cache: MetaCache
+    _security: Security
 
     def _names_changed(self) -> None:
         self._cache.invalidate_all()
@@ -87,6 +93,7 @@ class AliasRPCs:
             request.oldName, current_database(), new_name=request.newName, new_db_name=request.newDBName
         )
         self._names_changed()
+        await self._security.collections_changed()  # its grants moved with it (or went, to another database)
         return success()
 
     @milvus_rpc(milvus_pb2.TruncateCollectionResponse)

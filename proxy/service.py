@@ -187,6 +187,7 @@ class MilvusProxy(
             pass  # Milvus: dropping a missing collection is not an error
         finally:
             self._cache.invalidate(request.collection_name)
+        await self._security.collections_changed()  # its grants went with it
         return success()
 
     @milvus_rpc(milvus_pb2.DescribeCollectionResponse)
@@ -198,6 +199,7 @@ class MilvusProxy(
             if err.code != ErrorCode.COLLECTION_NOT_FOUND:
                 raise
             raise cannot_find_collection(request.collection_name, current_database()) from None
+        self._security.require_visible(coll.name, current_database())  # the caller's grants, as Milvus 2.6
         properties = [common_pb2.KeyValuePair(key=k, value=v) for k, v in coll.properties.items()]
         schema = convert.schema_to_proto(coll.schema)
         schema.properties.extend(properties)  # Milvus' rootcoord puts them in both places

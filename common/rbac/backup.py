@@ -9,7 +9,7 @@ A backup holds what Milvus's ``RBACMeta`` holds:
 * the grants of those roles (``public``'s grants stay with the cluster, as in Milvus);
 * the custom privilege groups.
 
-A restore adds all of it in one transaction, or nothing, with Milvus's checks: a role, group or
+A restore adds all of it or nothing (``Credentials.restore``), with Milvus's checks: a role, group or
 user that already exists, a grant of an unknown privilege or a user of an unknown role is refused.
 Strata also checks names, hashes, grants and its limits as the single calls do.
 """

@@ -12,10 +12,11 @@ from __future__ import annotations
 from typing import Any, TypeAlias
 
 import grpc
+import structlog
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
 from common.coordclient import CoordinatorClient
-from common.errors import ErrorCode, InvalidArgument, StrataError
+from common.errors import ErrorCode, InvalidArgument, PrivilegeNotPermitted, StrataError
 from common.rbac.catalog import Grant
 from common.rbac.names import check_password, check_role_name, check_user_name
 from common.rbac.privileges import (
@@ -27,6 +28,7 @@ from common.rbac.privileges import (
     level_of,
     normalize_privilege,
 )
+from common.rpcstatus import type_and_message
 from protos import security_pb2 as spb
 from protos import security_pb2_grpc
 from proxy.auth.authenticator import Authenticator, decode_password
@@ -37,6 +39,7 @@ from proxy.rpc import milvus_rpc
 from proxy.status import success
 
 _Ctx: TypeAlias = grpc.aio.ServicerContext
+_log = structlog.get_logger().bind(component="proxy-security")
 COORDINATOR_TIMEOUT = 30.0
 
 
@@ -65,10 +68,30 @@ class Security:
         user = CURRENT_USER.get()
         return None if user is None else visible_collections(self.states.state, user, db_name)
 
+    def require_visible(self, collection: str, db_name: str) -> None:
+        """Refuse a collection of ``db_name`` the caller would not see listed, as Milvus 2.6's root
+        coordinator refuses ``DescribeCollection`` of it (code 1401, its text); a no-op with
+        authorization off, for ``root`` and for ``admin``."""
+        visible = self.visible_collections(db_name)
+        if visible is not None and collection not in visible:
+            raise PrivilegeNotPermitted(
+                f"not allowed to access collection, collection name: {collection}: privilege not permitted"
+            )
+
     def visible_databases(self) -> Visible:
         """The databases the caller sees listed (None: all; always all with authorization off)."""
         user = CURRENT_USER.get()
         return None if user is None else visible_databases(self.states.state, user)
+
+    async def collections_changed(self) -> None:
+        """Reload the state copy after a DDL the coordinator follows by moving or revoking grants
+        (a collection renamed or dropped; it does so before it answers), so the caller's next call
+        meets the grants as they are now rather than when this proxy's watch brings the change. A
+        reload that fails is logged, not raised: the DDL is done, and the watch catches up."""
+        try:
+            await self.states.reload()
+        except Exception as err:  # the DDL succeeded; its answer must not say otherwise
+            _log.warning("security state reload after a collection change failed", error=type_and_message(err))
 
     async def change(self, method: str, request: Any) -> None:
         """Call the coordinator's ``method`` (a checked stub: a refusal raises its error), then reload the state copy."""

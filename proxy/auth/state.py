@@ -3,7 +3,8 @@
 ``start`` reads every ``security/`` key, then follows them with an etcd watch: each change
 (through this proxy or another) reloads the whole prefix, which is small (at most 100 users and
 a few roles). Changes made through this proxy also ``reload()`` before they answer, so a client
-sees its own change at once. While the watch is down (etcd away) the last state stays in force.
+sees its own change at once; so do a rename and a drop of a collection, whose grants the
+coordinator moves or revokes (``Security.collections_changed``). While the watch is down (etcd away) the last state stays in force.
 Listeners (the credential cache) hear of every new state.
 """
 

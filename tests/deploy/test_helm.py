@@ -289,6 +289,7 @@ def test_security_secrets_reach_only_the_roles_that_read_them(rendered: dict[str
         assert not any("PASSWORD" in k for k in env), (role, env)  # the password is a file, not a variable
     sec = configs["proxy"].common.security
     assert (sec.authorization_enabled, sec.tls_mode) == (True, 2)
+    assert sec.super_user_names() == {"ops", "sre"}  # security.superUsers, joined as Milvus's setting
     # root's password: the chart's Secret, mounted into the coordinators only, where the setting points.
     secret = one(docs, "Secret", f"{RELEASE}-security")
     assert secret["data"] == {"rootPassword": "Y2hhcnQtcm9vdC1wYXNzd29yZA=="}  # base64 of the values file's password
@@ -314,8 +315,9 @@ def test_security_secrets_reach_only_the_roles_that_read_them(rendered: dict[str
         assert (tls.enabled, tls.mutual, tls.sni) == (True, True, "localhost"), role
         for path in (tls.server_pem_path, tls.server_key_path, tls.ca_pem_path):
             assert _volume_of(path, _mounts(deployment, container))["secret"]["secretName"] == "strata-internal-tls"
-    # Defaults: no Secret, Milvus's default password, no TLS.
+    # Defaults: no Secret, Milvus's default password, no TLS, no super users.
     assert not [d for d in rendered["defaults"] if d["kind"] == "Secret" and d["metadata"]["name"] == f"{RELEASE}-security"]
+    assert "superUsers" not in one(rendered["defaults"], "ConfigMap", f"{RELEASE}-config")["data"]["strata.yaml"]
 
 
 def test_external_dependencies_replace_the_in_chart_ones(rendered: dict[str, list[Doc]], tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import grpc
 import pytest
 from pymilvus import MilvusClient
 from pymilvus.exceptions import MilvusException
@@ -98,6 +99,68 @@ def test_lists_follow_grants_as_they_change(cluster: tuple[Standalone, MilvusCli
     finally:
         root.grant_role("one", "r_one")
         one.close()
+
+
+def _not_allowed(name: str) -> str:
+    return f"not allowed to access collection, collection name: {name}: privilege not permitted"
+
+
+@pytest.mark.parametrize(
+    ("user", "db", "name", "allowed"),
+    [
+        ("one", "", "c_one", True),  # a grant on c_one: describes it
+        ("one", "", "c_two", False),  # ... not the collection beside it
+        ("nobody", "", "c_one", False),  # public's default DescribeCollection does not reach it
+        ("globe", "", "c_one", False),  # a Global grant shows no collection, so describes none
+        ("wide", "sales", "s_two", True),  # a database-wide group: every collection of it
+        ("adm", "sales", "s_one", True),
+    ],
+)
+def test_describe_collection_answers_only_what_the_grants_cover(
+    cluster: tuple[Standalone, MilvusClient], user: str, db: str, name: str, allowed: bool
+) -> None:
+    s, _ = cluster
+    client = _client(s, user, db)
+    try:
+        if allowed:
+            assert client.describe_collection(name)["collection_name"] == name
+            assert client.has_collection(name)  # pymilvus asks DescribeCollection
+            return
+        for call in (client.describe_collection, client.has_collection):
+            with pytest.raises(MilvusException) as err:
+                call(name)
+            assert (err.value.code, err.value.message) == (1401, _not_allowed(name))
+    finally:
+        client.close()
+
+
+def test_describe_through_an_alias_is_checked_as_its_collection(cluster: tuple[Standalone, MilvusClient]) -> None:
+    s, root = cluster
+    root.create_alias("c_two", "c_two_alias")
+    one = _client(s, "one")
+    try:
+        with pytest.raises(MilvusException) as err:
+            one.describe_collection("c_two_alias")
+        assert (err.value.code, err.value.message) == (1401, _not_allowed("c_two"))
+        root.alter_alias("c_one", "c_two_alias")
+        assert one.describe_collection("c_two_alias")["collection_name"] == "c_one"
+    finally:
+        root.drop_alias("c_two_alias")
+        one.close()
+
+
+def test_collection_statistics_need_get_statistics_on_the_collection(cluster: tuple[Standalone, MilvusClient]) -> None:
+    s, _ = cluster
+    one, wide = _client(s, "one"), _client(s, "wide", "sales")
+    try:
+        with pytest.raises(grpc.RpcError) as err:
+            one.get_collection_stats("c_one")  # Search on c_one is not GetStatistics
+        assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        assert err.value.details() == "PrivilegeGetStatistics: permission deny to one in the `default` database"
+        assert wide.get_collection_stats("s_one")["row_count"] == 0  # CollectionReadOnly holds it
+    finally:
+        one.close()
+        wide.close()
 
 
 def test_a_super_user_resets_a_password_without_the_old_one(cluster: tuple[Standalone, MilvusClient]) -> None:
