@@ -125,6 +125,7 @@ class Proxy:
         )
         await self._session.start()
         self._console = ProxyConsole(self._coord, self._slow)
+        service.attach_cluster_views(self._console)  # GetMetrics system_info: the whole cluster
         await self._health.serving()
 
     def console_source(self) -> ProxyConsole | None:
