@@ -29,7 +29,9 @@ from proxy.http import (
     entities,
     imports,
     indexes,
+    maintenance,
     partitions,
+    privilege_groups,
     properties,
     rbac,
     resource_groups,
@@ -47,7 +49,7 @@ INLINE_JSON_CHARS = 1 << 20  # bodies and answers up to 1 MiB are (de)serialised
 
 # Resources of two path segments (``collections/fields``, ``jobs/import``) are one key here.
 ROUTES: dict[str, dict[str, Route]] = {
-    "collections": {**collections.ROUTES, **properties.COLLECTION_ROUTES},
+    "collections": {**collections.ROUTES, **properties.COLLECTION_ROUTES, **maintenance.ROUTES},
     "collections/fields": properties.FIELD_ROUTES,
     "entities": entities.ROUTES,
     "indexes": {**indexes.ROUTES, **properties.INDEX_ROUTES},
@@ -56,6 +58,7 @@ ROUTES: dict[str, dict[str, Route]] = {
     "databases": {**databases.ROUTES, **properties.DATABASE_ROUTES},
     "users": rbac.USER_ROUTES,
     "roles": rbac.ROLE_ROUTES,
+    "privilege_groups": privilege_groups.ROUTES,
     "jobs/import": imports.ROUTES,
     "resource_groups": resource_groups.ROUTES,
 }
