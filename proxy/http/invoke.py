@@ -68,8 +68,11 @@ async def authenticate(gate: Gate | None, authorization: str | None) -> str | No
 class Call:
     """The calls of one REST request: its user, database and deadline."""
 
-    def __init__(self, servicer: Servicer, gate: Gate | None, *, user: str | None, db_name: str, timeout: float) -> None:
+    def __init__(self, servicer: Servicer, gate: Gate | None, *, user: str | None, db_name: str, timeout: float,
+                 allow_int64: bool = True) -> None:
+        """``allow_int64``: answer int64 values as JSON numbers, else strings (``int64.py``)."""
         self._servicer = servicer
+        self.allow_int64 = allow_int64
         self._gate = gate
         self.user = user
         self.db_name = db_name

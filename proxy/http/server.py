@@ -38,6 +38,8 @@ from proxy.http import (
 )
 from proxy.http.body import Body
 from proxy.http.errors import NOT_JSON, NOT_JSON_MESSAGE, RestError, invalid
+from proxy.http.int64 import HEADER as INT64_HEADER
+from proxy.http.int64 import allow_int64
 from proxy.http.invoke import Call, Gate, Servicer, authenticate
 from proxy.http.reply import Reply, Route
 from proxy.http.rows import jsonable
@@ -175,7 +177,8 @@ class HttpServer:
             collection = body.raw("collectionName")
             seen["collection"] = collection if isinstance(collection, str) else ""
             call = Call(self._servicer, self._gate, user=user, db_name=body.text("dbName"),
-                        timeout=_timeout(request.headers.get("Request-Timeout")))
+                        timeout=_timeout(request.headers.get("Request-Timeout")),
+                        allow_int64=allow_int64(request.headers.get(INT64_HEADER)))
             result = await route(call, body)
         except RestError as err:
             return _json({"code": err.code, "message": err.message}, status=err.http_status), err.code
