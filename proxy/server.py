@@ -115,7 +115,7 @@ class Proxy:
             gate = Gate(authenticator, interceptor) if security.authorization_enabled else None
             self._http = HttpServer(service, gate, host=c.common.host, port=c.http.port,
                                     max_body=c.limits.server_max_recv_size, ssl_context=http_ssl_context(security),
-                                    slow=self._slow)
+                                    slow=self._slow, node_id=lambda: self.component.node_id)
             await self._http.start()
         self._session = Session(
             self._store,

@@ -15,6 +15,7 @@ import asyncio
 import json
 import ssl
 import time
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -115,13 +116,16 @@ async def _answer(reply: Reply) -> web.Response:
 
 class HttpServer:
     def __init__(self, servicer: Servicer, gate: Gate | None, *, host: str, port: int, max_body: int,
-                 ssl_context: ssl.SSLContext | None = None, slow: SlowRequests | None = None) -> None:
+                 ssl_context: ssl.SSLContext | None = None, slow: SlowRequests | None = None,
+                 node_id: Callable[[], int] | None = None) -> None:
         """``gate``: the proxy's authenticator and privilege check (None: authorization off);
         ``max_body``: the largest body taken (the gRPC port's ``serverMaxRecvSize``);
         ``ssl_context``: serve HTTPS only (the proxy's TLS, ``proxy/auth/tls.py``);
-        ``slow``: the proxy's slow-request log, offered every request (as the gRPC port's)."""
+        ``slow``: the proxy's slow-request log, offered every request (as the gRPC port's);
+        ``node_id``: the proxy's id, to count each call into the servicer in the request metrics."""
         self._servicer = servicer
         self._slow = slow
+        self._node_id = node_id
         self._gate = gate
         self._host = host
         self._port = port
@@ -178,7 +182,8 @@ class HttpServer:
             seen["collection"] = collection if isinstance(collection, str) else ""
             call = Call(self._servicer, self._gate, user=user, db_name=body.text("dbName"),
                         timeout=_timeout(request.headers.get("Request-Timeout")),
-                        allow_int64=allow_int64(request.headers.get(INT64_HEADER)))
+                        allow_int64=allow_int64(request.headers.get(INT64_HEADER)),
+                        node_id=str(self._node_id()) if self._node_id is not None else "")
             result = await route(call, body)
         except RestError as err:
             return _json({"code": err.code, "message": err.message}, status=err.http_status), err.code

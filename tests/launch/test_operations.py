@@ -169,6 +169,25 @@ def test_rest_calls_reach_the_access_log_and_the_slow_requests(node: Standalone,
     assert {("/v2/vectordb/collections/create", name, "0"), ("/v2/vectordb/collections/list", "", "1800")} <= kept
 
 
+def test_rest_calls_move_the_request_metrics_as_grpc_calls_do(node: Standalone, base: str) -> None:
+    name = f"rmet_{uuid.uuid4().hex[:8]}"
+    root = {"Authorization": f"Bearer root:{PASSWORD}"}
+    assert post_raw(node, "collections/create", json.dumps({"collectionName": name, "dimension": DIM}).encode(),
+                    root)[1]["code"] == 0
+    before = scrape(base)
+    rows = [{"id": i, "vector": [random.random() for _ in range(DIM)]} for i in range(5)]
+    status, answer = post_raw(node, "entities/insert", json.dumps({"collectionName": name, "data": rows}).encode(), root)
+    assert (status, answer["code"]) == (200, 0), answer
+    after = scrape(base)
+
+    def moved(metric: str, **labels: str) -> float:
+        return total(after, metric, **labels) - total(before, metric, **labels)
+
+    # Milvus's REST insert runs the proxy's Insert: the same counters move by the same rows.
+    assert moved("milvus_proxy_insert_vectors_count_total", collection_name=name, db_name="default") == 5
+    assert moved("milvus_proxy_req_count_total", function_name="Insert", status="success") == 1
+
+
 def test_log_level_changes_at_runtime(node: Standalone, base: str, client: MilvusClient) -> None:
     assert http(f"{base}/log/level") == (200, "info\n")
     assert http(f"{base}/log/level", method="PUT", body=b"loud")[0] == 400
