@@ -11,6 +11,10 @@ gRPC status name with ``status=fail``. The line never carries the request's
 body: no vectors, no filter values, no password, no token, no user name.
 Streaming RPCs and the health service pass through untouched. A slow call is
 also offered to ``slow`` (``slow_requests.py``), which the web console lists.
+
+The RESTful API (``proxy/http/server.py``) writes the same line per request
+through ``record_access``, with the REST path as ``method``
+(``/v2/vectordb/entities/search``) and the answer's ``code``.
 """
 
 from __future__ import annotations
@@ -44,6 +48,17 @@ def _collection_of(request: Any) -> str:
     if descriptor is not None and "collection_name" in descriptor.fields_by_name:
         return str(request.collection_name)
     return ""
+
+
+def record_access(
+    *, method: str, db: str, collection: str, ok: bool, code: object, latency_ms: float, peer: str,
+    slow: SlowRequests | None,
+) -> None:
+    """Write one request's access line and offer it to ``slow``: the gRPC interceptor's and the REST server's."""
+    log.info("access", method=method, db=db, collection=collection, status="success" if ok else "fail",
+             code=code, latency_ms=round(latency_ms, 3), peer=peer)
+    if slow is not None:
+        slow.offer(method=method, db=db, collection=collection, ok=ok, code=code, latency_ms=latency_ms, peer=peer)
 
 
 class AccessInterceptor(grpc.aio.ServerInterceptor):
@@ -94,10 +109,7 @@ class AccessInterceptor(grpc.aio.ServerInterceptor):
             collection = _collection_of(request)
             observe(node_id=str(self._component.node_id), method=method, ok=ok, latency_ms=ms,
                     request=request, response=response, db=db, collection=collection)
-            log.info("access", method=method, db=db, collection=collection, status="success" if ok else "fail",
-                     code=code, latency_ms=round(ms, 3), peer=context.peer())
-            if self._slow is not None:
-                self._slow.offer(method=method, db=db, collection=collection, ok=ok, code=code, latency_ms=ms,
-                                 peer=context.peer())
+            record_access(method=method, db=db, collection=collection, ok=ok, code=code, latency_ms=ms,
+                          peer=context.peer(), slow=self._slow)
         except Exception:  # RPC boundary: observing must never break the answer
             log.exception("access log failed", method=method)

@@ -4,11 +4,13 @@
 ``metric_type``; ``system_info`` (what attu and the SDKs ask for) is the only
 type Strata serves. Its answer has Milvus's ``SystemTopology`` shape
 (``pkg/util/metricsinfo``): ``nodes_info``, one node per component with its
-identity, hardware, build and deploy mode, and creation and update times.
-Strata reports this proxy alone, with figures it measures (the host's CPU
-count and usage, memory; ``disk`` is 0: a proxy keeps nothing on disk), and
-leaves out what it does not have (no git commit, no build time, no quota
-metrics); the deploy mode is ``STANDALONE`` in ``strata standalone``, else
+identity, hardware, build and deploy mode, and creation and update times, and
+the edges between them: the whole cluster as the active coordinator's
+``cluster`` view lists its sessions (``topology.py``), or this proxy alone when
+the coordinator cannot be asked. The proxy's own figures are measured (the
+host's CPU count and usage, memory; ``disk`` is 0: a proxy keeps nothing on
+disk); what Strata does not have is left out (no git commit, no build time, no
+quota metrics); the deploy mode is ``STANDALONE`` in ``strata standalone``, else
 ``DISTRIBUTED`` (Milvus's names). Errors are Milvus's texts and codes: a
 request without a type, and a type other than ``system_info`` (code 1200).
 
@@ -24,13 +26,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 import grpc
+import structlog
 from pymilvus.grpc_gen import milvus_pb2
 
 from common.errors import ErrorCode, NotReady, StrataError
+from common.webui.source import CLUSTER, ConsoleSource, ViewUnavailable
 from proxy.component import ProxyComponent, ProxyState
 from proxy.hardware import CpuUsage, cpu_count, memory
 from proxy.rpc import milvus_rpc
 from proxy.status import milvus_status, success
+from proxy.topology import HostFigures, system_topology
 
 STANDALONE = "STANDALONE"
 DISTRIBUTED = "DISTRIBUTED"  # Milvus's metricsinfo.ClusterDeployMode
@@ -76,6 +81,11 @@ class MetricsRPCs:
     _component: ProxyComponent | None = None  # HealthRPCs.attach_component sets it
     _deployment: Deployment = Deployment()
     _cpu: CpuUsage | None = None
+    _views: ConsoleSource | None = None  # the coordinator's views (proxy/console.py), once the proxy serves
+
+    def attach_cluster_views(self, views: ConsoleSource | None) -> None:
+        """Answer ``system_info`` with the whole cluster, from ``views``' ``cluster`` view (None: the proxy alone)."""
+        self._views = views
 
     def attach_deployment(self, deployment: Deployment) -> None:
         """Report ``deployment`` (mode, version, address, start time) in ``GetMetrics`` and ``RegisterLink``."""
@@ -85,20 +95,30 @@ class MetricsRPCs:
     def _node_id(self) -> int:
         return self._component.node_id if self._component is not None else -1
 
-    def _system_info(self) -> dict[str, Any]:
+    async def _cluster_view(self) -> dict[str, Any] | None:
+        if self._views is None:
+            return None
+        try:
+            return await self._views.view(CLUSTER)
+        except ViewUnavailable as err:
+            structlog.get_logger().bind(component="proxy").warning("system info without cluster", reason=str(err))
+            return None
+
+    async def _system_info(self) -> dict[str, Any]:
         d = self._deployment
         if self._cpu is None:
             self._cpu = CpuUsage()
         total, used = memory()
+        cpus, usage = cpu_count(), self._cpu.percent()
         node_id = self._node_id()
-        info = {
+        info: dict[str, Any] = {
             "has_error": False,
             "error_reason": "",
             "name": f"{ROLE}{node_id}",
             "hardware_infos": {
                 "ip": d.address,
-                "cpu_core_count": cpu_count(),
-                "cpu_core_usage": self._cpu.percent(),
+                "cpu_core_count": cpus,
+                "cpu_core_usage": usage,
                 "memory": total,
                 "memory_usage": used,
                 "disk": 0,
@@ -118,7 +138,8 @@ class MetricsRPCs:
             "system_configurations": {"default_partition_name": DEFAULT_PARTITION},
             "quota_metrics": None,
         }
-        return {"nodes_info": [{"identifier": node_id, "connected": [], "infos": info}]}
+        host = HostFigures(cpu_core_count=cpus, cpu_core_usage=usage, memory=total, memory_usage=used)
+        return system_topology(info, await self._cluster_view(), host)
 
     @milvus_rpc(milvus_pb2.GetMetricsResponse)
     async def GetMetrics(
@@ -128,7 +149,7 @@ class MetricsRPCs:
         if kind != SYSTEM_INFO:
             raise StrataError(f"metric not found[metric={kind}]", ErrorCode.METRIC_NOT_FOUND)
         return milvus_pb2.GetMetricsResponse(
-            status=success(), response=json.dumps(self._system_info()), component_name=f"{ROLE}{self._node_id()}"
+            status=success(), response=json.dumps(await self._system_info()), component_name=f"{ROLE}{self._node_id()}"
         )
 
     @milvus_rpc(milvus_pb2.RegisterLinkResponse)

@@ -114,7 +114,8 @@ class Proxy:
         if c.http.enabled:
             gate = Gate(authenticator, interceptor) if security.authorization_enabled else None
             self._http = HttpServer(service, gate, host=c.common.host, port=c.http.port,
-                                    max_body=c.limits.server_max_recv_size, ssl_context=http_ssl_context(security))
+                                    max_body=c.limits.server_max_recv_size, ssl_context=http_ssl_context(security),
+                                    slow=self._slow, node_id=lambda: self.component.node_id)
             await self._http.start()
         self._session = Session(
             self._store,
@@ -125,6 +126,7 @@ class Proxy:
         )
         await self._session.start()
         self._console = ProxyConsole(self._coord, self._slow)
+        service.attach_cluster_views(self._console)  # GetMetrics system_info: the whole cluster
         await self._health.serving()
 
     def console_source(self) -> ProxyConsole | None:

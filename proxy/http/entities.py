@@ -11,6 +11,8 @@ from pymilvus.grpc_gen import milvus_pb2, schema_pb2
 
 from proxy.http.body import Body
 from proxy.http.errors import invalid, missing
+from proxy.http.int64 import as_strings, int64_fields
+from proxy.http.int64 import ids as int64_ids
 from proxy.http.invoke import Call
 from proxy.http.reply import Reply, Route
 from proxy.http.rows import build, build_rows, prepare_rows, query_rows, schema_dict, search_hits, vector_value
@@ -24,9 +26,14 @@ async def _schema(call: Call, name: str) -> dict[str, Any]:
     return schema_dict(await call("DescribeCollection", milvus_pb2.DescribeCollectionRequest(collection_name=name)))
 
 
-def _ids(resp: milvus_pb2.MutationResult) -> list[Any]:
+def _ids(call: Call, resp: milvus_pb2.MutationResult) -> list[Any]:
     kind = resp.IDs.WhichOneof("id_field")
-    return list(resp.IDs.int_id.data) if kind == "int_id" else list(resp.IDs.str_id.data)
+    return int64_ids(list(resp.IDs.int_id.data), call.allow_int64) if kind == "int_id" else list(resp.IDs.str_id.data)
+
+
+def _rows(call: Call, resp: milvus_pb2.QueryResults) -> list[dict[str, Any]]:
+    rows = query_rows(resp)
+    return rows if call.allow_int64 else as_strings(rows, int64_fields(resp.fields_data))
 
 
 async def insert(call: Call, body: Body) -> Any:
@@ -39,7 +46,7 @@ async def insert(call: Call, body: Body) -> Any:
         schema.get("struct_array_fields") or [], rows=len(rows),
         enable_dynamic=schema.get("enable_dynamic_field", False), schema_timestamp=schema.get("update_timestamp", 0))
     resp = await call("Insert", request)
-    return {"insertCount": resp.insert_cnt, "insertIds": _ids(resp)}
+    return {"insertCount": resp.insert_cnt, "insertIds": _ids(call, resp)}
 
 
 async def upsert(call: Call, body: Body) -> Any:
@@ -53,7 +60,7 @@ async def upsert(call: Call, body: Body) -> Any:
         enable_dynamic=schema.get("enable_dynamic_field", False), schema_timestamp=schema.get("update_timestamp", 0),
         partial_update=body.flag("partialUpdate", False))
     resp = await call("Upsert", request)
-    return {"upsertCount": resp.upsert_cnt, "upsertIds": _ids(resp)}
+    return {"upsertCount": resp.upsert_cnt, "upsertIds": _ids(call, resp)}
 
 
 async def delete(call: Call, body: Body) -> Any:
@@ -93,7 +100,7 @@ def _pk_filter(schema: dict[str, Any], ids: Any) -> str:
 async def get(call: Call, body: Body) -> Any:
     name = body.name("collectionName")
     expr = _pk_filter(await _schema(call, name), body.required("id"))
-    return query_rows(await call("Query", _query_request(body, name, expr)))
+    return _rows(call, await call("Query", _query_request(body, name, expr)))
 
 
 async def query(call: Call, body: Body) -> Any:
@@ -101,7 +108,7 @@ async def query(call: Call, body: Body) -> Any:
     expr = body.text("filter")
     if not expr and "limit" not in body:
         raise missing("filter")
-    return query_rows(await call("Query", _query_request(body, name, expr)))
+    return _rows(call, await call("Query", _query_request(body, name, expr)))
 
 
 def _anns_field(schema: dict[str, Any], given: str) -> tuple[str, int]:
@@ -144,15 +151,20 @@ def _search_request(body: Body, name: str, schema: dict[str, Any]) -> milvus_pb2
     )
 
 
-def _hits(resp: Any) -> Reply:
+def _hits(call: Call, resp: Any) -> Reply:
     hits, topks = search_hits(resp.results)
+    if not call.allow_int64:
+        names = int64_fields(resp.results.fields_data)
+        if resp.results.ids.WhichOneof("id_field") == "int_id":
+            names.add("id")
+        as_strings(hits, names)
     return Reply(hits, {"topks": topks} if len(topks) > 1 else {})
 
 
 async def search(call: Call, body: Body) -> Any:
     name = body.name("collectionName")
     request = _search_request(body, name, await _schema(call, name))
-    return _hits(await call("Search", request))
+    return _hits(call, await call("Search", request))
 
 
 def _ranker(rerank: dict[str, Any]) -> Any:
@@ -182,7 +194,7 @@ async def hybrid_search(call: Call, body: Body) -> Any:
         body.integer("limit", DEFAULT_SEARCH_LIMIT), partition_names=body.strings("partitionNames"),
         output_fields=body.strings("outputFields"),
     )
-    return _hits(await call("HybridSearch", request))
+    return _hits(call, await call("HybridSearch", request))
 
 
 ROUTES: dict[str, Route] = {

@@ -107,6 +107,27 @@ async def revoke_privilege(call: Call, body: Body) -> Any:
     return await _privilege(call, body, milvus_pb2.Revoke)
 
 
+async def _privilege_v2(call: Call, body: Body, op: int) -> Any:
+    """``{"roleName", "privilege", "dbName", "collectionName"}``, as OperatePrivilegeV2 (Milvus 2.5's grants)."""
+    request = milvus_pb2.OperatePrivilegeV2Request(
+        role=milvus_pb2.RoleEntity(name=body.name("roleName")),
+        grantor=milvus_pb2.GrantorEntity(privilege=milvus_pb2.PrivilegeEntity(name=body.name("privilege"))),
+        type=op,  # type: ignore[arg-type]  # the enum's int value
+        db_name=body.text("dbName", "default") or "default",
+        collection_name=body.text("collectionName"),
+    )
+    await call("OperatePrivilegeV2", request)
+    return {}
+
+
+async def grant_privilege_v2(call: Call, body: Body) -> Any:
+    return await _privilege_v2(call, body, milvus_pb2.Grant)
+
+
+async def revoke_privilege_v2(call: Call, body: Body) -> Any:
+    return await _privilege_v2(call, body, milvus_pb2.Revoke)
+
+
 USER_ROUTES: dict[str, Route] = {
     "list": list_users, "describe": describe_user, "create": create_user, "update_password": update_password,
     "drop": drop_user, "grant_role": grant_role, "revoke_role": revoke_role,
@@ -114,4 +135,5 @@ USER_ROUTES: dict[str, Route] = {
 ROLE_ROUTES: dict[str, Route] = {
     "list": list_roles, "describe": describe_role, "create": create_role, "drop": drop_role,
     "grant_privilege": grant_privilege, "revoke_privilege": revoke_privilege,
+    "grant_privilege_v2": grant_privilege_v2, "revoke_privilege_v2": revoke_privilege_v2,
 }

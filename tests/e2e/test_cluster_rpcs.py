@@ -7,6 +7,9 @@ Through the pymilvus stub against the session's standalone:
 * GetMetrics ``system_info`` (what attu sends) has Milvus's topology shape,
   the proxy's identity, build, deploy mode ``STANDALONE`` and this host's
   CPU count and memory; another type, or none, is Milvus's error;
+* its topology lists every role of the standalone (the coordinator as
+  rootcoord, querycoord and datacoord, the query and streaming nodes, the
+  proxy) with the edges between them, as the cluster's sessions say;
 * RegisterLink succeeds with the deploy mode as reason; Dummy runs a
   ``query`` request and answers success, anything else fail;
 * CalcDistance, ListIndexedSegment and DescribeSegmentIndexData are
@@ -60,7 +63,7 @@ def test_get_metrics_system_info_describes_this_proxy(milvus: MilvusClient) -> N
     before = datetime.now(UTC)
     resp = stub.GetMetrics(milvus_pb2.GetMetricsRequest(request=json.dumps({"metric_type": "system_info"})))
     assert resp.status.code == 0
-    [node] = json.loads(resp.response)["nodes_info"]
+    [node] = [n for n in json.loads(resp.response)["nodes_info"] if n["infos"]["type"] == "proxy"]
     infos = node["infos"]
     assert resp.component_name == infos["name"] == f"proxy{infos['id']}" and node["identifier"] == infos["id"] > 0
     assert infos["type"] == "proxy" and infos["has_error"] is False
@@ -77,7 +80,7 @@ def test_get_metrics_system_info_describes_this_proxy(milvus: MilvusClient) -> N
     updated = datetime.strptime(infos["updated_time"], "%Y-%m-%d %H:%M:%S.%f +0000 UTC").replace(tzinfo=UTC)
     assert created < before <= updated
     by_req_type = stub.GetMetrics(milvus_pb2.GetMetricsRequest(request=json.dumps({"req_type": "system_info"})))
-    assert by_req_type.status.code == 0 and json.loads(by_req_type.response)["nodes_info"][0]["infos"]["id"] == infos["id"]
+    assert by_req_type.status.code == 0 and json.loads(by_req_type.response)["nodes_info"][-1]["infos"]["id"] == infos["id"]
 
     for request, code, reason in (
         ("{}", 65535, "metric_type or req_type not found in request"),
@@ -86,6 +89,35 @@ def test_get_metrics_system_info_describes_this_proxy(milvus: MilvusClient) -> N
     ):
         status = stub.GetMetrics(milvus_pb2.GetMetricsRequest(request=request)).status
         assert (status.code, status.reason) == (code, reason)
+
+
+def test_get_metrics_system_info_lists_every_role_of_the_cluster(milvus: MilvusClient) -> None:
+    resp = _stub(milvus).GetMetrics(milvus_pb2.GetMetricsRequest(request=json.dumps({"metric_type": "system_info"})))
+    assert resp.status.code == 0
+    nodes = json.loads(resp.response)["nodes_info"]
+    by_type: dict[str, list[dict]] = {}
+    for n in nodes:
+        assert n["identifier"] == n["infos"]["id"] and n["infos"]["name"] == f"{n['infos']['type']}{n['identifier']}"
+        assert n["infos"]["system_info"]["deploy_mode"] == "STANDALONE"
+        by_type.setdefault(n["infos"]["type"], []).append(n)
+    # strata standalone runs a coordinator, a streaming node, a query node and a proxy.
+    assert sorted(by_type) == ["datacoord", "proxy", "querycoord", "querynode", "rootcoord", "streamingnode"]
+    assert all(len(ns) == 1 for ns in by_type.values()), by_type
+    [proxy], [qc], [dc], [rc] = by_type["proxy"], by_type["querycoord"], by_type["datacoord"], by_type["rootcoord"]
+    [qn], [sn] = by_type["querynode"], by_type["streamingnode"]
+    assert nodes[-1] is proxy  # Milvus lists the proxy last
+    coord = qc["identifier"]
+    assert dc["identifier"] == rc["identifier"] == coord != proxy["identifier"]
+    assert len({coord, qn["identifier"], sn["identifier"], proxy["identifier"]}) == 4
+    edges = {(e["connected_identifier"], e["type"], e["target_type"]) for e in proxy["connected"]}
+    assert edges == {(coord, "forward", "querycoord"), (coord, "forward", "datacoord"), (coord, "forward", "rootcoord")}
+    assert (qn["identifier"], "manage", "querynode") in {tuple(e.values()) for e in qc["connected"]}
+    assert (sn["identifier"], "manage", "streamingnode") in {tuple(e.values()) for e in dc["connected"]}
+    # Every node of the standalone runs on this host: its address and this host's figures.
+    for n in (qc, qn, sn):
+        hw = n["infos"]["hardware_infos"]
+        assert hw["ip"].startswith("127.0.0.1:") and hw["ip"] != proxy["infos"]["hardware_infos"]["ip"]
+        assert hw["cpu_core_count"] == os.cpu_count() and hw["memory"] == proxy["infos"]["hardware_infos"]["memory"]
 
 
 def test_register_link_and_dummy(milvus: MilvusClient) -> None:

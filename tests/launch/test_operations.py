@@ -1,7 +1,8 @@
 """The operations port of a real standalone: metrics move by what was done, health, access log, log level.
 
-One standalone for the module, with authorization on (so a refused login reaches the access log)
-and JSON logs (``STRATA_LOG_FORMAT=json``), driven by the real pymilvus client.
+One standalone for the module, with authorization on (so a refused login reaches the access log),
+JSON logs (``STRATA_LOG_FORMAT=json``) and every request kept as slow (threshold 0 ms), driven by the
+real pymilvus client and plain HTTP to the RESTful API.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pymilvus import MilvusClient, MilvusException
 
 from tests.cluster.harness import wait_until
 from tests.e2e.authutil import auth_standalone
+from tests.e2e.restutil import post_raw
 from tests.harness import Standalone
 from tests.ops import http, ops_url, scrape, total
 
@@ -27,7 +29,8 @@ pytestmark = pytest.mark.timeout(300)
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
-    with auth_standalone(tmp_path_factory.mktemp("ops") / "data", env={"STRATA_LOG_FORMAT": "json"}) as s:
+    with auth_standalone(tmp_path_factory.mktemp("ops") / "data", env={"STRATA_LOG_FORMAT": "json",
+                                                                           "STRATA_PROXY_SLOW_REQUEST_MS": "0"}) as s:
         yield s
 
 
@@ -137,6 +140,52 @@ def test_access_log_has_a_line_for_a_success_and_a_refusal_and_no_secret(node: S
     text = _log(node, "standalone-node")
     assert secret not in text and PASSWORD not in "".join(json.dumps(x) for x in lines)
     assert "0.5, 0.5" not in text  # no vector data
+
+
+def test_rest_calls_reach_the_access_log_and_the_slow_requests(node: Standalone, base: str) -> None:
+    name = f"racc_{uuid.uuid4().hex[:8]}"
+    secret = f"wrong-{uuid.uuid4().hex}"
+    seen = len(_access_lines(node))
+    root = {"Authorization": f"Bearer root:{PASSWORD}"}
+    body = json.dumps({"collectionName": name, "dimension": DIM}).encode()
+    assert post_raw(node, "collections/create", body, root) == (200, {"code": 0, "data": {}})
+    status, refused = post_raw(node, "collections/list", b"{}", {"Authorization": f"Bearer root:{secret}"})
+    assert (status, refused["code"]) == (401, 1800)
+    status, missing = post_raw(node, "collections/describe", json.dumps({"collectionName": name + "x"}).encode(), root)
+    assert status == 200 and missing["code"] == 100
+    lines = [x for x in _access_lines(node)[seen:] if x["method"].startswith("/v2/vectordb/")]
+    assert [(x["method"], x["status"], x["code"]) for x in lines] == [
+        ("/v2/vectordb/collections/create", "success", 0),
+        ("/v2/vectordb/collections/list", "fail", 1800),
+        ("/v2/vectordb/collections/describe", "fail", 100),
+    ]
+    assert lines[0]["collection"] == name and lines[0]["db"] == "default" and lines[0]["latency_ms"] >= 0
+    assert all(x["peer"].startswith("ipv4:127.0.0.1:") for x in lines)
+    assert secret not in _log(node, "standalone-node") and PASSWORD not in "".join(json.dumps(x) for x in lines)
+    # The web console's slow requests (threshold 0 here) list the REST calls with the same fields.
+    status, text = http(f"{base}/webui/api/slow_requests")
+    assert status == 200, text
+    kept = {(r["method"], r["collection"], r["code"]) for r in json.loads(text)["requests"]}
+    assert {("/v2/vectordb/collections/create", name, "0"), ("/v2/vectordb/collections/list", "", "1800")} <= kept
+
+
+def test_rest_calls_move_the_request_metrics_as_grpc_calls_do(node: Standalone, base: str) -> None:
+    name = f"rmet_{uuid.uuid4().hex[:8]}"
+    root = {"Authorization": f"Bearer root:{PASSWORD}"}
+    assert post_raw(node, "collections/create", json.dumps({"collectionName": name, "dimension": DIM}).encode(),
+                    root)[1]["code"] == 0
+    before = scrape(base)
+    rows = [{"id": i, "vector": [random.random() for _ in range(DIM)]} for i in range(5)]
+    status, answer = post_raw(node, "entities/insert", json.dumps({"collectionName": name, "data": rows}).encode(), root)
+    assert (status, answer["code"]) == (200, 0), answer
+    after = scrape(base)
+
+    def moved(metric: str, **labels: str) -> float:
+        return total(after, metric, **labels) - total(before, metric, **labels)
+
+    # Milvus's REST insert runs the proxy's Insert: the same counters move by the same rows.
+    assert moved("milvus_proxy_insert_vectors_count_total", collection_name=name, db_name="default") == 5
+    assert moved("milvus_proxy_req_count_total", function_name="Insert", status="success") == 1
 
 
 def test_log_level_changes_at_runtime(node: Standalone, base: str, client: MilvusClient) -> None:
