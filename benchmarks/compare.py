@@ -23,7 +23,7 @@ Milvus 2.3.5 (``milvus``, in the systems by default; ``--no-milvus`` leaves it
 out) is the ``milvus==2.3.5`` wheel's ``milvus-server``, the Go and C++ of
 Milvus (``milvus_server.py``). It needs a venv of its own: ``--milvus-venv``,
 by default ``<--cache>/milvus-2.3.5``, made with ``pip install milvus==2.3.5``
-on first use (about 100 MB from PyPI; an install that fails is reported as
+on first use (81 MB installed, from PyPI; an install that fails is reported as
 that system's failure). It serves on 127.0.0.1 (every call of this script goes
 there; its gRPC servers listen on every interface, Milvus 2.3 has no setting)
 and its process group is killed when its turn ends. Its embedded etcd's peer
