@@ -96,7 +96,10 @@ def vs_milvus(systems: dict[str, dict[str, Any]]) -> dict[str, dict[str, float |
     milvus = systems.get(MILVUS)
     if not milvus or "error" in milvus:
         return {}
-    return {name: ratios(f, milvus) for name, f in systems.items() if name != MILVUS and "error" not in f}
+    out = {name: ratios(f, milvus) for name, f in systems.items() if name != MILVUS and "error" not in f}
+    if "hnswlib" in out:
+        out["hnswlib"]["peak_rss"] = None  # its figure is this process's growth, not a server's resident set
+    return out
 
 
 def _cell(v: float | None) -> str:
