@@ -115,7 +115,9 @@ helm-render: install
 	@if command -v helm >/dev/null 2>&1; then helm template strata deploy/helm/strata $(HELM_ARGS); \
 	else deploy/helm/render/build.sh build/helm-render/render >&2 && build/helm-render/render template strata deploy/helm/strata $(HELM_ARGS); fi
 
-# Strata vs milvus-lite vs hnswlib/numpy on random, clustered and MiniLM text data (benchmarks/README.md).
+# Strata vs real Milvus 2.3.5, milvus-lite and hnswlib/numpy on random, clustered and MiniLM text data
+# (benchmarks/README.md). Milvus 2.3.5 (the milvus==2.3.5 wheel's milvus-server) gets a venv of its own,
+# made by compare.py on first use under benchmarks/.cache/milvus-2.3.5 (git-ignored); --no-milvus skips it.
 bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/compare.py $(BENCH_ARGS)
 

@@ -1,14 +1,25 @@
-"""The comparison's outputs: the markdown report, issue #8's ratios, and the two PNG plots."""
+"""The comparison's outputs: the markdown report, issue #8's ratios, and the two PNG plots.
+
+The ratios to real Milvus 2.3.5 (issue #33) are ``compare_vs_milvus``'s; the
+report puts them under each set's table and in a goals table of their own.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import compare_vs_milvus
 from compare_measure import ef_for_recall, qps_at_recall
 
-SYSTEMS = ("Strata", "milvus-lite", "hnswlib", "numpy")
-COLORS = {"Strata": "tab:blue", "milvus-lite": "tab:orange", "hnswlib": "tab:green", "numpy": "tab:gray"}
+SYSTEMS = ("Strata", compare_vs_milvus.MILVUS, "milvus-lite", "hnswlib", "numpy")
+COLORS = {
+    "Strata": "tab:blue",
+    compare_vs_milvus.MILVUS: "tab:red",
+    "milvus-lite": "tab:orange",
+    "hnswlib": "tab:green",
+    "numpy": "tab:gray",
+}
 #: Colours of the further Strata runs (other shard counts), in order.
 MORE_STRATA_COLORS = ("tab:purple", "tab:brown", "tab:pink", "tab:olive")
 #: (label, key in a system's figures, sub-key) of the latency plot's groups.
@@ -178,7 +189,7 @@ def markdown(result: dict[str, Any]) -> str:
     """The whole report: conditions, one table per data set, the goals across sets."""
     a = result["args"]
     lines = [
-        "# Strata vs milvus-lite vs the bounds (issue #8)",
+        "# Strata vs Milvus 2.3.5, milvus-lite and the bounds (issues #8 and #33)",
         "",
         f"{result['date']}, {result['cpus']} CPUs shared by the client and every server process "
         f"(1-min load average {result['loadavg_1m']['start']} at start, {result['loadavg_1m']['end']} at end), "
@@ -192,7 +203,7 @@ def markdown(result: dict[str, Any]) -> str:
         f"scalar query: `tag == v`, limit 10, {a['scalar_requests']} requests. Searches are `Eventually` consistent. "
         f"Searchable: flush{' + compact() until completed' if a.get('compact', False) else ''} + create_index + "
         "load_collection until loaded. "
-        "Peak RSS: Strata is the sum of its processes (largest in brackets), hnswlib the growth of this "
+        "Peak RSS: Strata and Milvus 2.3.5 are the sum of their processes (largest in brackets), hnswlib the growth of this "
         "process while the graph was built; this process (client, data, bounds) peaked at "
         f"{result['benchmark_process_peak_rss_mib']:,.0f} MiB.",
         "",
@@ -200,7 +211,9 @@ def markdown(result: dict[str, Any]) -> str:
     for name, info in result["sets"].items():
         lines += _set_table(name, info)
         lines.append("")
+        lines += compare_vs_milvus.set_table(name, info, _order(info["systems"]))
     names = list(result["sets"])
+    lines += compare_vs_milvus.goals_table(result["sets"])
     lines += [
         "### Issue #8's goals",
         "",
@@ -211,9 +224,9 @@ def markdown(result: dict[str, Any]) -> str:
         cells = [_goal_cell(result["sets"][n], key) for n in names]
         lines.append(f"| {label} | {goal} | " + " | ".join(cells) + " |")
     lines.append(
-        "| ef for recall@10 >= 0.95 (Strata / milvus-lite / hnswlib) | report | "
+        "| ef for recall@10 >= 0.95 (Strata / Milvus 2.3.5 / milvus-lite / hnswlib) | report | "
         + " | ".join(
-            " / ".join(str(result["sets"][n]["goals"]["ef_for_recall_095"].get(s) or "-") for s in SYSTEMS[:3])
+            " / ".join(str(result["sets"][n]["goals"]["ef_for_recall_095"].get(s) or "-") for s in SYSTEMS[:4])
             for n in names
         )
         + " |"
@@ -222,8 +235,12 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def plots(result: dict[str, Any], out_dir: Path) -> list[Path]:
-    """``compare-recall-qps.png`` (the ef sweep) and ``compare-latency.png`` (p50 bars, p99 whiskers)."""
-    import matplotlib
+    """``compare-recall-qps.png`` (the ef sweep) and ``compare-latency.png`` (p50 bars, p99 whiskers); none
+    without matplotlib (the bench extra)."""
+    try:
+        import matplotlib
+    except ImportError:
+        return []
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -5,6 +5,10 @@ lives in a venv of its own:
 
     python3.11 -m venv /tmp/milvus235 && /tmp/milvus235/bin/pip install milvus==2.3.5
 
+``install(venv, log)`` makes that venv on first use (``compare.py`` keeps it
+under ``benchmarks/.cache/milvus-2.3.5``, outside git) and marks it complete
+with a stamp file, so an interrupted install is redone, not half used.
+
 ``milvus-server --data DIR`` unpacks the real ``milvus`` binary and its
 libraries (knowhere, segcore: the C++ of Milvus 2.3.5) under ``DIR/bin`` and
 runs ``milvus run standalone`` with an embedded etcd and rocksmq; it is ready
@@ -13,6 +17,10 @@ setting for the listen address); every component is told to register
 ``127.0.0.1`` as its address, so its own calls between components and this
 benchmark's calls stay on loopback. The wrapper picks free ports from its
 defaults (19530, 53100, ...) on 127.0.0.1 for the ports not given.
+
+Its embedded etcd's peer port is 2380 whatever ``--etcd-port`` says: one
+instance on the machine at a time. ``milvus_235()`` waits up to
+``port_wait`` s for 2380 to be free and fails with that reason otherwise.
 
 ``milvus_235()`` starts it in its own session (process group) and always ends
 the whole group (SIGTERM, then SIGKILL), also on an error or Ctrl-C: the
@@ -23,9 +31,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import socket
 import subprocess
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
@@ -35,6 +46,10 @@ from pymilvus import MilvusClient
 from tests.harness import free_port
 
 DEFAULT_VENV = Path("/tmp/milvus235")
+WHEEL = "milvus==2.3.5"
+STAMP = ".installed-milvus-2.3.5"
+#: The embedded etcd's peer port: fixed, so two milvus-servers cannot run at once.
+ETCD_PEER_PORT = 2380
 #: Components whose ``ip`` (the address registered for other components) is set to loopback.
 COMPONENTS = ("rootCoord", "proxy", "queryCoord", "queryNode", "indexNode", "dataCoord", "dataNode")
 
@@ -42,10 +57,49 @@ COMPONENTS = ("rootCoord", "proxy", "queryCoord", "queryNode", "indexNode", "dat
 def executable(venv: Path) -> Path:
     exe = venv / "bin" / "milvus-server"
     if not exe.exists():
-        raise FileNotFoundError(
-            f"{exe} is missing: python3.11 -m venv {venv} && {venv}/bin/pip install milvus==2.3.5"
-        )
+        raise FileNotFoundError(f"{exe} is missing: python3.11 -m venv {venv} && {venv}/bin/pip install {WHEEL}")
     return exe
+
+
+def install(venv: Path, log: Callable[[str], None], python: str = sys.executable) -> Path:
+    """``milvus-server`` of ``venv``, made first (a venv of ``python`` with the wheel) unless already there.
+
+    A venv with the executable but no stamp (made by hand, as /tmp/milvus235) is used as it is; a
+    directory with neither is an interrupted install: removed and made again."""
+    exe = venv / "bin" / "milvus-server"
+    if exe.exists() or (venv / STAMP).exists():
+        return executable(venv)
+    if venv.exists():
+        shutil.rmtree(venv)
+    log(f"installing {WHEEL} into {venv} (once)")
+    t = time.monotonic()
+    try:
+        subprocess.run([python, "-m", "venv", str(venv)], check=True, stdin=subprocess.DEVNULL)
+        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+        subprocess.run([*pip, WHEEL], check=True, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.CalledProcessError) as err:
+        shutil.rmtree(venv, ignore_errors=True)
+        raise RuntimeError(f"could not install {WHEEL} into {venv}: {err}") from err
+    (venv / STAMP).touch()
+    log(f"installed {WHEEL} in {time.monotonic() - t:.0f}s")
+    return executable(venv)
+
+
+def _port_busy(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex((HOST, port)) == 0
+
+
+def _wait_peer_port(timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while _port_busy(ETCD_PEER_PORT):
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"port {ETCD_PEER_PORT} (Milvus's embedded etcd peer port) is in use after {timeout:.0f}s: "
+                "another milvus-server is running; one at a time on a machine"
+            )
+        time.sleep(2.0)
 
 
 def _role(proc: psutil.Process) -> str:
@@ -53,9 +107,12 @@ def _role(proc: psutil.Process) -> str:
 
 
 @contextlib.contextmanager
-def milvus_235(workdir: Path, venv: Path = DEFAULT_VENV, timeout: float = 180.0) -> Iterator[Server]:
+def milvus_235(
+    workdir: Path, venv: Path = DEFAULT_VENV, timeout: float = 180.0, port_wait: float = 0.0
+) -> Iterator[Server]:
     """Milvus 2.3.5 standalone on a free loopback proxy port; yields a ``Server`` (RSS sampled per process)."""
     exe = executable(venv)
+    _wait_peer_port(port_wait)
     workdir.mkdir(parents=True, exist_ok=True)
     port, etcd_port = free_port(), free_port()
     log_path = workdir / "milvus-server.log"
