@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import grpc
 import numpy as np
@@ -22,16 +21,15 @@ from common.errors import ErrorCode, NotReady, StrataError
 from common.position import Position
 from common.schema import CollectionSchema
 from common.segment import SegmentMeta
-from common.storage.layout import ALL_PARTITIONS
 from common.storage.objectstore import ObjectStore
-from common.storage.stats import SegmentStats
 from common.tasks import BackgroundTasks
 from protos import querynode_pb2 as qpb
 from querynode.delegator.bm25_oracle import Bm25Oracle
 from querynode.delegator.cutlog import CutLog
 from querynode.delegator.distribution import Distribution, Placement
 from querynode.delegator.load_failures import LoadFailures
-from querynode.delegator.shard_data import ShardData, reaches
+from querynode.delegator.planning import Oracle, PlacedSegment, forward_plan
+from querynode.delegator.shard_data import ShardData
 from querynode.delegator.tsafe import TSafe
 from querynode.worker.client import WorkerClient
 from streamingnode.client.assignment import AssignmentSource
@@ -39,28 +37,6 @@ from streamingnode.client.timetick import TimeTickRequester
 
 # Worker answers that mean the segments there may be gone or stale: reload before reading them.
 WORKER_LOST = {ErrorCode.SEGMENT_NOT_FOUND, ErrorCode.NOT_READY, ErrorCode.UNAVAILABLE, ErrorCode.NODE_NOT_FOUND}
-
-
-@dataclass(frozen=True, slots=True)
-class PlacedSegment:
-    meta: SegmentMeta
-    placement: Placement
-
-
-class Oracle:
-    """PK statistics of each sealed segment: which segments may hold a key."""
-
-    def __init__(self) -> None:
-        self.stats: dict[int, list[SegmentStats]] = {}
-
-    def may_contain(self, segment_id: int, pks: pa.Array) -> np.ndarray:
-        stats = self.stats.get(segment_id)
-        if not stats:
-            return np.ones(len(pks), dtype=bool)
-        hit = np.zeros(len(pks), dtype=bool)
-        for s in stats:
-            hit |= s.may_contain(pks)
-        return hit
 
 
 class DelegatorCore:
@@ -137,15 +113,8 @@ class DelegatorCore:
     ) -> None:
         """Send cuts to the sealed segments of ``partition`` (``ALL_PARTITIONS``: of every one) whose PK
         stats may hold the keys (call under the data lock)."""
-        per_worker: dict[Placement, dict[int, tuple[pa.Array, np.ndarray]]] = {}
-        for sid, placement in self.dist.current.sealed.items():
-            if sid == exclude or (skip is not None and sid in skip):
-                continue
-            if not reaches(partition, self._partition_of.get(sid, ALL_PARTITIONS)):
-                continue
-            hit = self.oracle.may_contain(sid, pks)
-            if hit.any():
-                per_worker.setdefault(placement, {})[sid] = (pks.filter(pa.array(hit)), ts[hit])
+        per_worker = forward_plan(self.dist.current.sealed, self._partition_of, self.oracle, pks, ts, partition,
+                                  exclude=exclude, skip=skip)
         for placement, cuts in per_worker.items():
             try:
                 await self._workers.at(placement.address).cut(self.collection_id, cuts)

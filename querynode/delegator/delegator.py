@@ -67,8 +67,8 @@ import asyncio
 
 from common.errors import PositionTruncated
 from querynode.delegator.consume import ConsumeLoop
-from querynode.delegator.core import PlacedSegment
 from querynode.delegator.loading import SegmentLoading
+from querynode.delegator.planning import PlacedSegment
 from querynode.delegator.reads import Reads
 
 __all__ = ["Delegator", "PlacedSegment"]

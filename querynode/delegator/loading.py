@@ -26,8 +26,9 @@ from common.storage.segment_io import SegmentReader
 from common.storage.stats import SegmentStats
 from protos import querynode_pb2 as qpb
 from querynode.delegator.bm25_oracle import SegmentBm25, read_segment_bm25
-from querynode.delegator.core import DelegatorCore, Oracle, PlacedSegment
+from querynode.delegator.core import DelegatorCore
 from querynode.delegator.distribution import Placement
+from querynode.delegator.planning import Oracle, PlacedSegment, group_by_worker, loads_due, with_batch_versions
 from segcore.segments.sealed import load_deletes
 
 
@@ -70,14 +71,8 @@ class SegmentLoading(DelegatorCore):
             for meta in l0:
                 await self._load_l0(meta)
             prepared: list[_Prepared] = []
-            failed: list[int] = []
-            for placed in placements:
-                current = self.dist.current.sealed.get(placed.meta.segment_id)
-                if current is not None and current.node_id == placed.placement.node_id:
-                    continue
-                if not self.load_failures.due(placed.meta.segment_id):
-                    failed.append(placed.meta.segment_id)  # failed lately: tried again after its backoff
-                    continue
+            load, failed = loads_due(self.dist.current.sealed, placements, self.load_failures)
+            for placed, current in load:
                 ready = await self._prepare(placed, moving_from=current)
                 if ready is None:
                     failed.append(placed.meta.segment_id)
@@ -183,13 +178,8 @@ class SegmentLoading(DelegatorCore):
                     )
                     # The other segments of this sync in its partition are versions for it too (the cut
                     # log has them later).
-                    for q in prepared:
-                        if q is not p and len(q.keys) and q.placed.meta.partition_id == partition:
-                            hit = p.oracle.may_contain(sid, q.keys)
-                            if hit.any():
-                                mask = pa.array(hit)
-                                pks = pa.concat_arrays([pks, q.keys.filter(mask).cast(pks.type)])
-                                ts = np.concatenate([ts, q.stamps[hit]])
+                    others = [(q.placed.meta.partition_id, q.keys, q.stamps) for q in prepared if q is not p]
+                    pks, ts = with_batch_versions(pks, ts, sid, partition, p.oracle, others)
                     if len(pks):
                         await self._workers.at(p.placed.placement.address).cut(self.collection_id, {sid: (pks, ts)})
             except (grpc.aio.AioRpcError, StrataError) as err:
@@ -232,18 +222,10 @@ class SegmentLoading(DelegatorCore):
         if not old and not held:
             return
         await self.dist.drained(snap.version)
-        for placement, sids in _group({**held, **old}).items():
+        for placement, sids in group_by_worker({**held, **old}).items():
             try:
                 await self._workers.at(placement.address).release(self.collection_id, sids)
             except (grpc.aio.AioRpcError, StrataError) as err:
                 self._log.info("release failed", segments=sids, error=str(err))
         if release:
             self._log.info("segments released", segments=release)
-
-
-def _group(held: dict[int, Placement]) -> dict[Placement, list[int]]:
-    out: dict[Placement, list[int]] = {}
-    for sid, p in held.items():
-        out.setdefault(p, []).append(sid)
-    return out
-
