@@ -18,7 +18,7 @@ segment) may hold the key, on their workers, before the next message is
 applied; so by the time tsafe passes it, every segment has it. Everything is
 also kept in the ``CutLog`` for segments loaded later. Rows of one key in two
 partitions (or twice in one insert) are all live, as in Milvus: ``count(*)``
-counts each, and a query keeps the newest per key (``dedupe.py``).
+counts each, and a query keeps the newest per key (``merge_rows``, ``segcore/segments/reduce.py``).
 
 **Loading a sealed segment** (no gap, no duplicate): read its PK stats and its
 rows' ``(pk, ts)`` from object storage; note the cut log's position; ask the
@@ -59,6 +59,11 @@ offline until they are loaded again (with the new schema).
 If the WAL no longer holds the position to resume from (``PositionTruncated``),
 the delegator stops and reports itself *broken*; the coordinator watches the
 channel again with a fresh checkpoint.
+
+The parts, one module each: the shared state and forwarding (``core.py``), the
+consume loop (``consume.py``), distribution changes (``loading.py``) and their
+planning without I/O (``planning.py``), reads (``reads.py``); ``Delegator`` here
+joins them and owns the lifetime.
 """
 
 from __future__ import annotations
