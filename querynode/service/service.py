@@ -28,8 +28,9 @@ from common.statemetrics import GaugeSample
 from common.storage.objectstore import ObjectStore
 from protos import querynode_pb2 as pb
 from protos import querynode_pb2_grpc
-from querynode.delegator.delegator import Delegator, PlacedSegment
+from querynode.delegator.delegator import Delegator
 from querynode.delegator.distribution import Placement
+from querynode.delegator.planning import PlacedSegment
 from querynode.metrics import observe, tsafe_samples
 from querynode.worker.client import WorkerClient
 from querynode.worker.cuts import decode_cuts

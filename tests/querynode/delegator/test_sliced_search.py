@@ -26,7 +26,7 @@ from common.message import Delete
 from common.readplan import ReadFilter, ReadPlan, VectorQuery
 from common.storage.objectstore import ObjectStore
 from querynode import offload
-from querynode.delegator import delegator
+from querynode.delegator import reads
 from querynode.delegator.delegator import Delegator
 from querynode.service.service import QueryNodeService
 from tests.querynode.delegator.walnode import LOCAL, C, Node, P, V, create_and_insert, watch_request
@@ -100,7 +100,7 @@ async def test_a_sliced_search_answers_as_an_uncut_one_while_a_delete_lands_betw
 
         lock.between = delete_key_50
         d._lock = lock
-        real_search_rows = delegator.search_rows
+        real_search_rows = reads.search_rows
 
         def search_rows(*args: Any, **kwargs: Any) -> pa.Table:
             found = real_search_rows(*args, **kwargs)
@@ -108,7 +108,7 @@ async def test_a_sliced_search_answers_as_an_uncut_one_while_a_delete_lands_betw
             lock.armed = True  # the slice is done; its lock is released next
             return found
 
-        monkeypatch.setattr(delegator, "search_rows", search_rows)
+        monkeypatch.setattr(reads, "search_rows", search_rows)
         sliced = await _search(d, inserted.timetick)
         assert slices == [1] * NQ and searched_before_delete == [1]  # the delete came after the first slice
         assert sliced.equals(whole)  # key 50 in every slice: the delete is later than the read

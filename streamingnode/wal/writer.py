@@ -1,0 +1,283 @@
+"""The WAL's writer: one task, one group-commit queue, timeticks in log order.
+
+The writer takes every queued append, runs it through the shard interceptor (segment
+assignment), stamps one timestamp per message (one per transaction) from the node's TSO range,
+appends the batch and a closing TimeTick to the backend in one call, feeds the write-ahead
+buffer and answers. When idle it writes the Flushes the seal policies owe, else publishes a
+volatile TimeTick; a requested TimeTick (``request_tick``) is published at its next turn; after
+a failed append it keeps trying to persist a TimeTick (``_settle``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from common.errors import (
+    DiskQuotaExhausted,
+    ErrorCode,
+    IOFailed,
+    StrataError,
+    WALClosed,
+)
+from common.message import ManualFlush, TimeTick, decode
+from common.position import Position
+from common.tracing import linked_span
+from protos.common_pb2 import Message, MessageType
+from streamingnode.metrics import observe_append, observe_requested_tick
+from streamingnode.wal.shard_interceptor import Expansion
+from streamingnode.wal.snapshots import Snapshots
+from streamingnode.wal.state import Appended, PendingAppend
+from streamingnode.walimpls.wal import MessageID
+
+#: Messages the proxy writes; any other kind comes from the coordinator (DDL, ManualFlush).
+_DATA = frozenset({MessageType.INSERT, MessageType.DELETE})
+#: At most this many seconds between two tries to persist a TimeTick after a failed append.
+_SETTLE_MAX_DELAY = 1.0
+
+
+def _sealed_by(msg: Message) -> tuple[int, ...]:
+    """The segments a stamped ManualFlush sealed (its header lists them); () for any other message."""
+    if msg.type != MessageType.MANUAL_FLUSH:
+        return ()
+    typed = decode(msg)
+    return typed.segment_ids if isinstance(typed, ManualFlush) else ()
+
+
+class GroupCommit(Snapshots):
+    """The writer task of the WAL and what it runs."""
+
+    async def _next_items(self, wait: float) -> list[PendingAppend | None]:
+        """What is queued, waiting up to ``wait`` seconds for the first item; [] if nothing came."""
+        items: list[PendingAppend | None] = []
+        if wait > 0 and self._queue.empty():
+            try:
+                async with asyncio.timeout(wait):
+                    items.append(await self._queue.get())
+            except TimeoutError:
+                return items
+        while not self._queue.empty():
+            items.append(self._queue.get_nowait())
+        return items
+
+    async def _write_loop(self) -> None:
+        # The idle duties (due Flushes, a volatile TimeTick, repairing after a failed append) run
+        # once no batch came for a tick interval; requested TimeTicks do not postpone them.
+        next_idle = self._clock() + self._tick_interval
+        while True:
+            wait = next_idle - self._clock()
+            requested = None if self._unsettled_since is not None else self._ticks.delay(self._clock())
+            if requested is not None:
+                wait = min(wait, requested)
+            items = await self._next_items(wait)
+            batch = [p for p in items if p is not None]
+            try:
+                ticked = False
+                requested = None if self._unsettled_since is not None else self._ticks.delay(self._clock())
+                if requested is not None and requested <= 0:
+                    # Before the batch: readers need not wait for its fsync, its messages are stamped above.
+                    await self._requested_tick()
+                    ticked = True
+                now = self._clock()
+                if batch:
+                    await self._write(batch)
+                    next_idle = self._clock() + self._tick_interval
+                elif now >= next_idle:
+                    next_idle = now + self._tick_interval
+                    if self._unsettled_since is not None:
+                        await self._settle()
+                    elif not await self._self_flush() and not ticked:
+                        await self._volatile_tick()
+                self._maybe_capture()
+            except asyncio.CancelledError:
+                for p in batch:
+                    if not p.future.done():
+                        p.future.set_exception(WALClosed(f"wal {self.channel} closed"))
+                raise
+            except (DiskQuotaExhausted, IOFailed) as err:  # the disk: the next batch repairs first
+                self._log.warning("wal append failed", error=str(err), messages=sum(len(p.messages) for p in batch))
+                for p in batch:
+                    if not p.future.done():
+                        p.future.set_exception(err)
+            except Exception as err:  # fail this batch's callers, keep the WAL running
+                self._log.exception("wal append failed")
+                for p in batch:
+                    if not p.future.done():
+                        p.future.set_exception(err)
+            if self._closing and self._queue.empty():
+                return
+
+    async def _self_flush(self) -> bool:
+        """Append the Flushes the seal policies owe now (lifetime, idle); False if none."""
+        if self._shard is None:
+            return False
+        assert self._wab is not None
+        now_ms = int(time.time() * 1000)
+        ex = self._shard.tick(now_ms)
+        if not ex.pre:
+            return False
+        try:
+            await self._persist([([m], None) for m in ex.pre])
+        finally:
+            self._wab.wake_readers()
+        self._shard.committed(ex, now_ms)
+        return True
+
+    async def _settle(self) -> None:
+        """After a failed append, persist what an idle tick owes: due Flushes, else a lone TimeTick.
+
+        A failed append invalidated the buffer, so every reader went back to the
+        backend, and there volatile TimeTicks never arrive: tsafe would stand
+        still until the next write. A persisted TimeTick lets readers catch up
+        and return to the buffer. Tried at idle ticks while it fails, spaced
+        out to at most one try a second.
+        """
+        assert self._wab is not None and self._unsettled_since is not None
+        now = self._clock()
+        if now < self._settle_at:
+            return
+        try:
+            if not await self._self_flush():
+                await self._persist([], fresh=True)
+        except Exception as err:  # still failing: the appenders hear why, this tick tries again later
+            self._log.debug("timetick not persisted", error=str(err))
+            self._settle_delay = min(max(self._settle_delay * 2, self._tick_interval), _SETTLE_MAX_DELAY)
+            self._settle_at = now + self._settle_delay
+            return
+        finally:
+            self._wab.wake_readers()
+
+    async def _volatile_tick(self) -> int:
+        assert self._wab is not None and self._last_tick_id is not None
+        ts = await self._ts.allocate_fresh(1)  # tsafe passes every timestamp issued before this tick
+        tick = TimeTick(timetick=ts).encode()
+        tick.wal_term = self.term
+        tick.last_confirmed = self._last_tick_id.to_bytes()
+        self._wab.append_volatile_tick(tick, self._last_tick_id)
+        self._ticks.published(ts)
+        return ts
+
+    async def _requested_tick(self) -> None:
+        """A volatile TimeTick for the readers that asked for one (``request_tick``).
+
+        If it cannot be had (the TSO unreachable), the waiting requests fail instead, and the
+        writer goes on with its batch: those readers wait for the next TimeTick as before.
+        """
+        try:
+            ts = await self._volatile_tick()
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:  # task boundary for the requests: they hear why, the writer goes on
+            self._log.warning("requested timetick failed", error=str(err))
+            self._ticks.fail_all(StrataError(f"timetick of {self.channel} not published: {err}", ErrorCode.UNAVAILABLE))
+            return
+        self._ticks.ticked(ts, self._clock())
+        observe_requested_tick(self.channel)
+
+    async def _expand(self, p: PendingAppend, now_ms: int) -> Expansion:
+        """What ``p`` turns into; raises ``MalformedMessage`` for a message readers could not decode."""
+        if self._shard is None:
+            for msg in p.messages:
+                decode(msg)
+            return Expansion(own=list(p.messages))
+        return await self._shard.expand(p.messages, now_ms)
+
+    async def _write(self, batch: list[PendingAppend]) -> None:
+        assert self._wab is not None and self._last_tick_id is not None
+        now_ms = int(time.time() * 1000)
+        # Units share one timetick: a self-generated message, a plain message, or a whole transaction.
+        units: list[tuple[list[Message], PendingAppend | None]] = []
+        accepted: list[tuple[PendingAppend, Expansion]] = []
+        for p in batch:
+            try:
+                ex = await self._expand(p, now_ms)
+            except StrataError as err:  # refused (e.g. unknown collection, malformed header): this caller only
+                if not p.future.done():
+                    p.future.set_exception(err)
+                continue
+            accepted.append((p, ex))
+            units.extend(([m], None) for m in ex.pre)
+            if p.txn:
+                units.append((ex.own, p))
+            else:
+                units.extend(([m], p) for m in ex.own)
+        if not units:
+            return
+        # A coordinator's message is stamped above every timestamp the coordinator took before sending it.
+        fresh = any(m.type not in _DATA for p, _ in accepted for m in p.messages)
+        try:
+            ids = await self._persist(units, fresh=fresh)
+        except BaseException:
+            if self._shard is not None:
+                for _, ex in accepted:
+                    self._shard.aborted(ex)
+            raise
+        try:
+            if self._shard is not None:
+                for _, ex in accepted:
+                    self._shard.committed(ex, now_ms)
+            results: dict[int, list[Appended]] = {id(p): [] for p, _ in accepted}
+            position = iter(ids)
+            for msgs, owner in units:
+                for m in msgs:
+                    m_id = next(position)
+                    if owner is not None:
+                        results[id(owner)].append(Appended(m_id, m.timetick, _sealed_by(m)))
+            for p, _ in accepted:
+                if not p.future.done():
+                    p.future.set_result(results[id(p)])
+        finally:
+            # Writers before readers: the callers resumed above are scheduled first, so their
+            # answers leave before the flusher (or a consumer) works through the batch.
+            self._wab.wake_readers()
+
+    async def _persist(
+        self, units: list[tuple[list[Message], PendingAppend | None]], *, fresh: bool = False
+    ) -> list[MessageID]:
+        """Stamp every unit with its timetick (in place), append them and a TimeTick, feed the buffer.
+
+        ``fresh`` takes the timestamps straight from the TSO rather than from the node's range.
+        Returns the ids of the units' messages in order (the TimeTick's excluded). The buffer's
+        readers are not woken: the caller resolves its appenders first, then calls
+        ``wake_readers``.
+        """
+        assert self._wab is not None and self._last_tick_id is not None
+        n = len(units)
+        ts = await (self._ts.allocate_fresh(n + 1) if fresh else self._ts.allocate(n + 1))
+        # The previous TimeTick: reading from it returns every message of this batch and after.
+        last_confirmed = self._last_tick_id.to_bytes()
+        stamped: list[Message] = []
+        for k, (msgs, _) in enumerate(units):
+            for m in msgs:
+                m.timetick = ts + k  # in place: the WAL owns the messages (see append)
+                m.wal_term = self.term
+                m.last_confirmed = last_confirmed
+                stamped.append(m)
+        tick = TimeTick(timetick=ts + n).encode()
+        tick.wal_term = self.term
+        tick.last_confirmed = last_confirmed
+        payloads = [m.SerializeToString() for m in stamped]
+        payloads.append(tick.SerializeToString())
+        try:
+            started = time.perf_counter()
+            with linked_span("wal.write", stamped, pchannel=self.channel, message_count=len(payloads)):  # to durable
+                ids = await self.impl.append(payloads)
+            observe_append(self.channel, time.perf_counter() - started, len(stamped), payloads)
+            self._wab.append_batch(list(zip(ids, stamped, strict=False)), (ids[-1], tick), wake=False)
+        except BaseException:
+            # The batch may or may not be in the log, and it is not in the buffer:
+            # tailing readers must go back to the backend.
+            self._wab.invalidate(ts + n)
+            if self._unsettled_since is None:
+                self._unsettled_since = self._clock()
+            raise
+        if self._unsettled_since is not None:
+            self._log.info("wal writes again", after_seconds=round(self._clock() - self._unsettled_since, 3))
+        self._unsettled_since = None
+        self._settle_delay, self._settle_at = 0.0, 0.0
+        self._last_tick_id = ids[-1]
+        self._folded = Position(ids[-1].to_bytes(), ts + n)
+        self._ticks.published(ts + n)
+        for msg in stamped:
+            self._observe(decode(msg))
+        return ids[:-1]
