@@ -30,18 +30,29 @@ def _grant(collection: str) -> Grant:
                  privilege="Query", grantor="root")
 
 
-class CoordinatorThatMovesGrants(AliasRPCs):
-    """``AliasRPCs`` whose coordinator call moves the grant in etcd, as the coordinator does before answering."""
+class CoordinatorThatMovesGrants:
+    """The coordinator's rename as far as grants go: it moves the grant in etcd before answering."""
+
+    def __init__(self, store: MetaStore) -> None:
+        self._store = store
+
+    async def rename_collection(self, name: str, db_name: str, *, new_name: str, new_db_name: str) -> None:
+        old, new = _grant(name), _grant(new_name)
+        await self._store.multi([Op(key=old.key, value=None), Op(key=new.key, value=new.to_json())])
+
+
+class Aliases(AliasRPCs):
+    """``AliasRPCs`` with that coordinator, a metadata cache and the proxy's ``Security``."""
 
     def __init__(self, store: MetaStore, security: Security) -> None:
-        self._store = store
+        self._coord = cast(Any, CoordinatorThatMovesGrants(store))
+        self._cache = cast(Any, _NoCache())
         self._security = security
 
-    async def _call(self, method: str, request: Any) -> Any:
-        assert method == "RenameCollection"
-        old, new = _grant(request.collection.name), _grant(request.new_name)
-        await self._store.multi([Op(key=old.key, value=None), Op(key=new.key, value=new.to_json())])
-        return None
+
+class _NoCache:
+    def invalidate_all(self) -> None:
+        pass
 
 
 @pytest.fixture()
@@ -58,7 +69,7 @@ async def test_the_proxy_that_renamed_a_collection_sees_its_grants_moved(store: 
     states = SecurityStateCache(store)
     await states.reload()  # loaded once; not started, so no watch follows etcd
     security = Security(cast(Any, None), states, cast(Any, None))
-    proxy = CoordinatorThatMovesGrants(store, security)
+    proxy = Aliases(store, security)
 
     status = await proxy.RenameCollection(milvus_pb2.RenameCollectionRequest(oldName="c_moving", newName="c_moved"),
                                           cast(Any, None))
