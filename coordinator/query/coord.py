@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 
 import grpc
@@ -405,10 +406,14 @@ class QueryCoordinator:
             sid: n for n in nodes for (c, sid) in self._dist.get(n, NodeDist()).segments if c == meta.collection_id
         }
         partitions = set(self.loaded_partitions(meta))
+        # One view of the FLUSHED segments for the whole round: a sync releases only what this view
+        # no longer holds, and places what it does. Read again per sync, a compaction committed while
+        # an earlier vchannel's sync was awaited would release its inputs without placing its outputs.
+        flushed = {v: self._flushed(v) for v in meta.vchannels}
         l1 = {
             s.segment_id: s
             for v in meta.vchannels
-            for s in self._flushed(v)
+            for s in flushed[v]
             if s.level == SegmentLevel.L1 and s.partition_id in partitions
         }
         others = {
@@ -423,7 +428,7 @@ class QueryCoordinator:
                 await self._watch(meta, vchannel, node_id, rid, mine, indexes)
             elif state.serviceable:
                 target = {sid for sid, s in l1.items() if s.vchannel == vchannel}
-                await self._sync(meta, vchannel, node_id, state, mine, indexes, target)
+                await self._sync(meta, vchannel, node_id, state, mine, indexes, target, flushed[vchannel])
 
     def _placements(
         self, meta_by_id: dict[int, SegmentMeta], wanted: dict[int, int]
@@ -448,9 +453,11 @@ class QueryCoordinator:
         wanted: dict[int, int],
         indexes: list[querynode_pb2.IndexSpec],
         target: set[int],
+        segments: Sequence[SegmentMeta],
     ) -> None:
-        """``target``: the L1 segments the delegator should serve (FLUSHED, of loaded partitions)."""
-        flushed = {s.segment_id: s for s in self._flushed(vchannel)}
+        """``target``: the L1 segments the delegator should serve (FLUSHED, of loaded partitions);
+        ``segments``: the vchannel's FLUSHED segments in the view ``target`` and ``wanted`` come from."""
+        flushed = {s.segment_id: s for s in segments}
         l0 = [m for sid, m in sorted(flushed.items()) if m.level == SegmentLevel.L0 and sid not in state.sealed]
         # Offline segments too: one that failed to load and was then compacted or dropped away
         # must stop holding its delegator's reads.
