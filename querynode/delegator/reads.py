@@ -25,11 +25,13 @@ from common.schema import TIMESTAMP_COLUMN
 from common.tracing import traced
 from querynode.delegator.core import DelegatorCore
 from querynode.delegator.distribution import Placement, Snapshot
+from querynode.delegator.growing_specs import scalar_specs
 from querynode.delegator.readable import wait_readable
 from querynode.offload import concat_slices, run_sliced, search_cost
 from querynode.worker.segment import search_rows
 from segcore.index.base import search_params
 from segcore.segments.growing import GrowingStore
+from segcore.segments.growing_indexes import growing_filter
 from segcore.segments.readmask import read_mask
 from segcore.segments.reduce import merge_counts, merge_rows, merge_topk
 
@@ -119,13 +121,16 @@ class Reads(DelegatorCore):
             if not stores:
                 return []
             expr = plan.expr
+            specs = scalar_specs(self.schema, self.indexes)  # growing rows read per-chunk indexes of them
             # A store's filter mask, kept while no insert has grown it (rows only ever get appended).
             masks: dict[int, tuple[int, np.ndarray | None]] = {}
 
             def mask(i: int, store: GrowingStore) -> np.ndarray | None:
                 kept = masks.get(i)
                 if kept is None or kept[0] != store.num_rows:
-                    kept = masks[i] = (store.num_rows, read_mask(store, expr=expr, expire_before=plan.expire_before))
+                    indexes = growing_filter(store, specs) if expr is not None else None
+                    kept = masks[i] = (store.num_rows, read_mask(store, expr=expr, expire_before=plan.expire_before,
+                                                                 indexes=indexes))
                 return kept[1]
 
             def run(part: slice, _threads: int) -> list[pa.Table]:  # exact search: numpy picks its threads
@@ -190,8 +195,11 @@ class Reads(DelegatorCore):
             if not stores:
                 return []
 
+            specs = scalar_specs(self.schema, self.indexes)  # growing rows read per-chunk indexes of them
+
             def mask(store: GrowingStore) -> np.ndarray | None:
-                return read_mask(store, expr=plan.expr, expire_before=plan.expire_before)
+                indexes = growing_filter(store, specs) if plan.expr is not None else None
+                return read_mask(store, expr=plan.expr, expire_before=plan.expire_before, indexes=indexes)
 
             async with self._lock:
 

@@ -6,18 +6,24 @@ import numpy as np
 
 from common.expr import Expr, evaluate
 from common.expr.ast import And, Or
+from segcore.index.scalar.chunked import ChunkedFilter
 from segcore.index.scalar.planner import IndexedFilter
 from segcore.segments.growing import GrowingStore
 
 
 def read_mask(
-    store: GrowingStore, *, expr: Expr | None, expire_before: int, indexes: IndexedFilter | None = None
+    store: GrowingStore,
+    *,
+    expr: Expr | None,
+    expire_before: int,
+    indexes: IndexedFilter | ChunkedFilter | None = None,
 ) -> np.ndarray | None:
     """Bool per stored row: matches ``expr`` (the read's filter, parsed once per read; None: no
     filter) and was written at or after ``expire_before`` (the collection's TTL; 0: nothing
     expires). None: every row may be returned.
 
-    ``indexes``: the segment's scalar indexes (sealed segments); a filter they cover entirely is
+    ``indexes``: the segment's scalar indexes (a sealed segment's, or a growing store's per-chunk
+    ones: ``segcore/segments/growing_indexes.py``); a filter they cover entirely is
     answered from them alone, else each covered predicate is and the rest is scanned.
     """
     mask = None

@@ -10,6 +10,12 @@ each filter is evaluated both ways: through ``read_mask``'s path (the whole
 filter from indexes when it can, else the evaluator asking the indexes leaf by
 leaf) and by the plain scan; the row list of ``IndexedFilter.rows`` (the
 query path of selective filters) is checked too.
+
+The same holds on a growing store (``segcore/index/scalar/chunked.py``): rows
+inserted in batches of shrinking random sizes (so that they stay several
+chunks), some keys deleted and some upserted, filters answered from per-chunk
+indexes built on first use; the rows a query returns with the indexed mask
+are the rows it returns with the scanned one.
 """
 
 from __future__ import annotations
@@ -24,10 +30,13 @@ import pytest
 
 from common.errors import IllegalFilter
 from common.expr import evaluate, parse_filter
-from common.schema import CollectionSchema, DataType, FieldSchema
+from common.schema import TIMESTAMP_COLUMN, CollectionSchema, DataType, FieldSchema
 from segcore.index.scalar.index import ScalarIndex, build_scalar_index
 from segcore.index.scalar.planner import IndexedFilter
 from segcore.index.scalar.spec import scalar_index_spec
+from segcore.segments.growing import GrowingStore
+from segcore.segments.growing_indexes import chunk_indexes, growing_filter
+from segcore.segments.readmask import read_mask
 from tests.differential.data import MAX_CAPACITY, CollectionSpec, RowMaker
 from tests.differential.filters import FilterMaker
 
@@ -116,3 +125,72 @@ def test_indexed_filters_answer_as_the_scan(seed: int) -> None:
             assert np.array_equal(np.sort(found), np.flatnonzero(scanned)), text
     assert answered_by_index > 0  # the pure-index path is exercised, not only the leaf hook
     assert listed > 0  # and the list of rows
+
+
+def _definitions(seed: int) -> list[tuple[str, dict[str, str]]]:
+    definitions = list(_INDEXES)
+    if seed % 2:
+        definitions[5] = ("meta", {"index_type": "INVERTED", "params": json.dumps(
+            {"json_path": 'meta["a"]', "json_cast_type": "DOUBLE", "json_cast_function": "STRING_TO_DOUBLE"})})
+    return definitions
+
+
+def _growing(schema: CollectionSchema, rows: list[dict[str, Any]], rng: random.Random) -> GrowingStore:
+    """``rows`` inserted in batches of shrinking sizes (each a chunk: none is merged into its
+    predecessor), some keys deleted and some re-inserted (upserts) in between."""
+    store = GrowingStore(schema)
+    start, ts, size = 0, 1, len(rows) // 2
+    while start < len(rows):
+        batch = rows[start : start + size]
+        table = _table(schema, batch)
+        store.apply_insert(table.append_column(TIMESTAMP_COLUMN, pa.array([ts] * len(batch), pa.uint64())))
+        start, ts = start + len(batch), ts + 1
+        size = max(1, size // 3 + rng.randint(-2, 2))
+        if rng.random() < 0.5:
+            doomed = rng.sample([r["id"] for r in rows[:start]], rng.randint(1, 10))
+            store.apply_delete(pa.array(doomed, pa.int64()), ts)
+            ts += 1
+        if rng.random() < 0.3:  # an upsert: a deleted or live key written again, with new values
+            again = dict(rng.choice(rows[:start]), i=rng.randint(-5, 5))
+            store.apply_delete(pa.array([again["id"]], pa.int64()), ts)
+            one = _table(schema, [again])
+            store.apply_insert(one.append_column(TIMESTAMP_COLUMN, pa.array([ts], pa.uint64())))
+            ts += 1
+    return store
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("seed", range(6))
+def test_growing_indexed_filters_answer_as_the_scan(seed: int) -> None:
+    rng = random.Random(1000 + seed)
+    nullable = frozenset(rng.sample(["d", "s", "meta", "arr"], rng.randint(0, 4)))
+    spec = CollectionSpec(name="c", metric="L2", nullable=nullable)
+    schema = _schema(nullable)
+    maker = RowMaker(rng, spec)
+    rows = [maker.row(pk) for pk in range(ROWS)]
+    store = _growing(schema, rows, rng)
+    table = store.table()
+    assert table.column("i").num_chunks >= 3
+    specs = [scalar_index_spec(schema, f, p) for f, p in _definitions(seed)]
+    wide = any(abs(r["i"]) > 2**53 for r in rows)
+    filters = FilterMaker(rng, spec, {r["id"]: r for r in rows}, lambda: wide)
+    read_ts = 2**40
+    answered_by_index = 0
+    for _ in range(FILTERS):
+        text = filters.filter(depth=3).text
+        try:
+            expr = parse_filter(text, schema)
+        except IllegalFilter:
+            continue
+        scanned = evaluate(expr, table)
+        indexes = growing_filter(store, specs)
+        assert indexes is not None
+        whole = indexes.mask(expr)
+        answered_by_index += whole is not None
+        indexed = read_mask(store, expr=expr, expire_before=0, indexes=indexes)
+        assert indexed is not None
+        assert np.array_equal(indexed, scanned), text
+        got = store.query(read_ts=read_ts, mask=indexed, output_fields=["i"])
+        assert got.equals(store.query(read_ts=read_ts, mask=scanned, output_fields=["i"])), text
+    assert answered_by_index > 0
+    assert chunk_indexes(store, specs).builds > 0  # the per-chunk indexes were built and read
