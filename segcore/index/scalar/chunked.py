@@ -26,14 +26,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import structlog
 
 from common.expr.ast import ArrayRef, Expr, FieldRef, JsonPath, iter_columns
 from segcore.index.scalar.index import ScalarIndex, build_scalar_index
 from segcore.index.scalar.planner import IndexedFilter
 from segcore.index.scalar.spec import ScalarIndexSpec
-
-log = structlog.get_logger().bind(component="growing-scalar-index")
 
 _ChunkKey = tuple[object, ...]
 
@@ -89,7 +86,6 @@ class ChunkIndexes:
         with self._lock:
             self._entries.setdefault(key, (chunk, built))
             self.builds += 1
-        log.debug("chunk index built", field=spec.field_name, index_type=spec.index_type, rows=len(chunk))
         return built
 
 
