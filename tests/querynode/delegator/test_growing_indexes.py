@@ -20,7 +20,7 @@ from protos import querynode_pb2 as qpb
 from querynode.delegator.growing_specs import scalar_specs
 from querynode.service.service import QueryNodeService
 from segcore.segments.growing_indexes import chunk_indexes
-from tests.querynode.delegator.walnode import LOCAL, SCHEMA, V, Node, create_and_insert, watch_request
+from tests.querynode.delegator.walnode import LOCAL, SCHEMA, Node, V, create_and_insert, watch_request
 
 pytestmark = pytest.mark.timeout(60)
 
