@@ -82,6 +82,9 @@ def test_segments_are_listed_per_node_and_replica_and_the_group_holds_every_quer
 
         stub = client._get_connection()._stub
         metrics = stub.GetMetrics(milvus_pb2.GetMetricsRequest(request='{"metric_type": "system_info"}'), timeout=10)
-        [proxy] = json.loads(metrics.response)["nodes_info"]
+        nodes = json.loads(metrics.response)["nodes_info"]
+        [proxy] = [n for n in nodes if n["infos"]["type"] == "proxy"]
+        # The topology lists the cluster's two query nodes, by their session ids.
+        assert sorted(n["infos"]["id"] for n in nodes if n["infos"]["type"] == "querynode") == sorted(sessions)
         assert proxy["infos"]["system_info"]["deploy_mode"] == "DISTRIBUTED"
         assert stub.RegisterLink(milvus_pb2.RegisterLinkRequest(), timeout=10).status.reason == "DISTRIBUTED"
