@@ -8,27 +8,17 @@ name means. Other proxies see the change when their catalog watch does.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
-from common.coordapi import CoordinatorAPI
 from common.names import check_alias, check_collection_name, check_database_name
 from proxy.dbcontext import current_database
-from proxy.metacache import MetaCache
+from proxy.parts import ProxyParts
 from proxy.rpc import milvus_rpc
 from proxy.status import success
 
-if TYPE_CHECKING:
-    from proxy.auth.rpcs import Security
 
-
-class AliasRPCs:
-    _coord: CoordinatorAPI
-    _cache: MetaCache
-    _security: Security
-
+class AliasRPCs(ProxyParts):
     def _names_changed(self) -> None:
         self._cache.invalidate_all()
 

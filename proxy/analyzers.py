@@ -10,7 +10,6 @@ its byte offsets in the text, its position and position length; with
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import grpc
 from pymilvus.grpc_gen import milvus_pb2
@@ -19,6 +18,7 @@ from common.errors import InvalidArgument
 from common.fulltext.analyzer import Analyzer, Token, build_analyzer
 from common.fulltext.bm25 import term_index
 from common.fulltext.functions import analyzer_enabled, field_analyzer
+from proxy.parts import ProxyParts
 from proxy.rpc import milvus_rpc
 from proxy.status import success
 
@@ -48,10 +48,7 @@ def _byte_offsets(text: str, tokens: list[Token]) -> dict[int, int]:
     return out
 
 
-class AnalyzerRPCs:
-    async def _coll(self, name: str) -> Any:
-        raise NotImplementedError
-
+class AnalyzerRPCs(ProxyParts):
     @milvus_rpc(milvus_pb2.RunAnalyzerResponse)
     async def RunAnalyzer(
         self, request: milvus_pb2.RunAnalyzerRequest, context: grpc.aio.ServicerContext

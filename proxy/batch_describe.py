@@ -15,16 +15,15 @@ from collections.abc import Awaitable, Callable
 import grpc
 from pymilvus.grpc_gen import milvus_pb2
 
-from common.coordapi import CoordinatorAPI
 from common.errors import CollectionNotFound
 from common.names import collection_not_found
 from proxy.dbcontext import current_database
+from proxy.parts import ProxyParts
 from proxy.rpc import milvus_rpc
 from proxy.status import milvus_status, success
 
 
-class BatchDescribeRPCs:
-    _coord: CoordinatorAPI
+class BatchDescribeRPCs(ProxyParts):
     DescribeCollection: Callable[..., Awaitable[milvus_pb2.DescribeCollectionResponse]]  # MilvusProxy's own
 
     async def _describe_id(

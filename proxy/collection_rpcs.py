@@ -5,46 +5,21 @@ from __future__ import annotations
 import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2, schema_pb2
 
-from common.config import ProxyLimits
-from common.coordapi import CoordinatorAPI, LoadState
+from common.coordapi import LoadState
 from common.errors import CollectionNotFound, ErrorCode, InvalidArgument, SegmentLoadFailed, StrataError
 from common.names import cannot_find_collection, check_collection_name
 from common.tsoutil import physical_ms
 from proxy import convert
-from proxy.auth.rpcs import Security
 from proxy.databases import default_replicas
 from proxy.dbcontext import current_database
-from proxy.metacache import CollectionEntry, MetaCache
 from proxy.partitions import read_partitions
-from proxy.reads import ReadRouter
+from proxy.parts import ProxyParts
 from proxy.rpc import milvus_rpc
-from proxy.stats import WALStats
 from proxy.status import success
-from streamingnode.client.producer import Producer
 
 
-class CollectionRPCs:
+class CollectionRPCs(ProxyParts):
     """The collection RPCs of ``MilvusProxy``."""
-
-    _coord: CoordinatorAPI
-    _cache: MetaCache
-    _reads: ReadRouter
-    _producer: Producer
-    _stats: WALStats
-    _limits: ProxyLimits
-    _security: Security
-
-    async def _fresh_ts(self) -> int:
-        raise NotImplementedError
-
-    async def _coll(self, name: str) -> CollectionEntry:
-        raise NotImplementedError
-
-    async def _lookup(self, name: str) -> CollectionEntry:
-        raise NotImplementedError
-
-    async def _job_rows(self, coll: CollectionEntry) -> int:
-        raise NotImplementedError
 
     @milvus_rpc(common_pb2.Status)
     async def CreateCollection(self, request: milvus_pb2.CreateCollectionRequest, context: grpc.aio.ServicerContext) -> common_pb2.Status:

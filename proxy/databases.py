@@ -13,12 +13,11 @@ from __future__ import annotations
 import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
-from common.coordapi import CoordinatorAPI
 from common.database_properties import replica_number
 from common.names import DEFAULT_DATABASE, check_database_name
-from proxy.auth.rpcs import Security
 from proxy.dbcontext import current_database
 from proxy.metacache import MetaCache
+from proxy.parts import ProxyParts
 from proxy.rpc import milvus_rpc
 from proxy.status import success
 
@@ -29,11 +28,7 @@ async def default_replicas(cache: MetaCache) -> int:
     return replica_number((await cache.database(current_database())).properties) or 1
 
 
-class DatabaseRPCs:
-    _coord: CoordinatorAPI
-    _cache: MetaCache
-    _security: Security
-
+class DatabaseRPCs(ProxyParts):
     def _databases_changed(self) -> None:
         self._cache.invalidate_all()
 

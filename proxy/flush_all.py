@@ -20,25 +20,18 @@ from collections.abc import Iterable
 import grpc
 from pymilvus.grpc_gen import milvus_pb2, schema_pb2
 
-from common.coordapi import CoordinatorAPI
 from common.names import DEFAULT_DATABASE
 from proxy.dbcontext import enter_database, leave_database
-from proxy.metacache import CollectionEntry, MetaCache
+from proxy.parts import ProxyParts
 from proxy.rpc import milvus_rpc
 from proxy.status import success
 
 
-class FlushAllRPCs:
-    _coord: CoordinatorAPI
-    _cache: MetaCache
-
+class FlushAllRPCs(ProxyParts):
     async def _check_databases(self, names: Iterable[str]) -> None:
         for name in names:
             if name:
                 await self._cache.database(name)
-
-    async def _lookup(self, name: str) -> CollectionEntry:
-        raise NotImplementedError
 
     @milvus_rpc(milvus_pb2.FlushAllResponse)
     async def FlushAll(

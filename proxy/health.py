@@ -16,9 +16,9 @@ import grpc
 import structlog
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
-from common.coordapi import CoordinatorAPI
 from common.errors import NotReady, StrataError
 from proxy.component import ProxyComponent, ProxyState
+from proxy.parts import ProxyParts
 from proxy.rpc import milvus_rpc
 from proxy.status import milvus_status, success
 
@@ -32,10 +32,7 @@ _STATE_CODES = {
 }
 
 
-class HealthRPCs:
-    _coord: CoordinatorAPI
-    _component: ProxyComponent | None = None  # attach_component() sets it; unset reads as initializing
-
+class HealthRPCs(ProxyParts):
     def attach_component(self, component: ProxyComponent) -> None:
         """Report ``component``'s state (the composition root updates it)."""
         self._component = component

@@ -22,15 +22,14 @@ from __future__ import annotations
 import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
-from common.coordapi import CoordinatorAPI
 from common.coordapi.api import IndexInfo
 from common.errors import IndexDuplicate, IndexNotFound
 from common.fulltext.functions import bm25_outputs
 from common.index_properties import check_configurable
-from proxy.metacache import CollectionEntry, MetaCache
+from proxy.metacache import CollectionEntry
+from proxy.parts import ProxyParts
 from proxy.rpc import milvus_rpc
 from proxy.scalarindex import scalar_index_request
-from proxy.stats import WALStats
 from proxy.status import success
 from proxy.vectorindex import vector_index_params
 
@@ -59,15 +58,8 @@ def _index_description(i: IndexInfo, rows: int) -> milvus_pb2.IndexDescription:
     )
 
 
-class IndexRPCs:
-    """Needs ``_coord`` and ``_coll(name)`` of the proxy it is mixed into."""
-    _coord: CoordinatorAPI
-
-    _cache: MetaCache
-    _stats: WALStats
-
-    async def _coll(self, name: str) -> CollectionEntry:
-        raise NotImplementedError
+class IndexRPCs(ProxyParts):
+    """The index RPCs of ``MilvusProxy`` (what they use of it: ``ProxyParts``)."""
 
     @milvus_rpc(common_pb2.Status)
     async def CreateIndex(

@@ -16,10 +16,10 @@ from __future__ import annotations
 import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
-from common.coordapi import CoordinatorAPI
 from common.coordapi.api import CompactionState, ImportJob
 from common.errors import InvalidArgument, NotSupported, StrataError
 from proxy.metacache import CollectionEntry
+from proxy.parts import ProxyParts
 from proxy.rpc import milvus_rpc
 from proxy.status import success
 
@@ -53,12 +53,8 @@ def import_state(job: ImportJob, collection_name: str) -> milvus_pb2.GetImportSt
     )
 
 
-class JobRPCs:
-    """Needs ``_coord`` and ``_coll(name)`` of the proxy it is mixed into."""
-    _coord: CoordinatorAPI
-
-    async def _coll(self, name: str) -> CollectionEntry:
-        raise NotImplementedError
+class JobRPCs(ProxyParts):
+    """The compaction and import RPCs of ``MilvusProxy`` (what they use of it: ``ProxyParts``)."""
 
     async def _job_rows(self, coll: CollectionEntry) -> int:
         """Rows imports added and compactions removed (``get_collection_stats`` adds it to the WAL's count)."""

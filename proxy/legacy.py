@@ -21,6 +21,7 @@ import grpc
 from pymilvus.grpc_gen import common_pb2, feder_pb2, milvus_pb2
 
 from common.errors import ServiceUnavailable
+from proxy.parts import ProxyParts
 from proxy.status import milvus_status
 
 DUMMY_FAIL = '{"status": "fail"}'
@@ -38,7 +39,7 @@ def _strings(value: Any) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
-class LegacyRPCs:
+class LegacyRPCs(ProxyParts):
     Query: Callable[..., Awaitable[milvus_pb2.QueryResults]]  # MilvusProxy's own
 
     async def CalcDistance(

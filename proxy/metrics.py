@@ -33,6 +33,7 @@ from common.errors import ErrorCode, NotReady, StrataError
 from common.webui.source import CLUSTER, ConsoleSource, ViewUnavailable
 from proxy.component import ProxyComponent, ProxyState
 from proxy.hardware import CpuUsage, cpu_count, memory
+from proxy.parts import ProxyParts
 from proxy.rpc import milvus_rpc
 from proxy.status import milvus_status, success
 from proxy.topology import HostFigures, system_topology
@@ -77,8 +78,7 @@ def metric_type(raw: str) -> str:
     raise StrataError("metric_type or req_type not found in request", ErrorCode.REFUSED)
 
 
-class MetricsRPCs:
-    _component: ProxyComponent | None = None  # HealthRPCs.attach_component sets it
+class MetricsRPCs(ProxyParts):
     _deployment: Deployment = Deployment()
     _cpu: CpuUsage | None = None
     _views: ConsoleSource | None = None  # the coordinator's views (proxy/console.py), once the proxy serves

@@ -14,12 +14,12 @@ from collections.abc import Sequence
 import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
-from common.coordapi import CoordinatorAPI, LoadState
+from common.coordapi import LoadState
 from common.errors import InvalidArgument, PartitionNotFound
 from common.names import check_collection_name, check_partition_name
 from proxy.databases import default_replicas
 from proxy.metacache import CollectionEntry, MetaCache
-from proxy.reads import ReadRouter
+from proxy.parts import ProxyParts
 from proxy.rpc import milvus_rpc
 from proxy.status import success
 
@@ -58,17 +58,7 @@ async def read_partitions(
     return sorted(ids), ids
 
 
-class PartitionRPCs:
-    _coord: CoordinatorAPI
-    _cache: MetaCache
-    _reads: ReadRouter
-
-    async def _coll(self, name: str) -> CollectionEntry:
-        raise NotImplementedError
-
-    async def _lookup(self, name: str) -> CollectionEntry:
-        raise NotImplementedError
-
+class PartitionRPCs(ProxyParts):
     def _partitions_changed(self, coll: CollectionEntry) -> None:
         self._cache.invalidate(coll.name)
         self._reads.forget_view(coll.collection_id)

@@ -9,8 +9,6 @@ from typing import Any
 import grpc
 from pymilvus.grpc_gen import milvus_pb2, schema_pb2
 
-from common.config import ProxyLimits
-from common.coordapi import CoordinatorAPI
 from common.errors import InvalidArgument
 from common.fulltext.functions import bm25_outputs
 from common.readplan import DEFAULT_READ_TIMEOUT, ReadPlan, VectorQuery
@@ -22,44 +20,23 @@ from proxy.convert.search_checks import check_index_search_params, check_range
 from proxy.grouped_fetch import first_fetch, next_fetch
 from proxy.hybrid import hybrid_search
 from proxy.limits import check_expr_length, check_result_size, check_search_output, hit_bytes
-from proxy.metacache import CollectionEntry, MetaCache
+from proxy.metacache import CollectionEntry
 from proxy.partitions import read_partitions
+from proxy.parts import ProxyParts
 from proxy.pksearch import resolve_key_vectors
 from proxy.readplans import plan_read
-from proxy.reads import ReadRouter
 from proxy.rpc import milvus_rpc
 from proxy.schema_rpcs import schema_guarantee
-from proxy.stats import WALStats
 from proxy.status import success
 from proxy.vectorindex import search_metric
 from segcore.segments.reduce import merge_rows, merge_topk
-from streamingnode.client.producer import Producer
 
 # Results of up to this many rows (or hits) are reduced and converted on the event loop; more in a thread.
 INLINE_REDUCE_ROWS = 4096
 
 
-class ReadRPCs:
+class ReadRPCs(ProxyParts):
     """The read RPCs of ``MilvusProxy``."""
-
-    _coord: CoordinatorAPI
-    _cache: MetaCache
-    _reads: ReadRouter
-    _producer: Producer
-    _stats: WALStats
-    _limits: ProxyLimits
-
-    async def _fresh_ts(self) -> int:
-        raise NotImplementedError
-
-    async def _coll(self, name: str) -> CollectionEntry:
-        raise NotImplementedError
-
-    async def _lookup(self, name: str) -> CollectionEntry:
-        raise NotImplementedError
-
-    async def _job_rows(self, coll: CollectionEntry) -> int:
-        raise NotImplementedError
 
     async def _guarantee(self, coll: CollectionEntry, req: Any) -> int:
         return schema_guarantee(coll, await guarantee_timestamp(

@@ -16,10 +16,9 @@ from typing import Any
 import grpc
 from pymilvus.grpc_gen import milvus_pb2
 
-from common.coordapi import CoordinatorAPI
 from common.coordapi.api import ReplicaInfo, Replicas
 from common.resource_groups import DEFAULT_RESOURCE_GROUP
-from proxy.metacache import CollectionEntry
+from proxy.parts import ProxyParts
 from proxy.rpc import milvus_rpc
 from proxy.status import success
 
@@ -43,11 +42,7 @@ def _replica(r: ReplicaInfo, resp: Replicas, shard_nodes: bool) -> Any:
     )
 
 
-class ReplicaRPCs:
-    _coord: CoordinatorAPI
-    async def _lookup(self, name: str) -> CollectionEntry:
-        raise NotImplementedError
-
+class ReplicaRPCs(ProxyParts):
     @milvus_rpc(milvus_pb2.GetReplicasResponse)
     async def GetReplicas(
         self, request: milvus_pb2.GetReplicasRequest, context: grpc.aio.ServicerContext

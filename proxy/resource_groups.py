@@ -21,7 +21,6 @@ from __future__ import annotations
 import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2, rg_pb2
 
-from common.coordapi import CoordinatorAPI
 from common.errors import ResourceGroupNotFound
 from common.resource_groups import (
     DEFAULT_CAPACITY,
@@ -33,7 +32,7 @@ from common.resource_groups import (
     resource_group_not_found,
     same_group,
 )
-from proxy.metacache import CollectionEntry
+from proxy.parts import ProxyParts
 from proxy.rpc import milvus_rpc
 from proxy.status import success
 
@@ -50,11 +49,7 @@ def _missing(name: str, role: str) -> ResourceGroupNotFound:
     return ResourceGroupNotFound(f"the {role} resource group[{name}] doesn't exist: {resource_group_not_found(name).message}")
 
 
-class ResourceGroupRPCs:
-    _coord: CoordinatorAPI
-    async def _lookup(self, name: str) -> CollectionEntry:
-        raise NotImplementedError
-
+class ResourceGroupRPCs(ProxyParts):
     @milvus_rpc(milvus_pb2.ListResourceGroupsResponse)
     async def ListResourceGroups(
         self, request: milvus_pb2.ListResourceGroupsRequest, context: grpc.aio.ServicerContext

@@ -21,12 +21,12 @@ from typing import Any
 import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2, schema_pb2
 
-from common.coordapi import CoordinatorAPI, LoadState
+from common.coordapi import LoadState
 from common.errors import CollectionLoaded, InvalidArgument, SchemaMismatch
 from common.schema import field_to_json
 from proxy.convert.added_field import added_field_from_proto, field_change
 from proxy.metacache import CollectionEntry, MetaCache
-from proxy.reads import ReadRouter
+from proxy.parts import ProxyParts
 from proxy.rpc import milvus_rpc
 from proxy.status import success
 
@@ -53,14 +53,7 @@ def schema_guarantee(coll: CollectionEntry, guarantee_ts: int) -> int:
     return guarantee_ts
 
 
-class SchemaRPCs:
-    _coord: CoordinatorAPI
-    _cache: MetaCache
-    _reads: ReadRouter
-
-    async def _coll(self, name: str) -> CollectionEntry:
-        raise NotImplementedError
-
+class SchemaRPCs(ProxyParts):
     async def _alter_schema(self, coll: CollectionEntry, **fields: Any) -> None:
         await self._coord.alter_schema(coll.collection_id, **fields)
         self._cache.invalidate(coll.name)

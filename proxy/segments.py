@@ -22,10 +22,11 @@ from __future__ import annotations
 import grpc
 from pymilvus.grpc_gen import common_pb2, milvus_pb2
 
-from common.coordapi import CoordinatorAPI, LoadState
+from common.coordapi import LoadState
 from common.coordapi.api import QuerySegment
 from common.errors import CollectionNotFullyLoaded, ErrorCode, NotSupported, StrataError
 from proxy.metacache import CollectionEntry
+from proxy.parts import ProxyParts
 from proxy.rpc import milvus_rpc
 from proxy.status import success
 
@@ -35,11 +36,7 @@ def _node_not_found(node_id: int, message: str) -> StrataError:
     return StrataError(f"{message}: node not found[node={node_id}]", ErrorCode.NODE_NOT_FOUND)
 
 
-class SegmentRPCs:
-    _coord: CoordinatorAPI
-    async def _lookup(self, name: str) -> CollectionEntry:
-        raise NotImplementedError
-
+class SegmentRPCs(ProxyParts):
     async def _served(self, coll: CollectionEntry) -> list[QuerySegment]:
         return list(await self._coord.query_segments(coll.collection_id))
 

@@ -8,45 +8,24 @@ import grpc
 import pyarrow as pa
 from pymilvus.grpc_gen import milvus_pb2, schema_pb2
 
-from common.config import ProxyLimits
-from common.coordapi import CoordinatorAPI
 from common.errors import InvalidArgument
 from common.expr.asyncparse import filter_size, parse_filter_async
 from common.readplan import DEFAULT_READ_TIMEOUT, ReadFilter, ReadPlan
 from proxy import convert
 from proxy.dbcontext import current_database
 from proxy.limits import check_expr_length
-from proxy.metacache import CollectionEntry, MetaCache
 from proxy.partitions import read_partitions, write_partition
+from proxy.parts import ProxyParts
 from proxy.pkfilter import primary_keys_of
-from proxy.reads import ReadRouter
 from proxy.rpc import milvus_rpc
 from proxy.schema_rpcs import check_schema_timestamp
-from proxy.stats import WALStats
 from proxy.status import success
 from proxy.upserts import live_rows, plan_upsert
 from proxy.writes import allocate_ids, delete_pks, insert_table, upsert_table
-from streamingnode.client.producer import Producer
 
 
-class WriteRPCs:
+class WriteRPCs(ProxyParts):
     """The write RPCs of ``MilvusProxy``."""
-
-    _coord: CoordinatorAPI
-    _cache: MetaCache
-    _reads: ReadRouter
-    _producer: Producer
-    _stats: WALStats
-    _limits: ProxyLimits
-
-    async def _fresh_ts(self) -> int:
-        raise NotImplementedError
-
-    async def _coll(self, name: str) -> CollectionEntry:
-        raise NotImplementedError
-
-    async def _lookup(self, name: str) -> CollectionEntry:
-        raise NotImplementedError
 
     @milvus_rpc(milvus_pb2.MutationResult)
     async def Insert(self, request: milvus_pb2.InsertRequest, context: grpc.aio.ServicerContext) -> milvus_pb2.MutationResult:

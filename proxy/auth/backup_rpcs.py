@@ -16,7 +16,7 @@ from common.rbac.backup import RBACBackup, backup_of
 from common.rbac.privileges import normalize_privilege
 from protos import security_pb2 as spb
 from proxy.auth.interceptor import DEFAULT_DB
-from proxy.auth.rpcs import Security
+from proxy.parts import ProxyParts
 from proxy.rpc import milvus_rpc
 from proxy.status import success
 
@@ -64,9 +64,7 @@ def restore_request(meta: milvus_pb2.RBACMeta) -> spb.RestoreRequest:
     )
 
 
-class RBACBackupRPCs:
-    _security: Security
-
+class RBACBackupRPCs(ProxyParts):
     @milvus_rpc(milvus_pb2.BackupRBACMetaResponse)
     async def BackupRBAC(self, request: milvus_pb2.BackupRBACMetaRequest, context: _Ctx) -> milvus_pb2.BackupRBACMetaResponse:
         return milvus_pb2.BackupRBACMetaResponse(status=success(), RBAC_meta=rbac_meta(backup_of(self._security.states.state)))

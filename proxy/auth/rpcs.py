@@ -35,6 +35,7 @@ from proxy.auth.authenticator import Authenticator, decode_password
 from proxy.auth.interceptor import CURRENT_USER, DEFAULT_DB
 from proxy.auth.state import SecurityStateCache
 from proxy.auth.visibility import Visible, visible_collections, visible_databases
+from proxy.parts import ProxyParts
 from proxy.rpc import milvus_rpc
 from proxy.status import success
 
@@ -111,9 +112,7 @@ def _caller() -> str:
     return CURRENT_USER.get() or ROOT_USER  # authorization off: nobody to tell apart
 
 
-class SecurityRPCs:
-    _security: Security
-
+class SecurityRPCs(ProxyParts):
     def attach_security(self, security: Security) -> None:
         self._security = security
 
