@@ -88,7 +88,7 @@ class MilvusProxy(
         self._stats = stats
         self._limits = limits
 
-    # ---- helpers -------------------------------------------------------------------------------
+    # ---- helpers (declared for the mixins in ProxyParts) -----------------------------------------
     async def _fresh_ts(self) -> int:
         return await self._coord.alloc_timestamp()
 
