@@ -41,7 +41,8 @@ from tests.differential.catalog import (
 )
 from tests.differential.data import FIELDS, NULLABLE_CANDIDATES, CollectionSpec, Row, RowMaker
 from tests.differential.differences import Feature, model_only, skipped, with_feature
-from tests.differential.filters import Filter, FilterMaker
+from tests.differential.filter_tree import Filter
+from tests.differential.filters import FilterMaker
 from tests.differential.model import DEFAULT_PARTITION, Model, query_projection
 from tests.differential.reads import (
     count,
