@@ -131,3 +131,8 @@ def skipped(features: frozenset[Feature]) -> bool:
 def model_only(features: frozenset[Feature]) -> bool:
     """Whether a step with these features is checked against the model instead of milvus-lite."""
     return any(f in LITE_UNSUPPORTED or f in KNOWN_DIFFERENCES for f in features)
+
+
+def with_feature(features: frozenset[Feature], flag: Feature, on: bool) -> frozenset[Feature]:
+    """``features`` with ``flag`` added when ``on``."""
+    return features | {flag} if on else features

@@ -12,7 +12,7 @@ from typing import Any, Final, Literal
 import numpy as np
 
 from tests.differential.data import FIELDS, Row
-from tests.differential.filters import Filter
+from tests.differential.filter_tree import Filter
 
 DEFAULT_PARTITION: Final = "_default"
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Final
 
 from tests.differential.data import Row
@@ -131,3 +131,14 @@ def like_pattern(pattern: str) -> re.Pattern[str]:
         parts.append(".*" if ch == "%" else "." if ch == "_" else re.escape(ch))
         i += 1
     return re.compile("".join(parts), re.DOTALL)
+
+
+def contains(fn: str, have: Collection[object], values: Sequence[object]) -> bool:
+    """``json_contains*`` / ``array_contains*`` (any spelling) of ``values[0]`` or ``values`` in ``have``."""
+    name = fn.lower()
+    if name.endswith("_all"):
+        return all(v in have for v in values)
+    if name.endswith("_any"):
+        return any(v in have for v in values)
+    return values[0] in have
+
