@@ -37,7 +37,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install -q --no-deps $(DISKANNPY)
 	@touch $(STAMP)
 
-# tests/deploy/test_helm.py renders the Helm chart with `helm`, or where there is none with
+# tests/deploy/test_helm_*.py renders the Helm chart with `helm`, or where there is none with
 # deploy/helm/render, built from Debian's Go and sprig (Helm's template functions).
 go-deps:
 	@command -v helm >/dev/null 2>&1 || \
