@@ -295,6 +295,8 @@ class DataCoordinator:
                 del self._segments[seg.segment_id]
 
     # -- offline jobs (the ledger in ``job_ledger.py``) --------------------------------------------
+    # Forwarded, so the job managers, GC, index builds and metrics keep one data coordinator to
+    # ask; what each call promises is documented on ``JobLedger``.
 
     def job(self, job_id: int) -> JobRecord | None:
         return self._ledger.job(job_id)
