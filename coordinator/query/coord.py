@@ -14,7 +14,9 @@ tsafe and sealed segments, worker segments) and compares it with the target:
   to read, L1 ones each with the worker to load it on;
 * a serviceable delegator whose sealed segments or their workers differ from
   the target gets ``SyncDistribution`` (load these there, release those); the
-  delegator's distribution changes only through these two calls;
+  delegator's distribution changes only through these two calls, which
+  ``DelegatorSync`` (``delegator_sync.py``) makes, remembering what each
+  delegator confirmed;
 * a node that moved to another replica stops the delegators of its old one;
 * worker segments of collections no longer loaded are released, and so are
   segments no delegator routes to any more, after a grace period (a search
@@ -36,7 +38,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Sequence
 from dataclasses import replace
 
 import grpc
@@ -46,20 +47,17 @@ from common.errors import InvalidArgument, StrataError
 from common.etcd.metastore import MetaStore
 from common.etcd.session import SessionInfo, follow_sessions
 from common.grpcutil import StubCache
-from common.position import Position
-from common.segment import SegmentLevel, SegmentMeta, SegmentState
-from common.segment_pb import position_to_pb, segment_to_pb
 from common.tasks import BackgroundTasks
 from coordinator.catalog import Catalog, CollectionMeta, IndexMeta, LoadMeta
 from coordinator.data.datacoord import DataCoordinator
+from coordinator.query.delegator_sync import DelegatorSync
 from coordinator.query.distribution import (
     PERSISTENT_AFTER_ATTEMPTS,
-    ChannelState,
     ChannelView,
     NodeDist,
     node_dist,
 )
-from coordinator.query.placement import assign_replicas, place_channels, place_segments
+from coordinator.query.placement import assign_replicas, place_channels
 from coordinator.query.replicas import ReplicaView, replica_views
 from coordinator.query.segments import DelegatorServing, ServedSegment, served_segments
 from coordinator.tso import TimestampOracle
@@ -87,7 +85,6 @@ class QueryCoordinator:
         self._load_ts: dict[int, int] = {}
         self._replicas: dict[int, dict[int, frozenset[int]]] = {}
         self._channels: dict[tuple[int, int], dict[str, int]] = {}  # (collection, replica) -> vchannel -> node
-        self._sent: dict[tuple[int, str], dict[int, int]] = {}  # (node, vchannel) -> placements it confirmed
         self._dist: dict[int, NodeDist] = {}
         # vchannel -> (times in a row, why) its delegator broke, until one is ready again
         self._broken: dict[str, tuple[int, str]] = {}
@@ -95,6 +92,7 @@ class QueryCoordinator:
         self._unused_since: dict[tuple[int, int, int], float] = {}  # (node, collection, segment) -> first seen unused
         self._stubs = StubCache(querynode_pb2_grpc.QueryNodeStub)
         self._stub = self._stubs.get
+        self._delegators = DelegatorSync(catalog=catalog, data=data, stub=self._stubs.get, nodes=lambda: self._nodes)
         self._wake = asyncio.Event()
         self._tasks = BackgroundTasks("querycoord")
         self._log = structlog.get_logger().bind(component="query-coord")
@@ -173,7 +171,7 @@ class QueryCoordinator:
         for key in [k for k in self._channels if k[0] == collection_id]:
             for vchannel, node_id in self._channels.pop(key).items():
                 node = self._nodes.get(node_id)
-                self._sent.pop((node_id, vchannel), None)
+                self._delegators.forget(node_id, vchannel)
                 self._broken.pop(vchannel, None)
                 if node is not None:
                     with contextlib.suppress(grpc.aio.AioRpcError, StrataError):
@@ -257,8 +255,7 @@ class QueryCoordinator:
             }
             for rid in members
         }
-        workers = {key: set(placed.values()) for key, placed in self._sent.items()}
-        return replica_views(list(meta.vchannels), members, leaders, workers, self.nodes())
+        return replica_views(list(meta.vchannels), members, leaders, self._delegators.workers(), self.nodes())
 
     def served_segments(self, meta: CollectionMeta) -> list[ServedSegment]:
         """The sealed segments the collection is served from now (``segments.py``); none when it is not loaded."""
@@ -266,7 +263,7 @@ class QueryCoordinator:
         if cid not in self._loads:
             return []
         delegators = [
-            DelegatorServing(node_id=n, replica_id=st.replica_id, sealed=st.sealed, routes=self._sent.get((n, v), {}))
+            DelegatorServing(node_id=n, replica_id=st.replica_id, sealed=st.sealed, routes=self._delegators.routes(n, v))
             for n, dist in self._dist.items()
             if n in self._nodes
             for v, st in dist.channels.items()
@@ -365,7 +362,7 @@ class QueryCoordinator:
                         timeout=10,
                     )
                 del dist.channels[vchannel]
-                self._sent.pop((node_id, vchannel), None)
+                self._delegators.forget(node_id, vchannel)
                 for key, placement in self._channels.items():
                     if (
                         key[0] == meta.collection_id
@@ -373,21 +370,6 @@ class QueryCoordinator:
                         and key[1] != replica_of.get(node_id)
                     ):
                         del placement[vchannel]
-
-    def _flushed(self, vchannel: str) -> list[SegmentMeta]:
-        """The vchannel's FLUSHED segments readers may load (a job's outputs only once it committed)."""
-        return self._data.flushed_segments(vchannel=vchannel)
-
-    def _excluded(self, vchannel: str, checkpoint: Position | None) -> list[int]:
-        """Segments a compaction replaced whose inserts a delegator starting at ``checkpoint`` would
-        still consume: their rows are in the outputs, so it must skip them."""
-        return [
-            s.segment_id
-            for s in self._data.segments(vchannel=vchannel)
-            if s.compacted
-            and s.state == SegmentState.DROPPED
-            and (checkpoint is None or s.position is None or not checkpoint.covers(s.position.timetick))
-        ]
 
     async def _check_replica(
         self, meta: CollectionMeta, rid: int, nodes: set[int], indexes: list[querynode_pb2.IndexSpec]
@@ -401,150 +383,13 @@ class QueryCoordinator:
         }
         channels = place_channels(list(meta.vchannels), {**self._channels.get(key, {}), **reported}, nodes)
         self._channels[key] = channels
-        # Where each sealed segment is, as the replica's workers report it, then the target.
-        current = {
-            sid: n for n in nodes for (c, sid) in self._dist.get(n, NodeDist()).segments if c == meta.collection_id
-        }
         partitions = set(self.loaded_partitions(meta))
-        # One view of the FLUSHED segments for the whole round: a sync releases only what this view
-        # no longer holds, and places what it does. Read again per sync, a compaction committed while
-        # an earlier vchannel's sync was awaited would release its inputs without placing its outputs.
-        flushed = {v: self._flushed(v) for v in meta.vchannels}
-        l1 = {
-            s.segment_id: s
-            for v in meta.vchannels
-            for s in flushed[v]
-            if s.level == SegmentLevel.L1 and s.partition_id in partitions
-        }
-        others = {
-            n: sum(r for (c, _), r in self._dist.get(n, NodeDist()).segments.items() if c != meta.collection_id)
-            for n in nodes
-        }
-        segments = place_segments({sid: max(s.rows, 1) for sid, s in l1.items()}, current, nodes, others)
-        for vchannel, node_id in channels.items():
-            state = self._dist.get(node_id, NodeDist()).channels.get(vchannel)
-            mine = {sid: segments[sid] for sid, s in l1.items() if s.vchannel == vchannel and sid in segments}
-            if state is None:
-                await self._watch(meta, vchannel, node_id, rid, mine, indexes)
-            elif state.serviceable:
-                target = {sid for sid, s in l1.items() if s.vchannel == vchannel}
-                await self._sync(meta, vchannel, node_id, state, mine, indexes, target, flushed[vchannel])
-
-    def _placements(
-        self, meta_by_id: dict[int, SegmentMeta], wanted: dict[int, int]
-    ) -> list[querynode_pb2.SegmentPlacement]:
-        out = []
-        for sid, node_id in sorted(wanted.items()):
-            node = self._nodes.get(node_id)
-            if node is not None:
-                out.append(
-                    querynode_pb2.SegmentPlacement(
-                        segment=segment_to_pb(meta_by_id[sid]), node_id=node_id, address=node.address
-                    )
-                )
-        return out
-
-    async def _sync(
-        self,
-        meta: CollectionMeta,
-        vchannel: str,
-        node_id: int,
-        state: ChannelState,
-        wanted: dict[int, int],
-        indexes: list[querynode_pb2.IndexSpec],
-        target: set[int],
-        segments: Sequence[SegmentMeta],
-    ) -> None:
-        """``target``: the L1 segments the delegator should serve (FLUSHED, of loaded partitions);
-        ``segments``: the vchannel's FLUSHED segments in the view ``target`` and ``wanted`` come from."""
-        flushed = {s.segment_id: s for s in segments}
-        l0 = [m for sid, m in sorted(flushed.items()) if m.level == SegmentLevel.L0 and sid not in state.sealed]
-        # Offline segments too: one that failed to load and was then compacted or dropped away
-        # must stop holding its delegator's reads.
-        release = sorted(
-            sid
-            for sid in state.sealed | state.offline
-            if sid not in flushed or (flushed[sid].level == SegmentLevel.L1 and sid not in target)
-        )
-        confirmed = self._sent.get((node_id, vchannel), {})
-        moved = {sid: n for sid, n in wanted.items() if sid not in state.sealed or confirmed.get(sid) != n}
-        if not l0 and not release and not moved:
-            return
-        req = querynode_pb2.SyncDistributionRequest(
-            collection_id=meta.collection_id,
-            vchannel=vchannel,
-            load=[segment_to_pb(m) for m in l0],
-            release=release,
-            placements=self._placements(flushed, moved),
-            indexes=indexes,
-        )
-        try:
-            await self._stub(self._nodes[node_id].address).SyncDistribution(req, timeout=600)
-        except grpc.aio.AioRpcError as err:
-            self._log.info("sync distribution failed", vchannel=vchannel, node=node_id, error=err.code().name)
-            return
-        except StrataError as err:
-            self._log.info("sync distribution refused", vchannel=vchannel, node=node_id, reason=err.message)
-            return
-        self._sent[(node_id, vchannel)] = {**{s: n for s, n in confirmed.items() if s in flushed}, **moved}
-        self._log.info(
-            "distribution synced",
-            vchannel=vchannel,
-            node=node_id,
-            placed=sorted(moved),
-            released=release,
-            l0=[m.segment_id for m in l0],
-        )
-
-    async def _watch(
-        self,
-        meta: CollectionMeta,
-        vchannel: str,
-        node_id: int,
-        rid: int,
-        wanted: dict[int, int],
-        indexes: list[querynode_pb2.IndexSpec],
-    ) -> None:
-        node = self._nodes[node_id]
-        # The checkpoint first, then the segments: whatever the checkpoint covers is in a
-        # FLUSHED segment by then (the flusher reports files before it moves the checkpoint).
-        checkpoint = self._data.checkpoint(vchannel)
-        flushed = {s.segment_id: s for s in self._flushed(vchannel)}
-        wanted = {sid: n for sid, n in wanted.items() if sid in flushed}
-        # The schema after the checkpoint: a SchemaChange the checkpoint passed was appended after
-        # its schema was saved (pending), so the delegator starts with it instead of missing it.
-        schema = (await self._catalog.get_collection(meta.collection_id) or meta).latest_schema
-        req = querynode_pb2.WatchChannelRequest(
-            collection_id=meta.collection_id,
-            vchannel=vchannel,
-            pchannel=meta.pchannels[meta.vchannels.index(vchannel)],
-            schema_json=schema.to_json(),
-            segments=[segment_to_pb(m) for m in flushed.values() if m.level == SegmentLevel.L0],
-            placements=self._placements(flushed, wanted),
-            indexes=indexes,
-            replica_id=rid,
-            excluded_segments=self._excluded(vchannel, checkpoint),
-        )
-        if checkpoint is not None:
-            req.checkpoint.CopyFrom(position_to_pb(checkpoint))
-        try:
-            await self._stub(node.address).WatchChannel(req, timeout=10)
-        except grpc.aio.AioRpcError as err:
-            self._log.info("watch channel failed", vchannel=vchannel, node=node_id, error=err.code().name)
-            return
-        except StrataError as err:
-            self._log.info("watch channel refused", vchannel=vchannel, node=node_id, reason=err.message)
-            return
-        self._sent[(node_id, vchannel)] = dict(wanted)
-        self._dist.setdefault(node_id, NodeDist()).channels.setdefault(
-            vchannel, ChannelState(0, frozenset(), False, rid)
-        )
-        self._log.info("channel watched", vchannel=vchannel, node=node_id, replica=rid, segments=sorted(wanted))
+        await self._delegators.sync_replica(meta, rid, nodes, channels, self._dist, partitions, indexes)
 
     async def _release_worker_segments(self) -> None:
         """Workers drop segments of collections that are not loaded any more, and segments
         no delegator has routed to for ``UNUSED_SEGMENT_GRACE_SECONDS`` (moved or compacted away)."""
-        used = {(n, sid) for placed in self._sent.values() for sid, n in placed.items()}
+        used = self._delegators.used()
         now = time.monotonic()
         seen: set[tuple[int, int, int]] = set()
         for node_id, dist in list(self._dist.items()):
@@ -587,7 +432,5 @@ class QueryCoordinator:
             for vchannel, st in states.items():
                 if st.ready_to_read:
                     self._broken.pop(vchannel, None)
-        for node_id, vchannel in list(self._sent):
-            if vchannel not in dist.get(node_id, NodeDist()).channels:
-                del self._sent[(node_id, vchannel)]  # its delegator is gone: a new one starts from scratch
+        self._delegators.forget_gone(dist)
         self._dist = dist

@@ -1,4 +1,4 @@
-"""A round of distribution syncs reads the FLUSHED segments once (fakes around the query coordinator).
+"""A round of distribution syncs reads the FLUSHED segments once (fakes around ``DelegatorSync``).
 
 The query coordinator syncs a collection's delegators one vchannel after another, awaiting each. A
 compaction that commits while the first vchannel's sync is awaited must not make the second sync
@@ -15,7 +15,7 @@ from pymilvus.grpc_gen import common_pb2
 
 from common.etcd.session import SessionInfo
 from common.segment import SegmentLevel, SegmentMeta, SegmentState
-from coordinator.query.coord import QueryCoordinator
+from coordinator.query.delegator_sync import DelegatorSync
 from coordinator.query.distribution import ChannelState, NodeDist
 from protos import querynode_pb2
 
@@ -53,25 +53,28 @@ class Node:
 
 async def test_a_compaction_committed_during_a_round_never_releases_inputs_without_their_outputs() -> None:
     data = Data()
-    coord = QueryCoordinator(cast(Any, None), cast(Any, None), cast(Any, None), cast(Any, data))
     node = Node(data)
-    coord._stub = lambda address: node  # type: ignore[method-assign]  # the fake node for every address
-    coord._nodes = {5: SessionInfo(role="querynode", server_id=5, address="127.0.0.1:1")}
-    coord.loaded_partitions = lambda meta: [1]  # type: ignore[method-assign]  # the collection is loaded
+    nodes = {5: SessionInfo(role="querynode", server_id=5, address="127.0.0.1:1")}
+    sync = DelegatorSync(
+        catalog=cast(Any, None),
+        data=cast(Any, data),
+        stub=lambda address: cast(Any, node),  # the fake node for every address
+        nodes=lambda: nodes,
+    )
     # Both delegators serve and already hold segment 2 on V1; segment 1 on V0 is new to its delegator.
     serving = ChannelState(tsafe=1, sealed=frozenset(), serviceable=True, replica_id=1)
-    coord._dist = {5: NodeDist(channels={V0: serving, V1: ChannelState(1, frozenset({2}), True, 1)},
-                               segments={(7, 2): 10})}
-    coord._sent = {(5, V1): {2: 5}}
+    dist = {5: NodeDist(channels={V0: serving, V1: ChannelState(1, frozenset({2}), True, 1)}, segments={(7, 2): 10})}
+    sync._sent = {(5, V1): {2: 5}}
     meta = SimpleNamespace(collection_id=7, vchannels=(V0, V1), pchannels=("p0", "p1"))
+    channels = {V0: 5, V1: 5}  # both delegators on node 5, partition 1 loaded
 
-    await coord._check_replica(cast(Any, meta), 1, {5}, [])
+    await sync.sync_replica(cast(Any, meta), 1, {5}, channels, dist, {1}, [])
     for req in node.syncs:  # whatever a sync of this round releases, it places what replaced it
         placed = {p.segment.segment_id for p in req.placements}
         assert not (set(req.release) and not placed), (req.vchannel, list(req.release), placed)
 
     # The next round, with a view taken after the commit, swaps them in one sync.
     node.syncs.clear()
-    await coord._check_replica(cast(Any, meta), 1, {5}, [])
+    await sync.sync_replica(cast(Any, meta), 1, {5}, channels, dist, {1}, [])
     [swap] = [r for r in node.syncs if r.vchannel == V1]
     assert list(swap.release) == [2] and [p.segment.segment_id for p in swap.placements] == [3]
