@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/hotpath.py insert [--batches 55] [--batch 1000] [--dim 128] [--shards 1] [--loaded]
     .venv/bin/python benchmarks/hotpath.py search [--nq 1] [--seconds 10] [--rows 100000] [--dim 128] [--ef 64] [--shards 1]
                                                   [--filter 'tag >= 0']
+                                                  [--clients 1]
 
 ``insert``: one pymilvus client inserts ``--batches`` batches of ``--batch``
 random rows (built before the clock starts) into an unloaded collection (with
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -117,19 +119,37 @@ def search(server: Standalone, args: argparse.Namespace) -> None:
         one(i)
     latencies: list[float] = []
 
-    def run() -> int:
-        end = time.perf_counter() + args.seconds
+    clients = [client] + [MilvusClient(server.uri, dedicated=True) for _ in range(args.clients - 1)]
+
+    def loop(c: MilvusClient, first: int, end: float) -> None:
+        i = first
         while time.perf_counter() < end:
             t = time.perf_counter()
-            one(len(latencies))
-            latencies.append(time.perf_counter() - t)
+            c.search(
+                "hot", data=[queries[(i * args.nq + j) % 1000].tolist() for j in range(args.nq)], limit=10,
+                search_params={"params": {"ef": args.ef}}, consistency_level="Eventually", filter=args.filter,
+            )
+            latencies.append(time.perf_counter() - t)  # list.append is atomic under the GIL
+            i += args.clients
+
+    def run() -> int:
+        end = time.perf_counter() + args.seconds
+        if args.clients == 1:
+            loop(client, 0, end)
+            return len(latencies)
+        threads = [threading.Thread(target=loop, args=(c, k, end)) for k, c in enumerate(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
         return len(latencies)
 
     wall, n, cpu = _timed(server.proc.pid, run)
     p50, p99 = (float(np.percentile(latencies, q)) * 1e3 for q in (50, 99))
-    print(f"search nq={args.nq}{' filter=' + repr(args.filter) if args.filter else ''}: {n * args.nq / wall:,.0f} QPS, p50 {p50:.2f} ms, p99 {p99:.2f} ms ({n} requests)")
+    print(f"search nq={args.nq} clients={args.clients}{' filter=' + repr(args.filter) if args.filter else ''}: {n * args.nq / wall:,.0f} QPS, p50 {p50:.2f} ms, p99 {p99:.2f} ms ({n} requests)")
     _print_cpu(cpu, n, "request")
-    client.close()
+    for c in clients:
+        c.close()
 
 
 def main() -> None:
@@ -143,10 +163,11 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--ef", type=int, default=64)
+    ap.add_argument("--clients", type=int, default=1, help="search: clients searching at once, a thread each")
     ap.add_argument("--filter", default="", help="search: the filter of every search")
     ap.add_argument("--loaded", action="store_true", help="insert: into an indexed, loaded collection")
     args = ap.parse_args()
-    if min(args.batches, args.batch, args.shards, args.dim, args.nq, args.rows, args.ef) < 1 or args.seconds <= 0:
+    if min(args.batches, args.batch, args.shards, args.dim, args.nq, args.rows, args.ef, args.clients) < 1 or args.seconds <= 0:
         ap.error("counts, sizes, --ef and --seconds must be positive")
     with tempfile.TemporaryDirectory(prefix="strata-hotpath-") as tmp:
         server = Standalone(Path(tmp) / "data")
