@@ -409,6 +409,9 @@ class ProxyLimits:
     # proxy.slowQuerySpanInSeconds (5 s), in milliseconds: not a limit, the latency from which the
     # web console lists a request among the slow ones (proxy/slow_requests.py); 0: every request.
     slow_request_ms: int = 5000
+    # proxy.accessLog.enable (off, as in Milvus): write one ``access`` line per request
+    # (proxy/access.py); the request metrics and the slow requests are kept either way.
+    access_log: bool = False
 
     def validate(self) -> None:
         check_message_size(self.server_max_recv_size)

@@ -199,6 +199,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(section="proxy", key="slow_request_ms", target=ProxyLimits, field="slow_request_ms",
             help="latency in ms from which the web console lists a request as slow (Milvus "
                  "proxy.slowQuerySpanInSeconds; 0: every request)", check=check_non_negative),
+    Setting(section="proxy", key="accessLog.enable", target=ProxyLimits, field="access_log",
+            help="write one access line per gRPC and RESTful request to the proxy's log (Milvus "
+                 "proxy.accessLog.enable; off by default, as in Milvus)"),
     # The RESTful API (Milvus's proxy.http.*): proxy/http/, README "RESTful API".
     Setting(section="proxy", key="http.enabled", target=ProxyHttpConfig, field="enabled",
             help="serve the RESTful API v2 (/v2/vectordb/...) on proxy.http.port"),

@@ -1,7 +1,8 @@
 """The proxy's access log and request metrics: one interceptor, outermost, around every Milvus RPC.
 
-Per unary call it writes one ``access`` line (structlog, ``component=access``)
-and one observation of ``request_metrics.py``, after the answer:
+Per unary call it makes one observation of ``request_metrics.py`` and, with
+``proxy.accessLog.enable`` (off by default, as in Milvus), writes one
+``access`` line (structlog, ``component=access``), after the answer:
 
     event=access method=Search db=default collection=docs status=success code=0 latency_ms=3.2 peer=ipv4:127.0.0.1:5123
 
@@ -52,21 +53,24 @@ def _collection_of(request: Any) -> str:
 
 def record_access(
     *, method: str, db: str, collection: str, ok: bool, code: object, latency_ms: float, peer: str,
-    slow: SlowRequests | None,
+    slow: SlowRequests | None, line: bool,
 ) -> None:
-    """Write one request's access line and offer it to ``slow``: the gRPC interceptor's and the REST server's."""
-    log.info("access", method=method, db=db, collection=collection, status="success" if ok else "fail",
-             code=code, latency_ms=round(latency_ms, 3), peer=peer)
+    """Write one request's access line (when ``line``) and offer it to ``slow``: the gRPC
+    interceptor's and the REST server's."""
+    if line:
+        log.info("access", method=method, db=db, collection=collection, status="success" if ok else "fail",
+                 code=code, latency_ms=round(latency_ms, 3), peer=peer)
     if slow is not None:
         slow.offer(method=method, db=db, collection=collection, ok=ok, code=code, latency_ms=latency_ms, peer=peer)
 
 
 class AccessInterceptor(grpc.aio.ServerInterceptor):
-    """Logs and counts every unary Milvus RPC; ``component`` gives the ``node_id`` label."""
+    """Counts (and with ``lines``, logs) every unary Milvus RPC; ``component`` gives the ``node_id`` label."""
 
-    def __init__(self, component: ProxyComponent, slow: SlowRequests | None = None) -> None:
+    def __init__(self, component: ProxyComponent, slow: SlowRequests | None = None, *, lines: bool = False) -> None:
         self._component = component
         self._slow = slow
+        self._lines = lines
 
     async def intercept_service(
         self,
@@ -110,6 +114,6 @@ class AccessInterceptor(grpc.aio.ServerInterceptor):
             observe(node_id=str(self._component.node_id), method=method, ok=ok, latency_ms=ms,
                     request=request, response=response, db=db, collection=collection)
             record_access(method=method, db=db, collection=collection, ok=ok, code=code, latency_ms=ms,
-                          peer=context.peer(), slow=self._slow)
+                          peer=context.peer(), slow=self._slow, line=self._lines)
         except Exception:  # RPC boundary: observing must never break the answer
             log.exception("access log failed", method=method)

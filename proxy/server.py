@@ -86,7 +86,9 @@ class Proxy:
         resolve = collection_resolver(self._cache)
         interceptor = AuthInterceptor(authenticator, self._states, resolve)
         # The access log is outermost, so it also sees the calls authentication refuses.
-        interceptors: list[grpc.aio.ServerInterceptor] = [AccessInterceptor(self.component, self._slow)]
+        interceptors: list[grpc.aio.ServerInterceptor] = [
+            AccessInterceptor(self.component, self._slow, lines=c.limits.access_log)
+        ]
         if security.authorization_enabled:
             interceptors.append(interceptor)
         # Milvus's deploy modes: the proxy of ``strata standalone`` shares its process with the WAL.
@@ -115,7 +117,8 @@ class Proxy:
             gate = Gate(authenticator, interceptor) if security.authorization_enabled else None
             self._http = HttpServer(service, gate, host=c.common.host, port=c.http.port,
                                     max_body=c.limits.server_max_recv_size, ssl_context=http_ssl_context(security),
-                                    slow=self._slow, node_id=lambda: self.component.node_id)
+                                    slow=self._slow, node_id=lambda: self.component.node_id,
+                                    access_lines=c.limits.access_log)
             await self._http.start()
         self._session = Session(
             self._store,

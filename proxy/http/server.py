@@ -117,14 +117,16 @@ async def _answer(reply: Reply) -> web.Response:
 class HttpServer:
     def __init__(self, servicer: Servicer, gate: Gate | None, *, host: str, port: int, max_body: int,
                  ssl_context: ssl.SSLContext | None = None, slow: SlowRequests | None = None,
-                 node_id: Callable[[], int] | None = None) -> None:
+                 node_id: Callable[[], int] | None = None, access_lines: bool = False) -> None:
         """``gate``: the proxy's authenticator and privilege check (None: authorization off);
         ``max_body``: the largest body taken (the gRPC port's ``serverMaxRecvSize``);
         ``ssl_context``: serve HTTPS only (the proxy's TLS, ``proxy/auth/tls.py``);
         ``slow``: the proxy's slow-request log, offered every request (as the gRPC port's);
-        ``node_id``: the proxy's id, to count each call into the servicer in the request metrics."""
+        ``node_id``: the proxy's id, to count each call into the servicer in the request metrics;
+        ``access_lines``: write each request's access line (``proxy.accessLog.enable``)."""
         self._servicer = servicer
         self._slow = slow
+        self._access_lines = access_lines
         self._node_id = node_id
         self._gate = gate
         self._host = host
@@ -165,7 +167,8 @@ class HttpServer:
             # Also for a refused or cancelled request: the line is written either way, never with the body.
             record_access(method=request.path, db=seen.get("db") or DEFAULT_DATABASE,
                           collection=seen.get("collection", ""), ok=code == 0, code=code,
-                          latency_ms=(time.perf_counter() - started) * 1000, peer=_peer(request), slow=self._slow)
+                          latency_ms=(time.perf_counter() - started) * 1000, peer=_peer(request), slow=self._slow,
+                          line=self._access_lines)
 
     async def _serve(self, request: web.Request, seen: dict[str, str]) -> tuple[web.Response, object]:
         info = request.match_info

@@ -1,7 +1,8 @@
 """The operations port of a real standalone: metrics move by what was done, health, access log, log level.
 
 One standalone for the module, with authorization on (so a refused login reaches the access log),
-JSON logs (``STRATA_LOG_FORMAT=json``) and every request kept as slow (threshold 0 ms), driven by the
+JSON logs (``STRATA_LOG_FORMAT=json``), the access log on (``proxy.accessLog.enable``) and every
+request kept as slow (threshold 0 ms), driven by the
 real pymilvus client and plain HTTP to the RESTful API.
 """
 
@@ -30,7 +31,8 @@ pytestmark = pytest.mark.timeout(300)
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
     with auth_standalone(tmp_path_factory.mktemp("ops") / "data", env={"STRATA_LOG_FORMAT": "json",
-                                                                           "STRATA_PROXY_SLOW_REQUEST_MS": "0"}) as s:
+                                                                           "STRATA_PROXY_SLOW_REQUEST_MS": "0",
+                                                                           "STRATA_PROXY_ACCESSLOG_ENABLE": "true"}) as s:
         yield s
 
 

@@ -33,20 +33,22 @@ def test_defaults_are_milvus_defaults() -> None:
         max_output_size=100 * MIB,  # quotaAndLimits.limits.maxOutputSize
         max_expr_length=16 * MIB,  # Strata's own
         slow_request_ms=5000,  # proxy.slowQuerySpanInSeconds (5 s)
+        access_log=False,  # proxy.accessLog.enable
     )
     assert milvus == DEFAULT_LIMITS
 
 
 def test_the_proxy_section_sets_the_limits_of_a_proxy_and_of_a_standalone_nodes_proxy(tmp_path: Path) -> None:
     config_file = tmp_path / "strata.yaml"
-    config_file.write_text("proxy:\n  max_nq: 7\n  server_max_recv_size: 1048576\n")
+    config_file.write_text("proxy:\n  max_nq: 7\n  server_max_recv_size: 1048576\n  accessLog:\n    enable: true\n")
     env = {**ENV, "STRATA_PROXY_MAX_TOPK": "100", "STRATA_PROXY_MAX_EXPR_LENGTH": "4096",
            "STRATA_PROXY_SLOW_REQUEST_MS": "250"}
     proxy = load("proxy", flags={}, config_file=str(config_file), environ=env)
     node = load("querynode", flags={"querynode.proxy_port": Value("19530", "flag")}, config_file=str(config_file),
                 environ=env)  # fmt: skip
     assert isinstance(proxy, ProxyConfig) and isinstance(node, QueryNodeConfig)
-    expected = ProxyLimits(max_nq=7, server_max_recv_size=MIB, max_topk=100, max_expr_length=4096, slow_request_ms=250)
+    expected = ProxyLimits(max_nq=7, server_max_recv_size=MIB, max_topk=100, max_expr_length=4096, slow_request_ms=250,
+                           access_log=True)
     assert proxy.limits == expected
     assert node.proxy_limits == expected
 
