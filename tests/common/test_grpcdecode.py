@@ -4,6 +4,7 @@ for every kind of method and both ways of registering one; decodable requests ar
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from types import SimpleNamespace
 from typing import Any
 
 import grpc
@@ -11,6 +12,7 @@ import pytest
 from grpc_health.v1.health_pb2 import HealthCheckRequest as Request
 from grpc_health.v1.health_pb2 import HealthCheckResponse as Response
 
+from common.grpcdecode import DecodeGuard
 from common.grpcutil import Health, LateServicers, internal_channel, start_server
 
 SERVICE = "strata.test.Echo"
@@ -148,3 +150,27 @@ async def test_the_health_service_is_guarded_too() -> None:
     finally:
         await channel.close()
         await server.stop(None)
+
+
+class _RecordingServer:
+    """Records what a servicer's registration hands to the server."""
+
+    def __init__(self) -> None:
+        self.generic: list[grpc.GenericRpcHandler] = []
+        self.registered: list[str] = []
+
+    def add_generic_rpc_handlers(self, handlers: Any) -> None:
+        self.generic.extend(handlers)
+
+    def add_registered_method_handlers(self, service_name: str, handlers: Any) -> None:
+        self.registered.append(service_name)
+
+
+def test_methods_are_registered_as_generic_handlers_only() -> None:
+    # grpc.aio waits on one pending task per registered method on every call (grpcdecode.py).
+    server = _RecordingServer()
+    _register(DecodeGuard(server), registered=True)  # type: ignore[arg-type]  # a recording stand-in
+    assert server.registered == []
+    assert len(server.generic) == 1
+    details = SimpleNamespace(method=f"/{SERVICE}/Unary", invocation_metadata=())
+    assert server.generic[0].service(details) is not None  # type: ignore[arg-type]
