@@ -47,6 +47,20 @@ RESULT_BYTES = Histogram(
     ["node_id", "function_name"], buckets=tuple(float(4**i) for i in range(4, 15)),
 )
 
+# Each metric's child per label values, as ``labels()`` would return it (that call takes a lock and
+# builds a key each time: seven per Search, ~15 us). Label values are never removed, so a child
+# once made stays the metric's for those values.
+_CHILDREN: dict[tuple[int, tuple[str, ...]], Any] = {}
+
+
+def _child(metric: Counter | Histogram, *labels: str) -> Any:
+    key = (id(metric), labels)
+    child = _CHILDREN.get(key)
+    if child is None:
+        child = _CHILDREN[key] = metric.labels(*labels)
+    return child
+
+
 _MUTATIONS = {"Insert": (INSERT_VECTORS, "insert_cnt"), "Upsert": (UPSERT_VECTORS, "upsert_cnt"),
               "Delete": (DELETE_VECTORS, "delete_cnt")}  # fmt: skip
 _READS = frozenset({"Search", "HybridSearch", "Query"})
@@ -56,17 +70,17 @@ def observe(
     *, node_id: str, method: str, ok: bool, latency_ms: float, request: Any, response: Any, db: str, collection: str
 ) -> None:
     """Count one answered request; ``response`` is None when the call was refused before the handler."""
-    REQ_COUNT.labels(node_id, method, SUCCESS if ok else FAIL).inc()
-    REQ_LATENCY.labels(node_id, method).observe(latency_ms)
+    _child(REQ_COUNT, node_id, method, SUCCESS if ok else FAIL).inc()
+    _child(REQ_LATENCY, node_id, method).observe(latency_ms)
     if not ok or response is None:
         return
     mutation = _MUTATIONS.get(method)
     if mutation is not None:
         counter, field = mutation
-        counter.labels(node_id, db, collection).inc(getattr(response, field))
+        _child(counter, node_id, db, collection).inc(getattr(response, field))
     elif method in _READS:
         if method == "Search":
-            SEARCH_VECTORS.labels(node_id, db, collection).inc(request.nq)
+            _child(SEARCH_VECTORS, node_id, db, collection).inc(request.nq)
         if method != "Query":
-            SEARCH_HITS.labels(node_id, db, collection).inc(sum(response.results.topks))
-        RESULT_BYTES.labels(node_id, method).observe(response.ByteSize())
+            _child(SEARCH_HITS, node_id, db, collection).inc(sum(response.results.topks))
+        _child(RESULT_BYTES, node_id, method).observe(response.ByteSize())
