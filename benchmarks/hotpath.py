@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/hotpath.py insert [--batches 55] [--batch 1000] [--dim 128] [--shards 1] [--loaded]
     .venv/bin/python benchmarks/hotpath.py search [--nq 1] [--seconds 10] [--rows 100000] [--dim 128] [--ef 64] [--shards 1]
                                                   [--filter 'tag >= 0']
-                                                  [--clients 1]
+                                                  [--clients 1] [--extra-proxies 0] [--only-extra]
 
 ``insert``: one pymilvus client inserts ``--batches`` batches of ``--batch``
 random rows (built before the clock starts) into an unloaded collection (with
@@ -21,6 +21,7 @@ streaming node, the query node and the proxy (``strata standalone-node``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import tempfile
 import threading
@@ -38,6 +39,7 @@ from waits import wait_indexed
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from tests.e2e.twoproxies import second_proxy  # noqa: E402
 from tests.harness import Standalone  # noqa: E402
 
 
@@ -109,17 +111,12 @@ def search(server: Standalone, args: argparse.Namespace) -> None:
     client.flush("hot")
     _index_and_load(client)
 
-    def one(i: int) -> None:
-        client.search(
-            "hot", data=[queries[(i * args.nq + j) % 1000].tolist() for j in range(args.nq)], limit=10,
-            search_params={"params": {"ef": args.ef}}, consistency_level="Eventually", filter=args.filter,
-        )
-
-    for i in range(30):
-        one(i)
+    client.close()
     latencies: list[float] = []
-
-    clients = [client] + [MilvusClient(server.uri, dedicated=True) for _ in range(args.clients - 1)]
+    uris = [server.uri]
+    if args.extra_proxies:
+        uris = [*args.extra_proxy_uris] if args.only_extra else [server.uri, *args.extra_proxy_uris]
+    clients = [MilvusClient(uris[k % len(uris)], dedicated=True) for k in range(args.clients)]
 
     def loop(c: MilvusClient, first: int, end: float) -> None:
         i = first
@@ -132,10 +129,14 @@ def search(server: Standalone, args: argparse.Namespace) -> None:
             latencies.append(time.perf_counter() - t)  # list.append is atomic under the GIL
             i += args.clients
 
+    for c in clients:  # connections, the proxies' caches
+        loop(c, 0, time.perf_counter() + 0.2)
+    latencies.clear()
+
     def run() -> int:
         end = time.perf_counter() + args.seconds
         if args.clients == 1:
-            loop(client, 0, end)
+            loop(clients[0], 0, end)
             return len(latencies)
         threads = [threading.Thread(target=loop, args=(c, k, end)) for k, c in enumerate(clients)]
         for t in threads:
@@ -148,6 +149,8 @@ def search(server: Standalone, args: argparse.Namespace) -> None:
     p50, p99 = (float(np.percentile(latencies, q)) * 1e3 for q in (50, 99))
     print(f"search nq={args.nq} clients={args.clients}{' filter=' + repr(args.filter) if args.filter else ''}: {n * args.nq / wall:,.0f} QPS, p50 {p50:.2f} ms, p99 {p99:.2f} ms ({n} requests)")
     _print_cpu(cpu, n, "request")
+    if args.extra_proxies:
+        print(f"  (the {args.extra_proxies} extra proxies' own CPU is not counted above)")
     for c in clients:
         c.close()
 
@@ -164,16 +167,26 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--ef", type=int, default=64)
     ap.add_argument("--clients", type=int, default=1, help="search: clients searching at once, a thread each")
+    ap.add_argument("--extra-proxies", type=int, default=0,
+                    help="search: proxies started beside the standalone (`strata proxy`, reads over gRPC); "
+                         "the clients take the proxies in turn")
+    ap.add_argument("--only-extra", action="store_true", help="search: clients use only the extra proxies")
     ap.add_argument("--filter", default="", help="search: the filter of every search")
     ap.add_argument("--loaded", action="store_true", help="insert: into an indexed, loaded collection")
     args = ap.parse_args()
+    if args.only_extra and not args.extra_proxies:
+        ap.error("--only-extra needs --extra-proxies")
     if min(args.batches, args.batch, args.shards, args.dim, args.nq, args.rows, args.ef, args.clients) < 1 or args.seconds <= 0:
         ap.error("counts, sizes, --ef and --seconds must be positive")
     with tempfile.TemporaryDirectory(prefix="strata-hotpath-") as tmp:
         server = Standalone(Path(tmp) / "data")
         server.start()
         try:
-            (insert if args.path == "insert" else search)(server, args)
+            with contextlib.ExitStack() as extra:
+                args.extra_proxy_uris = [
+                    extra.enter_context(second_proxy(server, Path(tmp), env={"STRATA_PROXY_METRICS_PORT": "0"})) for _ in range(args.extra_proxies)
+                ]
+                (insert if args.path == "insert" else search)(server, args)
         finally:
             server.stop()
 
