@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 import psutil
 from compare_measure import frozen_gc
+from hotpath import index_and_load
 from pymilvus import MilvusClient
-from waits import wait_indexed
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -204,7 +204,7 @@ def _strata(args: argparse.Namespace, queries: np.ndarray, rows: np.ndarray) -> 
             for b in range(0, len(rows), 5000):
                 client.insert("floor", [{"id": i, "v": rows[i]} for i in range(b, min(b + 5000, len(rows)))])
             client.flush("floor")
-            _index_and_load(client)
+            index_and_load(client, "floor")
             client.close()
             return {
                 label: _run(server.uri, server.proc.pid, _searches(queries, nq, args.topk),
@@ -213,14 +213,6 @@ def _strata(args: argparse.Namespace, queries: np.ndarray, rows: np.ndarray) -> 
             }
         finally:
             server.stop()
-
-
-def _index_and_load(client: MilvusClient) -> None:
-    index = client.prepare_index_params()
-    index.add_index("v", index_type="HNSW", metric_type="L2", params={"M": 16, "efConstruction": 200})
-    client.create_index("floor", index)
-    client.load_collection("floor")
-    wait_indexed(client, "floor")
 
 
 def main() -> None:

@@ -71,7 +71,7 @@ def insert(server: Standalone, args: argparse.Namespace) -> None:
     client = MilvusClient(server.uri, dedicated=True)
     _collection(client, args.dim, args.shards)
     if args.loaded:  # a delegator consumes every insert while the batches arrive
-        _index_and_load(client)
+        index_and_load(client)
     rng = np.random.default_rng(1)
     total = (args.batches + 5) * args.batch
     vectors = rng.standard_normal((total, args.dim)).astype(np.float32)
@@ -93,12 +93,13 @@ def insert(server: Standalone, args: argparse.Namespace) -> None:
     client.close()
 
 
-def _index_and_load(client: MilvusClient) -> None:
+def index_and_load(client: MilvusClient, collection: str = "hot") -> None:
+    """HNSW (M=16, efConstruction=200, L2) on ``v``, loaded, every segment's index built."""
     index = client.prepare_index_params()
     index.add_index("v", index_type="HNSW", metric_type="L2", params={"M": 16, "efConstruction": 200})
-    client.create_index("hot", index)
-    client.load_collection("hot")
-    wait_indexed(client, "hot")
+    client.create_index(collection, index)
+    client.load_collection(collection)
+    wait_indexed(client, collection)
 
 
 def search(server: Standalone, args: argparse.Namespace) -> None:
@@ -109,7 +110,7 @@ def search(server: Standalone, args: argparse.Namespace) -> None:
     for b in range(0, args.rows, 5000):
         client.insert("hot", [{"id": i, "tag": i % 100, "v": rows[i]} for i in range(b, min(b + 5000, args.rows))])
     client.flush("hot")
-    _index_and_load(client)
+    index_and_load(client)
 
     client.close()
     latencies: list[float] = []

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 from compare_measure import frozen_gc
-from hotpath import _collection, _index_and_load
+from hotpath import _collection, index_and_load
 from pymilvus import MilvusClient
 from search_data import make_dataset
 from search_strata import role_cpu_seconds
@@ -73,7 +73,7 @@ def main() -> None:
                     client.insert("hot", [{"id": i, "tag": i % 100, "v": data.vectors[i]}
                                           for i in range(b, min(b + 5000, args.rows))])
                 client.flush("hot")
-                _index_and_load(client)
+                index_and_load(client)
                 for _ in range(50):
                     one(client)
             figures: dict[str, list[tuple[float, float, float]]] = {name: [] for name in sides}
