@@ -36,7 +36,16 @@ def _standalone(checkout: Path, data_dir: Path) -> Any:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.Standalone(data_dir)
+    return module.Standalone(data_dir, env=_free_ops_ports(checkout))
+
+
+def _free_ops_ports(checkout: Path) -> dict[str, str]:
+    """Two standalones at once: each role's operations port on a free port, not Milvus's 9091
+    (a checkout older than the operations ports refuses the keys, and needs none)."""
+    keys = checkout / "common" / "configkeys.py"
+    if not keys.exists() or "metrics_port" not in keys.read_text():
+        return {}
+    return {f"STRATA_{role.upper()}_METRICS_PORT": "0" for role in ("coordinator", "streamingnode", "querynode", "proxy")}
 
 
 def main() -> None:

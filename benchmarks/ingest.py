@@ -36,7 +36,7 @@ from tests.harness import Standalone  # noqa: E402
 # Standalone's processes: "node" runs the streaming node, the query node and the proxy
 # (``strata standalone-node``), "coordinator" the coordinator, "etcd" the embedded etcd.
 ROLES = ("node", "coordinator", "etcd")
-_COMMANDS = {"node": "launch.cli standalone-node", "coordinator": "launch.cli coordinator"}
+_COMMANDS = {"node": " standalone-node", "coordinator": ".cli coordinator"}
 
 
 def role_of(proc: psutil.Process) -> str | None:
@@ -45,7 +45,7 @@ def role_of(proc: psutil.Process) -> str | None:
         cmd = " ".join(proc.cmdline())
     except psutil.Error:
         return None
-    if "launch.cli" not in cmd:
+    if "launch.cli" not in cmd and "services.cli" not in cmd:  # services.cli: checkouts before launch/
         return "etcd" if "etcd" in cmd else None
     return next((role for role, command in _COMMANDS.items() if command in cmd), None)
 
