@@ -11,7 +11,7 @@ from pymilvus.grpc_gen import schema_pb2
 
 from common.errors import InvalidArgument, NotSupported
 from common.jsonvalue import load_json
-from proxy.convert.search import TOPK_LIMIT
+from proxy.convert.search import TOPK_LIMIT, parse_number
 
 RRF_DEFAULT_K = 60.0
 RRF_K_LIMIT = 16384.0
@@ -181,16 +181,7 @@ def _weights(raw: Any) -> tuple[float, ...]:
 
 
 def _number(key: str, raw: Any) -> float:
-    message = f"rank param {key} [{raw}] is invalid, it should be a number"
-    if isinstance(raw, bool):
-        raise InvalidArgument(message)
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise InvalidArgument(message) from None
-    if math.isnan(value):
-        raise InvalidArgument(message)
-    return value
+    return parse_number(f"rank param {key}", raw)
 
 
 def _int_param(key: str, raw: Any) -> int:

@@ -16,7 +16,7 @@ from pymilvus.grpc_gen import schema_pb2
 from common.errors import InvalidArgument
 from common.schema import DataType, FieldSchema
 from proxy.convert import narrow
-from proxy.convert.fieldtypes import LIST_TYPES, NUMPY_TYPES, SCALAR_SLOTS, slot_name
+from proxy.convert.fieldtypes import LIST_TYPES, NUMPY_TYPES, SCALAR_SLOTS, check_vector_dim, slot_name
 from proxy.convert.schema import type_name
 from proxy.convert.sparse import read_sparse_column
 
@@ -56,10 +56,7 @@ def read_values(field: FieldSchema, fd: schema_pb2.FieldData) -> Values:
         if kind != "vectors" or slot not in (None, "float_vector"):
             raise _mismatch(field, slot)
         flat = np.array(fd.vectors.float_vector.data, dtype=np.float32)
-        if fd.vectors.dim != field.dim and (fd.vectors.dim != 0 or len(flat) > 0):
-            raise InvalidArgument(
-                f"the dim ({fd.vectors.dim}) of field data({field.name}) is not equal to schema dim ({field.dim})"
-            )
+        check_vector_dim(fd, field, len(flat))
         if len(flat) % field.dim != 0:
             raise InvalidArgument(
                 f"the length ({len(flat)}) of float vector data of field ({field.name}) "
@@ -104,10 +101,7 @@ def _read_binary(field: FieldSchema, fd: schema_pb2.FieldData) -> np.ndarray:
     if kind != "vectors" or slot not in (None, "binary_vector"):
         raise _mismatch(field, slot)
     raw = fd.vectors.binary_vector
-    if fd.vectors.dim != field.dim and (fd.vectors.dim != 0 or len(raw) > 0):
-        raise InvalidArgument(
-            f"the dim ({fd.vectors.dim}) of field data({field.name}) is not equal to schema dim ({field.dim})"
-        )
+    check_vector_dim(fd, field, len(raw))
     if len(raw) % field.code_size != 0:
         raise InvalidArgument(
             f"the length ({len(raw)}) of binary vector data of field ({field.name}) "

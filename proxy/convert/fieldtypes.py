@@ -6,8 +6,10 @@ Shared by the insert edge (``rows``) and the result edge (``output``).
 from __future__ import annotations
 
 import numpy as np
+from pymilvus.grpc_gen import schema_pb2
 
-from common.schema import DataType
+from common.errors import InvalidArgument
+from common.schema import DataType, FieldSchema
 
 #: The ``ScalarField`` oneof slot that carries each scalar type. An ``ARRAY``
 #: column travels in ``array_data``: one ``ScalarField`` per row, each in the
@@ -55,3 +57,12 @@ LIST_TYPES = TEXT_TYPES | {DataType.ARRAY, DataType.SPARSE_FLOAT_VECTOR}
 def slot_name(dtype: DataType) -> str:
     """The FieldData slot of ``dtype`` (for messages)."""
     return VECTOR_SLOTS.get(dtype) or SCALAR_SLOTS.get(dtype, "?")
+
+
+def check_vector_dim(fd: schema_pb2.FieldData, field: FieldSchema, carried: int) -> None:
+    """Refuse vector field data whose ``dim`` is not the schema's (a 0 dim passes while the data
+    carries nothing: ``carried`` counts its values)."""
+    if fd.vectors.dim != field.dim and (fd.vectors.dim != 0 or carried > 0):
+        raise InvalidArgument(
+            f"the dim ({fd.vectors.dim}) of field data({field.name}) is not equal to schema dim ({field.dim})"
+        )

@@ -29,6 +29,7 @@ from pymilvus.grpc_gen import common_pb2, schema_pb2
 from common.errors import InvalidArgument
 from common.narrow_vectors import from_bytes, from_float32, numpy_type, to_float32
 from common.schema import DataType, FieldSchema
+from proxy.convert.fieldtypes import check_vector_dim
 
 #: The ``VectorField`` slot of each narrow type.
 SLOTS: dict[DataType, str] = {
@@ -73,10 +74,7 @@ def read_column(field: FieldSchema, fd: schema_pb2.FieldData) -> np.ndarray:
     else:
         raw = getattr(fd.vectors, expected)
         count = len(raw) // numpy_type(field.dtype).itemsize
-    if fd.vectors.dim != field.dim and (fd.vectors.dim != 0 or count > 0):
-        raise InvalidArgument(
-            f"the dim ({fd.vectors.dim}) of field data({field.name}) is not equal to schema dim ({field.dim})"
-        )
+    check_vector_dim(fd, field, count)
     if converts:
         if len(values) % field.dim:
             raise _not_whole(field, f"{len(values)} floats")

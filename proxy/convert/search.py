@@ -271,9 +271,12 @@ def parse_bool(key: str, raw: Any) -> bool:
 
 
 def _optional_float(key: str, raw: Any) -> float | None:
-    if raw is None:
-        return None
-    message = f"{key} [{raw}] is invalid, it should be a number"
+    return None if raw is None else parse_number(key, raw)
+
+
+def parse_number(what: str, raw: Any) -> float:
+    """``raw`` as a float; a bool, NaN or anything else refused: "``what`` [raw] is invalid, it should be a number"."""
+    message = f"{what} [{raw}] is invalid, it should be a number"
     if isinstance(raw, bool):
         raise InvalidArgument(message)
     try:
