@@ -21,7 +21,7 @@ a JSON index whose values there are not exact) is scanned on the whole store.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -118,25 +118,22 @@ class ChunkedFilter:
 
     def mask(self, expr: Expr) -> np.ndarray | None:
         """The whole filter from indexes alone (``IndexedFilter.mask`` per chunk), or ``None``."""
-        filters = self._per_chunk(expr)
-        if filters is None:
-            return None
-        parts = []
-        for chunk_filter in filters:
-            part = chunk_filter.mask(expr)
-            if part is None:
-                return None
-            parts.append(part)
-        return np.concatenate(parts)
+        return self._joined(expr, IndexedFilter.mask)
 
     def leaf(self, expr: Expr) -> np.ndarray | None:
         """One leaf per row, before null handling (``IndexedFilter.leaf`` per chunk), or ``None``."""
+        return self._joined(expr, IndexedFilter.leaf)
+
+    def _joined(
+        self, expr: Expr, answer: Callable[[IndexedFilter, Expr], np.ndarray | None]
+    ) -> np.ndarray | None:
+        """``answer`` of every chunk's indexes, joined in row order; ``None`` if any chunk has none."""
         filters = self._per_chunk(expr)
         if filters is None:
             return None
         parts = []
         for chunk_filter in filters:
-            part = chunk_filter.leaf(expr)
+            part = answer(chunk_filter, expr)
             if part is None:
                 return None
             parts.append(part)
