@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from common.config import ProxyConfig, QueryNodeConfig
 from proxy.console import ProxyConsole
-from proxy.localnode import LocalQueryNode
+from proxy.nodereads import LocalNode
 from proxy.server import Proxy
 from querynode.server import QueryNode
 from streamingnode.client.local import LocalStreamingNode
@@ -39,7 +39,7 @@ class QueryNodeWithProxy:
             return
         self._proxy = Proxy(
             ProxyConfig(common=replace(c.common, port=c.proxy_port), limits=c.proxy_limits, http=c.proxy_http),
-            LocalQueryNode(self._node.address, self._node.service),
+            LocalNode(self._node.address, self._node.service),
             self._local_wal,
         )
         await self._proxy.start()

@@ -42,9 +42,8 @@ from common.tracing import traced
 from common.tsoutil import compose
 from common.ttl import expire_before
 from protos import querynode_pb2_grpc
-from proxy.localnode import LocalQueryNode
 from proxy.metacache import CollectionEntry
-from proxy.nodereads import NodeReads, RemoteQueryNode
+from proxy.nodereads import LocalNode, NodeReads, RemoteQueryNode
 
 LOADING_POLL_SECONDS = 0.1
 VIEW_TTL_SECONDS = 1.0  # a query view with a ready replica is reused this long (one coordinator call per second)
@@ -62,7 +61,7 @@ def _by_node(coll: CollectionEntry, replica: Replica) -> list[list[str]]:
 
 
 class ReadRouter:
-    def __init__(self, coord: CoordinatorAPI, local: LocalQueryNode | None = None) -> None:
+    def __init__(self, coord: CoordinatorAPI, local: LocalNode | None = None) -> None:
         self._coord = coord
         self._stubs = StubCache(querynode_pb2_grpc.QueryNodeStub)
         self._local = local
@@ -72,7 +71,7 @@ class ReadRouter:
     def _node(self, address: str) -> NodeReads:
         """The query node at ``address``: this process's own in-process, others over gRPC."""
         if self._local is not None and address == self._local.address:
-            return self._local
+            return self._local.reads
         return RemoteQueryNode(self._stubs.get(address))
 
     async def _twice(
@@ -167,15 +166,18 @@ class ReadRouter:
 
     @traced("proxy.route")
     async def search(self, coll: CollectionEntry, *, read: ReadPlan, query: VectorQuery) -> list[pa.Table]:
-        """Each node's hits (a table per node or vchannel called), to be merged by the caller."""
+        """The delegators' hits (a table per vchannel, or per node called over gRPC), to be merged by the caller."""
 
-        async def call(address: str, vchannels: list[str], read: ReadPlan) -> pa.Table:
+        async def call(address: str, vchannels: list[str], read: ReadPlan) -> list[pa.Table]:
             return await self._node(address).search(coll.collection_id, vchannels, read, query)
 
         async def run(replicas: list[Replica], read: ReadPlan) -> list[pa.Table]:
-            return await gather_all([node(vs, replicas, read) for vs in _by_node(coll, replicas[0])])
+            groups = _by_node(coll, replicas[0])
+            if len(groups) == 1:
+                return await node(groups[0], replicas, read)
+            return [t for tables in await gather_all([node(vs, replicas, read) for vs in groups]) for t in tables]
 
-        async def node(vchannels: list[str], replicas: list[Replica], read: ReadPlan) -> pa.Table:
+        async def node(vchannels: list[str], replicas: list[Replica], read: ReadPlan) -> list[pa.Table]:
             """One call for the vchannels whose delegators share a node in the first replica; if it
             fails, each vchannel on its own, moving to other replicas as needed."""
             if len(vchannels) > 1:
@@ -186,10 +188,11 @@ class ReadRouter:
                         raise
                 except grpc.aio.AioRpcError:
                     pass
-            parts = await gather_all([one(v, replicas, read) for v in vchannels])
-            return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+            if len(vchannels) == 1:
+                return await one(vchannels[0], replicas, read)
+            return [t for tables in await gather_all([one(v, replicas, read) for v in vchannels]) for t in tables]
 
-        async def one(vchannel: str, replicas: list[Replica], read: ReadPlan) -> pa.Table:
+        async def one(vchannel: str, replicas: list[Replica], read: ReadPlan) -> list[pa.Table]:
             return await self._on_some_replica(vchannel, replicas, lambda p: call(p.address, [vchannel], read))
 
         return await self._twice(coll, read, run)

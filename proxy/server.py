@@ -23,9 +23,9 @@ from proxy.component import ProxyComponent
 from proxy.console import ProxyConsole
 from proxy.http.invoke import Gate
 from proxy.http.server import HttpServer
-from proxy.localnode import LocalQueryNode
 from proxy.metacache import MetaCache
 from proxy.metrics import DISTRIBUTED, STANDALONE, Deployment
+from proxy.nodereads import LocalNode
 from proxy.reads import ReadRouter
 from proxy.service import SERVER_VERSION, MilvusProxy
 from proxy.slow_requests import SlowRequests
@@ -43,7 +43,7 @@ class Proxy:
     def __init__(
         self,
         config: ProxyConfig,
-        local: LocalQueryNode | None = None,
+        local: LocalNode | None = None,
         local_wal: LocalStreamingNode | None = None,
     ) -> None:
         """``local``: the query node of this process (standalone), read from without gRPC;

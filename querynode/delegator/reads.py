@@ -111,7 +111,6 @@ class Reads(DelegatorCore):
                                                self.data.growing)
             query = replace(query, vectors=weighed, params=weights)
         field, vectors, metric, topk = query.anns_field, query.vectors, query.metric, query.topk
-        parsed = search_params(dict(query.params))
 
         def on_worker(placement: Placement, sids: list[int]) -> Awaitable[pa.Table]:
             worker = self._workers.at(placement.address)
@@ -121,6 +120,7 @@ class Reads(DelegatorCore):
             if not stores:
                 return []
             expr = plan.expr
+            parsed = search_params(dict(query.params))  # the workers parse them for the sealed segments
             specs = scalar_specs(self.schema, self.indexes)  # growing rows read per-chunk indexes of them
             # A store's filter mask, kept while no insert has grown it (rows only ever get appended).
             masks: dict[int, tuple[int, np.ndarray | None]] = {}

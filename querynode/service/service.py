@@ -4,7 +4,7 @@ Delegators are created by ``WatchChannel`` and changed by ``SyncDistribution``;
 the worker's segments are loaded, cut and released by delegators. Protobuf
 stops here: both roles get domain types, a read its ``ReadPlan`` decoded once
 per request (``common/readplan_pb.py``). The proxy of this process calls
-``search_vchannels`` and ``query_vchannel`` directly with the plan it built.
+``search`` and ``query`` (its ``NodeReads``) directly with the plan it built.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from querynode.metrics import observe, tsafe_samples
 from querynode.worker.client import WorkerClient
 from querynode.worker.cuts import decode_cuts
 from querynode.worker.worker import Worker
-from segcore.index.base import parse_params, search_params
+from segcore.index.base import parse_params
 from segcore.index.field_specs import field_index_specs
 from segcore.segments.query_vectors import decode_queries
 from streamingnode.client.assignment import AssignmentSource
@@ -136,46 +136,52 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
     @rpc_method(pb.SearchResponse)
     async def Search(self, request: pb.SearchRequest, context: grpc.aio.ServicerContext) -> pb.SearchResponse:
         vchannels = list(request.vchannels or [request.vchannel])
-        field = self._delegator(vchannels[0]).schema.field(request.anns_field)
+        delegator = self._delegator(vchannels[0])
         query = VectorQuery(anns_field=request.anns_field, metric=request.metric_type, topk=request.topk,
-                            vectors=decode_queries(request.vectors, field), params=_params(request.params))
-        hits = await self.search_vchannels(vchannels, decode_read_plan(request.read), query)
-        return pb.SearchResponse(status=ok_status(), results=table_to_ipc(hits))
+                            vectors=decode_queries(request.vectors, delegator.schema.field(request.anns_field)),
+                            params=_params(request.params))
+        hits = await self.search(delegator.collection_id, vchannels, decode_read_plan(request.read), query)
+        return pb.SearchResponse(status=ok_status(), results=table_to_ipc(hits[0] if len(hits) == 1
+                                                                          else pa.concat_tables(hits)))
 
-    async def search_vchannels(self, vchannels: list[str], plan: ReadPlan, query: VectorQuery) -> pa.Table:
-        """The hits of the delegators of ``vchannels`` (one collection's), unmerged: the proxy ranks
-        every node's hits together (vchannels partition the keys). Raises ``StrataError``."""
+    # The proxy's reads (``proxy/nodereads.py`` ``NodeReads``): the handlers above call them, and so
+    # does the proxy of this process, directly with the plan and the query it built.
+
+    async def search(self, collection_id: int, vchannels: list[str], plan: ReadPlan,
+                     query: VectorQuery) -> list[pa.Table]:
+        """The hits of the delegators of ``vchannels``, a table per vchannel: the proxy ranks every
+        node's hits together (vchannels partition the keys). Raises ``StrataError``."""
         started, ok = time.perf_counter(), False
         try:
-            table = await self._search_vchannels(vchannels, plan, query)
+            delegators = [self._delegator(v) for v in vchannels]
+            if any(d.collection_id != collection_id for d in delegators):
+                raise InvalidArgument(f"the vchannels {vchannels} are not all of collection {collection_id}")
+            if len(delegators) == 1:
+                tables = [await delegators[0].search(plan, query)]
+            else:
+                tables = await gather_all([d.search(plan, query) for d in delegators])
             ok = True
-            return table
+            return tables
         finally:
             observe(self.node_id, "search", ok, started)
 
-    async def _search_vchannels(self, vchannels: list[str], plan: ReadPlan, query: VectorQuery) -> pa.Table:
-        delegators = [self._delegator(v) for v in vchannels]
-        if len({d.collection_id for d in delegators}) != 1:
-            raise InvalidArgument("one search call covers the vchannels of one collection")
-        results = await gather_all([d.search(plan, query) for d in delegators])
-        return results[0] if len(results) == 1 else pa.concat_tables(results)
-
     @rpc_method(pb.QueryResponse)
     async def Query(self, request: pb.QueryRequest, context: grpc.aio.ServicerContext) -> pb.QueryResponse:
-        table, count = await self.query_vchannel(
-            request.vchannel, decode_read_plan(request.read), limit=request.limit or None, count_only=request.count_only
-        )
+        table, count = await self.query(self._delegator(request.vchannel).collection_id, request.vchannel,
+                                        decode_read_plan(request.read), request.limit, request.count_only)
         return pb.QueryResponse(
             status=ok_status(), results=table_to_ipc(table) if table is not None else b"", count=count
         )
 
-    async def query_vchannel(
-        self, vchannel: str, plan: ReadPlan, *, limit: int | None, count_only: bool
-    ) -> tuple[pa.Table | None, int]:
-        """The delegator of ``vchannel``'s rows (at most ``limit``) or count. Raises ``StrataError``."""
+    async def query(self, collection_id: int, vchannel: str, plan: ReadPlan, limit: int,
+                    count_only: bool) -> tuple[pa.Table | None, int]:
+        """The delegator of ``vchannel``'s rows (``limit`` 0: all) or count. Raises ``StrataError``."""
         started, ok = time.perf_counter(), False
         try:
-            result = await self._delegator(vchannel).query(plan, limit=limit, count_only=count_only)
+            delegator = self._delegator(vchannel)
+            if delegator.collection_id != collection_id:
+                raise InvalidArgument(f"vchannel {vchannel} is not of collection {collection_id}")
+            result = await delegator.query(plan, limit=limit or None, count_only=count_only)
             ok = True
             return result
         finally:
@@ -185,13 +191,11 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
 
     @rpc_method(pb.StatusResponse)
     async def LoadSegments(self, request: pb.LoadSegmentsRequest, context: grpc.aio.ServicerContext) -> pb.StatusResponse:
-        schema = CollectionSchema.from_json(request.schema_json)
-        indexes = field_index_specs(schema, ((i.field_name, i.index_id, dict(i.params)) for i in request.indexes))
         await self.worker.load(
             request.collection_id,
-            schema,
+            CollectionSchema.from_json(request.schema_json),
             [segment_from_pb(m) for m in request.segments],
-            indexes,
+            list(request.indexes),
             {c.segment_id: decode_cuts(c.cuts) for c in request.cuts},
         )
         return pb.StatusResponse(status=ok_status())
@@ -220,31 +224,17 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
 
     @rpc_method(pb.SearchResponse)
     async def SearchSegments(self, request: pb.SearchSegmentsRequest, context: grpc.aio.ServicerContext) -> pb.SearchResponse:
-        plan = decode_read_plan(request.read)
         field = self.worker.schema(request.collection_id).field(request.anns_field)
-        result = await self.worker.search(
-            request.collection_id,
-            list(request.segment_ids),
-            plan,
-            read_ts=request.read_ts,
-            field_name=request.anns_field,
-            queries=decode_queries(request.vectors, field),
-            metric=request.metric_type,
-            topk=request.topk,
-            params=search_params(_params(request.params)),
-        )
+        query = VectorQuery(anns_field=request.anns_field, metric=request.metric_type, topk=request.topk,
+                            vectors=decode_queries(request.vectors, field), params=_params(request.params))
+        result = await self.worker.search(request.collection_id, list(request.segment_ids), request.read_ts,
+                                          decode_read_plan(request.read), query)
         return pb.SearchResponse(status=ok_status(), results=table_to_ipc(result))
 
     @rpc_method(pb.QueryResponse)
     async def QuerySegments(self, request: pb.QuerySegmentsRequest, context: grpc.aio.ServicerContext) -> pb.QueryResponse:
-        table, count = await self.worker.query(
-            request.collection_id,
-            list(request.segment_ids),
-            decode_read_plan(request.read),
-            read_ts=request.read_ts,
-            limit=request.limit or None,
-            count_only=request.count_only,
-        )
+        table, count = await self.worker.query(request.collection_id, list(request.segment_ids), request.read_ts,
+                                               decode_read_plan(request.read), request.limit, request.count_only)
         return pb.QueryResponse(status=ok_status(), results=table_to_ipc(table) if table is not None else b"", count=count)
 
     # -- both -------------------------------------------------------------------------------------

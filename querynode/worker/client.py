@@ -1,10 +1,12 @@
 """How a delegator reaches the workers holding its sealed segments.
 
 One interface (``WorkerHandle``) with two implementations, chosen per address:
-the worker of the delegator's own node is called in-process (``LocalWorker``:
-no gRPC, no Arrow IPC round trip, the read plan and the query vectors passed as
-they are); other workers over gRPC (``RemoteWorker``: the plan encoded once per
-call by ``common/readplan_pb.py``, the vectors by ``query_vectors.py``). Errors
+the worker of the delegator's own node is the node's ``Worker`` itself, called
+directly (no gRPC, no Arrow IPC round trip, no adapter: the read plan and the
+query vectors passed as they are); other workers over gRPC (``RemoteWorker``:
+the plan encoded once per call by ``common/readplan_pb.py``, the vectors by
+``query_vectors.py``; the node's handlers call its ``Worker`` with the same
+arguments). Errors
 come back typed (checked stubs, ``common/rpcstatus.py``; the local worker raises
 the same ``StrataError``s); a worker that cannot be reached raises
 ``grpc.aio.AioRpcError``. Protobuf stops here.
@@ -30,8 +32,6 @@ from protos import querynode_pb2 as pb
 from protos import querynode_pb2_grpc
 from querynode.worker.cuts import encode_cuts
 from querynode.worker.worker import Worker
-from segcore.index.base import search_params
-from segcore.index.field_specs import field_index_specs
 from segcore.segments.query_vectors import encode_queries
 
 LOAD_TIMEOUT = 600.0
@@ -63,40 +63,6 @@ class WorkerHandle(Protocol):
 
     async def query(self, collection_id: int, segment_ids: Sequence[int], read_ts: int, plan: ReadPlan,
                     limit: int | None, count_only: bool) -> tuple[pa.Table | None, int]: ...
-
-
-class LocalWorker:
-    """The worker of this process, called directly."""
-
-    def __init__(self, worker: Worker) -> None:
-        self._worker = worker
-
-    async def load(self, collection_id: int, schema: CollectionSchema, segments: Sequence[SegmentMeta],
-                   indexes: Sequence[pb.IndexSpec], cuts: Cuts) -> None:
-        specs = field_index_specs(schema, ((i.field_name, i.index_id, dict(i.params)) for i in indexes))
-        await self._worker.load(collection_id, schema, list(segments), specs, cuts)
-
-    async def update_schema(self, collection_id: int, schema: CollectionSchema) -> None:
-        await self._worker.update_schema(collection_id, schema)
-
-    async def release(self, collection_id: int, segment_ids: Sequence[int]) -> None:
-        await self._worker.release(collection_id, list(segment_ids))
-
-    async def cut(self, collection_id: int, cuts: Cuts) -> None:
-        await self._worker.cut(collection_id, cuts)
-
-    async def search(self, collection_id: int, segment_ids: Sequence[int], read_ts: int, plan: ReadPlan,
-                     query: VectorQuery) -> pa.Table:
-        return await self._worker.search(
-            collection_id, list(segment_ids), plan, read_ts=read_ts, field_name=query.anns_field,
-            queries=query.vectors, metric=query.metric, topk=query.topk, params=search_params(dict(query.params)),
-        )
-
-    async def query(self, collection_id: int, segment_ids: Sequence[int], read_ts: int, plan: ReadPlan,
-                    limit: int | None, count_only: bool) -> tuple[pa.Table | None, int]:
-        return await self._worker.query(
-            collection_id, list(segment_ids), plan, read_ts=read_ts, limit=limit or None, count_only=count_only
-        )
 
 
 class RemoteWorker:
@@ -150,7 +116,7 @@ class WorkerClient:
 
     def __init__(self, local: Worker | None = None, local_address: str = "") -> None:
         self._stubs = StubCache(querynode_pb2_grpc.QueryNodeStub)
-        self._local = None if local is None else LocalWorker(local)
+        self._local = local
         self.local_address = local_address
 
     def at(self, address: str) -> WorkerHandle:
@@ -162,4 +128,4 @@ class WorkerClient:
         await self._stubs.close()
 
 
-__all__ = ["LocalWorker", "RemoteWorker", "WorkerClient", "WorkerHandle", "table_to_ipc"]
+__all__ = ["RemoteWorker", "WorkerClient", "WorkerHandle", "table_to_ipc"]

@@ -36,21 +36,22 @@ import pyarrow as pa
 import structlog
 
 from common.errors import SegmentNotFound
-from common.readplan import ReadPlan
+from common.readplan import ReadPlan, VectorQuery
 from common.schema import CollectionSchema, DataType
 from common.schema_evolution import is_newer
 from common.segment import SegmentMeta
 from common.storage.objectstore import ObjectStore
 from common.tasks import BackgroundTasks
 from common.tracing import traced
+from protos import querynode_pb2 as pb
 from querynode.offload import CoreShare, concat_slices, run_sliced, search_cost
 from querynode.worker.loader import ensure_segment_index, load_segment
 from querynode.worker.memory import give_back_memory
 from querynode.worker.rwlock import ReadWriteLock
 from querynode.worker.segment import WorkerSegment
 from querynode.worker.text_loader import ensure_text_index, restore_text_indexes
-from segcore.index.base import SearchParams
-from segcore.index.field_specs import FieldIndexSpec
+from segcore.index.base import search_params
+from segcore.index.field_specs import FieldIndexSpec, field_index_specs
 from segcore.index.text.store import TextField
 from segcore.segments.readmask import indexed_rows, read_mask
 from segcore.segments.reduce import merge_counts, merge_rows, merge_topk
@@ -81,10 +82,13 @@ class Worker:
         collection_id: int,
         schema: CollectionSchema,
         metas: Sequence[SegmentMeta],
-        indexes: Sequence[FieldIndexSpec],
+        indexes: Sequence[pb.IndexSpec],
         cuts: dict[int, tuple[pa.Array, np.ndarray]],
     ) -> None:
         """Load each segment not loaded yet; apply its cuts before it is readable. Idempotent.
+
+        ``indexes`` are the collection's indexes as the coordinator lists them; each segment gets
+        those of its fields it has saved, and builds the others in the background.
 
         A segment already held here still gets the cuts: a delegator loads a segment again
         after taking it offline, and the deletes it stopped forwarding meanwhile come with
@@ -95,6 +99,8 @@ class Worker:
             return
         async with self._locks[collection_id].write():
             await self._take_schema(collection_id, schema)
+        specs = field_index_specs(self._schemas[collection_id], ((i.field_name, i.index_id, dict(i.params))
+                                                                 for i in indexes))
         for meta in metas:
             key = (collection_id, meta.segment_id)
             pks_ts = cuts.get(meta.segment_id)
@@ -104,7 +110,7 @@ class Worker:
                         await asyncio.to_thread(self.segments[key].cut, *pks_ts)
                 continue
             schema = self._schemas[collection_id]
-            seg, missing = await asyncio.to_thread(load_segment, self._storage, schema, meta, indexes)
+            seg, missing = await asyncio.to_thread(load_segment, self._storage, schema, meta, specs)
             text_missing = await asyncio.to_thread(restore_text_indexes, self._storage, schema, seg)
             async with self._locks[collection_id].write():
                 if pks_ts is not None and len(pks_ts[0]):
@@ -277,18 +283,11 @@ class Worker:
 
     @traced("worker.search_segments")
     async def search(
-        self,
-        collection_id: int,
-        segment_ids: Sequence[int],
-        plan: ReadPlan,
-        *,
-        read_ts: int,
-        field_name: str,
-        queries: np.ndarray,
-        metric: str,
-        topk: int,
-        params: SearchParams,
+        self, collection_id: int, segment_ids: Sequence[int], read_ts: int, plan: ReadPlan, query: VectorQuery
     ) -> pa.Table:
+        """The top ``query.topk`` hits per query vector over the named segments at ``read_ts``."""
+        field_name, queries, metric, topk = query.anns_field, query.vectors, query.metric, query.topk
+        params = search_params(dict(query.params))
         expr = plan.expr
         lock = self._locks[collection_id]
         async with lock.read():
@@ -338,12 +337,14 @@ class Worker:
         self,
         collection_id: int,
         segment_ids: Sequence[int],
-        plan: ReadPlan,
-        *,
         read_ts: int,
+        plan: ReadPlan,
         limit: int | None,
         count_only: bool,
     ) -> tuple[pa.Table | None, int]:
+        """The named segments' rows at ``read_ts`` (sorted by key, at most ``limit``; None or 0: all),
+        or with ``count_only`` their count."""
+        limit = limit or None
         schema = self._schemas.get(collection_id)
 
         expr = plan.expr

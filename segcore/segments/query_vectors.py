@@ -20,14 +20,6 @@ def encode_queries(vectors: np.ndarray) -> bytes:
     return np.ascontiguousarray(vectors, dtype="<f4").tobytes()
 
 
-def query_matrix(vectors: np.ndarray) -> np.ndarray:
-    """The matrix a search runs on, as the decoder of the bytes would give it: float vectors
-    as float32 (a narrow type widened), binary codes and sparse batches as they are."""
-    if vectors.dtype == PAIR or vectors.dtype == np.uint8:
-        return vectors
-    return np.ascontiguousarray(vectors, dtype=np.float32)
-
-
 def decode_queries(raw: bytes, field: FieldSchema) -> np.ndarray:
     """The query vectors ``encode_queries`` wrote, row after row, for ``field``; raises
     ``InvalidArgument`` when they do not fit its width."""

@@ -2,7 +2,7 @@
 
 The query node's service with its real delegator (growing rows) and its worker (a sealed
 segment), over a real WAL (local backend). Every way a read reaches them is driven: the
-proxy of this process (``search_vchannels`` / ``query_vchannel``, the plan as it is), a
+proxy of this process (``QueryNodeService.search`` / ``query``, the plan as it is), a
 proxy elsewhere (the ``Search`` / ``Query`` handlers, the plan encoded once) and another
 node's delegator (``SearchSegments`` / ``QuerySegments``). The filter parser is counted:
 it must never run, while the answers are exactly the filter's rows.
@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from common.arrowio import ipc_to_table
+from common.errors import ErrorCode, InvalidArgument, StrataError
 from common.expr import parser
 from common.readplan import ReadFilter, ReadPlan, VectorQuery
 from common.readplan_pb import decode_read_plan, encode_read_plan
@@ -67,11 +68,16 @@ async def test_no_query_node_parses_the_filter_again(
 
         # The proxy of this process: the plan as it is.
         query = VectorQuery(anns_field="v", metric="L2", vectors=vectors, topk=100)
-        hits = await service.search_vchannels([V], plan, query)
+        [hits] = await service.search(C, [V], plan, query)
         assert sorted(hits.column("id").to_pylist()) == evens
-        rows, count = await service.query_vchannel(V, plan, limit=None, count_only=False)
+        rows, count = await service.query(C, V, plan, 0, False)
         assert rows is not None and rows.column("id").to_pylist() == evens and count == len(evens)
-        assert (await service.query_vchannel(V, plan, limit=None, count_only=True))[1] == len(evens)
+        assert (await service.query(C, V, plan, 0, True))[1] == len(evens)
+        with pytest.raises(StrataError, match="not served by this query node") as refused:  # typed, as over gRPC
+            await service.query(C, "elsewhere", plan, 0, True)
+        assert refused.value.code == ErrorCode.NOT_READY
+        with pytest.raises(InvalidArgument, match="not all of collection"):
+            await service.search(C + 1, [V], plan, query)
 
         # A proxy elsewhere: the plan encoded once, decoded once by the handler.
         wire = encode_read_plan(plan)

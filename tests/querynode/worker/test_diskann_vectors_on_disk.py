@@ -12,24 +12,28 @@ from typing import Any
 
 import numpy as np
 
-from common.readplan import ReadPlan
+from common.readplan import ReadPlan, VectorQuery
 from common.storage.objectstore import ObjectStore
+from protos import querynode_pb2 as pb
 from querynode.worker.loader import load_segment
 from querynode.worker.worker import Worker
-from segcore.index.base import SearchParams
 from segcore.index.field_specs import field_index_spec
 from segcore.index.spec import IndexKind
 from tests.common.storage.segment_data import full_schema
 from tests.querynode.worker.segments import COLL, SEG, flushed_segment
 
-DISKANN = field_index_spec("vec", 9, {"index_type": "DISKANN", "metric_type": "L2", "params": '{"max_degree": 16}'})
-HNSW = field_index_spec("vec", 7, {"index_type": "HNSW", "metric_type": "L2", "params": '{"M": 8, "efConstruction": 16}'})
+DISKANN_PARAMS = {"index_type": "DISKANN", "metric_type": "L2", "params": '{"max_degree": 16}'}
+DISKANN = field_index_spec("vec", 9, DISKANN_PARAMS)
+DISKANN_LISTED = pb.IndexSpec(field_name="vec", index_id=9, params=DISKANN_PARAMS)  # as the coordinator lists it
+HNSW_PARAMS = {"index_type": "HNSW", "metric_type": "L2", "params": '{"M": 8, "efConstruction": 16}'}
+HNSW = field_index_spec("vec", 7, HNSW_PARAMS)
+HNSW_LISTED = pb.IndexSpec(field_name="vec", index_id=7, params=HNSW_PARAMS)  # as the coordinator lists it
 READ = ReadPlan(guarantee_ts=0, output_fields=("vec",))
 
 
 async def _top(worker: Worker, query: np.ndarray) -> tuple[list[int], list[list[float]]]:
-    hits = await worker.search(COLL, [SEG], READ, read_ts=10_000, field_name="vec", queries=query[None, :], metric="L2", topk=3,
-                               params=SearchParams(search_list=20))
+    hits = await worker.search(COLL, [SEG], 10_000, READ, VectorQuery(anns_field="vec", metric="L2", vectors=query[None, :],
+                                                                       topk=3, params={"search_list": 20}))
     return hits.column("pk").to_pylist(), hits.column("vec").to_pylist()
 
 
@@ -40,7 +44,7 @@ async def test_diskann_rows_live_in_a_mapped_file_and_are_served_unchanged(tmp_p
     pks = table.column("pk").to_pylist()
     for attempt in ("built", "restored"):
         worker = Worker(store)
-        await worker.load(COLL, full_schema(), [meta], [DISKANN], {})
+        await worker.load(COLL, full_schema(), [meta], [DISKANN_LISTED], {})
         async with asyncio.timeout(60):
             await worker.builds_done()
         seg = worker.segments[(COLL, SEG)]
@@ -81,7 +85,7 @@ async def test_other_index_kinds_keep_their_rows_in_memory(tmp_path: Path) -> No
     store = ObjectStore.from_uri(f"file://{tmp_path}/store")
     meta, _ = flushed_segment(store, rows=100)
     worker = Worker(store)
-    await worker.load(COLL, full_schema(), [meta], [HNSW], {})
+    await worker.load(COLL, full_schema(), [meta], [HNSW_LISTED], {})
     async with asyncio.timeout(30):
         await worker.builds_done()
     seg = worker.segments[(COLL, SEG)]

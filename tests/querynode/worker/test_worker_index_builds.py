@@ -11,17 +11,19 @@ import numpy as np
 import pytest
 
 from common import failpoints
-from common.readplan import ReadPlan
+from common.readplan import ReadPlan, VectorQuery
 from common.storage.objectstore import ObjectStore
+from protos import querynode_pb2 as pb
 from querynode.worker.worker import Worker
-from segcore.index.base import SearchParams
 from segcore.index.field_specs import field_index_spec
 from segcore.index.spec import IndexKind
 from segcore.index.store import load_index
 from tests.common.storage.segment_data import full_schema
 from tests.querynode.worker.segments import COLL, SEG, flushed_segment
 
-HNSW = field_index_spec("vec", 7, {"index_type": "HNSW", "metric_type": "L2", "params": '{"M": 8, "efConstruction": 16}'})
+HNSW_PARAMS = {"index_type": "HNSW", "metric_type": "L2", "params": '{"M": 8, "efConstruction": 16}'}
+HNSW = field_index_spec("vec", 7, HNSW_PARAMS)
+HNSW_LISTED = pb.IndexSpec(field_name="vec", index_id=7, params=HNSW_PARAMS)  # as the coordinator lists it
 READ = ReadPlan(guarantee_ts=0)
 
 
@@ -32,8 +34,8 @@ def disarmed() -> Iterator[None]:
 
 
 async def _search(worker: Worker, query: np.ndarray) -> list[int]:
-    hits = await worker.search(COLL, [SEG], READ, read_ts=10_000, field_name="vec", queries=query[None, :], metric="L2", topk=3,
-                               params=SearchParams())
+    hits = await worker.search(COLL, [SEG], 10_000, READ, VectorQuery(anns_field="vec", metric="L2", vectors=query[None, :],
+                                                                       topk=3))
     return hits.column("pk").to_pylist()
 
 
@@ -48,7 +50,7 @@ async def test_the_segment_is_served_before_its_index_is_built(tmp_path: Path) -
     vectors = np.asarray(table.column("vec").combine_chunks().flatten().to_numpy(), dtype=np.float32).reshape(200, -1)
     failpoints.arm("worker.build_index=sleep:1")
     worker = Worker(store)
-    await worker.load(COLL, full_schema(), [meta], [HNSW], {})
+    await worker.load(COLL, full_schema(), [meta], [HNSW_LISTED], {})
     seg = worker.segments[(COLL, SEG)]
     assert "vec" not in seg.indexes  # being built: searched exactly meanwhile
     assert (await _search(worker, vectors[17]))[0] == table.column("pk")[17].as_py()
@@ -59,7 +61,7 @@ async def test_the_segment_is_served_before_its_index_is_built(tmp_path: Path) -
     assert saved is not None  # the next load restores it instead of building
 
     again = Worker(store)
-    await again.load(COLL, full_schema(), [meta], [HNSW], {})
+    await again.load(COLL, full_schema(), [meta], [HNSW_LISTED], {})
     assert again.segments[(COLL, SEG)].indexes["vec"].index.kind is IndexKind.HNSW
     async with asyncio.timeout(0.1):
         await again.builds_done()  # nothing to build
@@ -72,13 +74,13 @@ async def test_a_segment_released_or_a_build_that_fails_leaves_nothing_behind(tm
     meta, table = flushed_segment(store, rows=100)
     failpoints.arm("worker.build_index=sleep:0.5")
     worker = Worker(store)
-    await worker.load(COLL, full_schema(), [meta], [HNSW], {})
+    await worker.load(COLL, full_schema(), [meta], [HNSW_LISTED], {})
     await worker.release(COLL, [SEG])
     await _builds_done(worker)
     assert (COLL, SEG) not in worker.segments
 
     failpoints.arm("worker.build_index=error")
-    await worker.load(COLL, full_schema(), [meta], [HNSW], {})
+    await worker.load(COLL, full_schema(), [meta], [HNSW_LISTED], {})
     await _builds_done(worker)
     seg = worker.segments[(COLL, SEG)]
     assert "vec" not in seg.indexes  # searched exactly
@@ -95,7 +97,7 @@ async def test_build_index_of_a_segment_not_loaded_saves_it_and_keeps_nothing(tm
     assert worker.segments == {} and worker.loaded() == []  # read, not served
     assert await worker.build_index(COLL, full_schema(), meta, HNSW) is False  # saved: not built again
     failpoints.arm("worker.build_index=error")  # a load now restores; building would fail
-    await worker.load(COLL, full_schema(), [meta], [HNSW], {})
+    await worker.load(COLL, full_schema(), [meta], [HNSW_LISTED], {})
     assert worker.segments[(COLL, SEG)].indexes["vec"].index.kind is IndexKind.HNSW
     async with asyncio.timeout(0.1):
         await worker.builds_done()  # nothing to build
@@ -107,7 +109,7 @@ async def test_build_index_of_a_loaded_segment_shares_its_build_and_swaps_the_in
     meta, _ = flushed_segment(store, rows=150)
     failpoints.arm("worker.build_index=sleep:0.5")
     worker = Worker(store)
-    await worker.load(COLL, full_schema(), [meta], [HNSW], {})
+    await worker.load(COLL, full_schema(), [meta], [HNSW_LISTED], {})
     await asyncio.sleep(0.1)  # its background build takes the slot
     # The coordinator's build waits for the slot, then finds the index in place: built once.
     assert await worker.build_index(COLL, full_schema(), meta, HNSW) is False

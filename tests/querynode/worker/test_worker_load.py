@@ -23,7 +23,7 @@ from tests.querynode.worker.segments import COLL, SEG, flushed_segment
 
 def _alive(worker: Worker) -> int:
     read = ReadPlan(guarantee_ts=0)
-    _, n = asyncio.run(worker.query(COLL, [SEG], read, read_ts=10_000, limit=None, count_only=True))
+    _, n = asyncio.run(worker.query(COLL, [SEG], 10_000, read, None, True))
     return n
 
 

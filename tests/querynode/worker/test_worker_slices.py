@@ -8,11 +8,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from common.readplan import ReadFilter, ReadPlan
+from common.readplan import ReadFilter, ReadPlan, VectorQuery
 from common.storage.objectstore import ObjectStore
 from querynode import offload
 from querynode.worker.worker import Worker
-from segcore.index.base import NO_PARAMS
 from tests.common.storage.segment_data import DIM, full_schema
 from tests.querynode.worker.segments import COLL, SEG, flushed_segment
 
@@ -20,9 +19,7 @@ from tests.querynode.worker.segments import COLL, SEG, flushed_segment
 async def _search(worker: Worker, filter: str) -> pa.Table:
     read = ReadPlan(guarantee_ts=0, filter=ReadFilter.parse(filter, full_schema()), output_fields=("i32",))
     queries = np.random.default_rng(3).standard_normal((40, DIM)).astype(np.float32)
-    return await worker.search(
-        COLL, [SEG], read, read_ts=10_000, field_name="vec", queries=queries, metric="L2", topk=7, params=NO_PARAMS
-    )
+    return await worker.search(COLL, [SEG], 10_000, read, VectorQuery(anns_field="vec", metric="L2", vectors=queries, topk=7))
 
 
 @pytest.mark.parametrize("filter", ["", "i32 >= 10"])

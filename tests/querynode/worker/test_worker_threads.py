@@ -7,14 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from common.readplan import ReadFilter, ReadPlan
+from common.readplan import ReadFilter, ReadPlan, VectorQuery
 from common.storage.objectstore import ObjectStore
+from protos import querynode_pb2 as pb
 from querynode import offload
 from querynode.offload import CoreShare
 from querynode.worker import loader
 from querynode.worker.worker import Worker
-from segcore.index.base import NO_PARAMS
-from segcore.index.field_specs import FieldIndexSpec
 from segcore.index.flat import FlatIndex
 from segcore.index.options import IndexOptions
 from segcore.index.spec import IndexSpec
@@ -40,9 +39,7 @@ def threads_seen(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 async def _search(worker: Worker, nq: int, filter: str = "") -> None:
     read = ReadPlan(guarantee_ts=0, filter=ReadFilter.parse(filter, full_schema()))
     queries = np.random.default_rng(1).standard_normal((nq, DIM)).astype(np.float32)
-    hits = await worker.search(
-        COLL, [SEG], read, read_ts=10_000, field_name="vec", queries=queries, metric="L2", topk=5, params=NO_PARAMS
-    )
+    hits = await worker.search(COLL, [SEG], 10_000, read, VectorQuery(anns_field="vec", metric="L2", vectors=queries, topk=5))
     assert hits.num_rows > 0
 
 
@@ -74,14 +71,14 @@ def _build_threads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 async def test_an_index_build_uses_the_cores_no_read_holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = ObjectStore.from_uri(f"file://{tmp_path}/store")
     meta, _ = flushed_segment(store)
-    hnsw = FieldIndexSpec(field_name="vec", index_id=7, spec=IndexSpec(index_type="HNSW", metric="L2", params={}))
+    hnsw = pb.IndexSpec(field_name="vec", index_id=7, params={"index_type": "HNSW", "metric_type": "L2"})
     built = _build_threads(monkeypatch)
     share = CoreShare(2)
     first = Worker(store, share)
     await first.load(COLL, full_schema(), [meta], [hnsw], {})
     await first.builds_done()  # built in the background, after the load
     # A second worker finds no saved index under another id, and a read holds one core meanwhile.
-    other = FieldIndexSpec(field_name="vec", index_id=8, spec=hnsw.spec)
+    other = pb.IndexSpec(field_name="vec", index_id=8, params=hnsw.params)
     second = Worker(store, share)
     with share.take(1):
         await second.load(COLL, full_schema(), [meta], [other], {})
