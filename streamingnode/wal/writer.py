@@ -1,12 +1,13 @@
 """The WAL's writer: one task, one group-commit queue, timeticks in log order.
 
 The writer takes every queued append, runs it through the interceptor chain (``interceptors.py``:
-decoded once, then e.g. segment assignment), stamps one timestamp per message (one per transaction) from the node's TSO range,
-appends the batch and a closing TimeTick to the backend in one call, feeds the write-ahead
-buffer, feeds the observers (row counts) the typed messages and answers. When idle it writes
-the messages the chain owes (the seal policies' Flushes), else publishes a
-volatile TimeTick; a requested TimeTick (``request_tick``) is published at its next turn; after
-a failed append it keeps trying to persist a TimeTick (``_settle``).
+decoded once, then segment assignment), stamps one timestamp per message (one per transaction)
+from the node's TSO range, appends the batch and a closing TimeTick to the backend in one call,
+feeds the write-ahead buffer and the observers (row counts: the typed messages, not decoded
+again) and answers. When idle it writes the messages the chain owes (the seal policies'
+Flushes), else publishes a volatile TimeTick; a requested TimeTick (``request_tick``) is
+published at its next turn; after a failed append it keeps trying to persist a TimeTick
+(``_settle``).
 """
 
 from __future__ import annotations
