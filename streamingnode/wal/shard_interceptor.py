@@ -1,4 +1,4 @@
-"""The shard interceptor: the WAL writer's side of segment assignment.
+"""The shard interceptor: the WAL writer's side of segment assignment, one link of its chain.
 
 Before a pending append is stamped, ``expand`` asks the ``ShardManager``
 (pure decisions, ``streamingnode/shard``) what it implies and returns the
@@ -6,8 +6,10 @@ messages to write, in order: Flush of every segment the decision sealed, then
 CreateSegment for a new segment (id from the coordinator), then the caller's
 own messages with Insert headers carrying their ``segment_id``. Reservations
 made while planning are committed once the batch is persisted
-(``committed``) or released if it failed (``aborted``). ``tick`` turns the
-lifetime/idle policies into Flush messages; ``observe`` replays the log on open.
+(``committed``), released if it failed (``aborted``), and undone with the
+segments created for it if a later link refused it (``refused``). ``tick``
+turns the lifetime/idle policies into Flush messages; ``replayed`` replays the
+log on open. The protocol is ``interceptors.Interceptor``.
 """
 
 from __future__ import annotations
@@ -29,29 +31,26 @@ from common.message import (
     SchemaChange,
     TimeTick,
     TypedMessage,
-    decode,
 )
-from protos.common_pb2 import Message
 from streamingnode.shard import InsertPlan, SealInstruction, ShardManager
 from streamingnode.wal.ids import IDSource
+from streamingnode.wal.interceptors import Expansion, Outgoing
 
 
 @dataclass(slots=True)
-class Expansion:
-    """What one pending append turns into."""
+class ShardExpansion(Expansion):
+    """What one pending append turns into, and what was reserved for it."""
 
-    pre: list[Message] = field(default_factory=list)  # self-generated, each its own timetick
-    own: list[Message] = field(default_factory=list)  # the caller's messages, headers stamped
     inserts: list[tuple[int, int, int]] = field(default_factory=list)  # (segment, rows, bytes) reserved
     flushed: list[int] = field(default_factory=list)
     created: list[int] = field(default_factory=list)  # segments whose CreateSegment is in ``pre``
 
 
-def _restamped(msg: Message, typed: Insert | ManualFlush) -> Message:
-    """``msg`` with the header of ``typed``, in place: the WAL owns the messages it appends (and an
-    Insert's body is not copied)."""
-    msg.header = typed.header()
-    return msg
+def _restamped(out: Outgoing, typed: Insert | ManualFlush) -> Outgoing:
+    """``out``'s envelope with the header of ``typed``, in place: the WAL owns the messages it
+    appends (and an Insert's body is not copied)."""
+    out.msg.header = typed.header()
+    return Outgoing(out.msg, typed)
 
 
 class ShardInterceptor:
@@ -59,37 +58,29 @@ class ShardInterceptor:
         self.manager = manager
         self._ids = ids
 
-    def observe(self, msg: TypedMessage, timetick_ms: int) -> None:
+    def replayed(self, msg: TypedMessage, timetick_ms: int) -> None:
         self.manager.observe(msg, timetick_ms)
 
-    def _seal(self, ex: Expansion, seals: Sequence[SealInstruction]) -> None:
+    def _seal(self, ex: ShardExpansion, seals: Sequence[SealInstruction]) -> None:
         for seal in seals:
-            ex.pre.append(seal.flush().encode())
+            ex.pre.append(Outgoing.of(seal.flush()))
             ex.flushed.append(seal.segment_id)
 
-    async def expand(self, messages: Sequence[Message], now_ms: int) -> Expansion:
-        """Plan ``messages``; on a refusal (a malformed message, an unknown collection) nothing stays
-        reserved and no segment created for them stays open.
-
-        Every message is decoded before any is planned: a malformed one refuses the append first.
-        """
-        typed = [decode(msg) for msg in messages]
-        ex = Expansion()
+    async def expand(self, messages: Sequence[Outgoing], now_ms: int) -> ShardExpansion:
+        """Plan ``messages`` (decoded by the chain); on a refusal (an unknown collection) nothing
+        stays reserved and no segment created for them stays open."""
+        ex = ShardExpansion()
         try:
-            for msg, one in zip(messages, typed, strict=True):
-                ex.own.append(await self._one(msg, one, now_ms, ex))
+            for out in messages:
+                ex.own.append(await self._one(out, now_ms, ex))
         except BaseException:
-            self.aborted(ex)
-            # Nothing of this append is written: a segment created for it has no CreateSegment in the
-            # log, so it must not take the next insert (the flusher would not know its segment).
-            for sid in ex.created:
-                self.manager.segment_abandoned(sid)
+            self.refused(ex)
             raise
         return ex
 
-    async def _one(self, msg: Message, typed: TypedMessage, now_ms: int, ex: Expansion) -> Message:
+    async def _one(self, out: Outgoing, now_ms: int, ex: ShardExpansion) -> Outgoing:
         m = self.manager
-        match typed:
+        match typed := out.typed:
             case CreateCollection(collection_id=cid, vchannel=v):
                 m.collection_created(cid, [v])
             case DropCollection(collection_id=cid, vchannel=v):
@@ -103,16 +94,16 @@ class ShardInterceptor:
             case ManualFlush(collection_id=cid, flush_ts=flush_ts, vchannel=v):
                 seals = m.manual_flush(cid, flush_ts, v)
                 self._seal(ex, seals)
-                return _restamped(msg, typed.sealed([s.segment_id for s in seals]))
+                return _restamped(out, typed.sealed([s.segment_id for s in seals]))
             case Insert():
-                return _restamped(msg, await self._insert(typed, now_ms, ex))
+                return _restamped(out, await self._insert(typed, now_ms, ex))
             case CreateSegment() | Flush() | TimeTick():
                 pass  # the WAL's own messages: a caller's copy is written as it is
             case _:
                 assert_never(typed)
-        return msg
+        return out
 
-    async def _insert(self, ins: Insert, now_ms: int, ex: Expansion) -> Insert:
+    async def _insert(self, ins: Insert, now_ms: int, ex: ShardExpansion) -> Insert:
         """``ins`` assigned to a segment; the Flush and CreateSegment that takes go to ``ex.pre``."""
 
         def plan() -> InsertPlan:
@@ -133,7 +124,7 @@ class ShardInterceptor:
             created = CreateSegment(
                 vchannel=ins.vchannel, collection_id=ins.collection_id, partition_id=ins.partition_id, segment_id=sid
             )
-            ex.pre.append(created.encode())
+            ex.pre.append(Outgoing.of(created))
             self.manager.segment_created(sid, ins.collection_id, ins.partition_id, ins.vchannel, now_ms)
             ex.created.append(sid)
             p = plan()
@@ -142,20 +133,28 @@ class ShardInterceptor:
         ex.inserts.append((p.segment_id, ins.rows, len(ins.ipc)))
         return ins.assigned(p.segment_id)
 
-    def committed(self, ex: Expansion, now_ms: int) -> None:
+    def committed(self, ex: ShardExpansion, now_ms: int) -> None:
         for sid, rows, nbytes in ex.inserts:
             self.manager.commit_insert(sid, rows, nbytes, now_ms)
         for sid in ex.flushed:
             self.manager.segment_flushed(sid)
 
-    def aborted(self, ex: Expansion) -> None:
+    def aborted(self, ex: ShardExpansion) -> None:
         for sid, rows, nbytes in ex.inserts:
             self.manager.abort_insert(sid, rows, nbytes)
         ex.inserts.clear()
 
-    def tick(self, now_ms: int) -> Expansion:
+    def refused(self, ex: ShardExpansion) -> None:
+        self.aborted(ex)
+        # Nothing of this append is written: a segment created for it has no CreateSegment in the
+        # log, so it must not take the next insert (the flusher would not know its segment).
+        for sid in ex.created:
+            self.manager.segment_abandoned(sid)
+        ex.created.clear()
+
+    def tick(self, now_ms: int) -> ShardExpansion:
         """Flushes owed by the lifetime/idle policies (and by seals whose Flush is not yet written)."""
-        ex = Expansion()
+        ex = ShardExpansion()
         seen: set[int] = set()
         for seal in [*self.manager.pending_seals(), *self.manager.tick(now_ms)]:
             if seal.segment_id not in seen:

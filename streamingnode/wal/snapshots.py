@@ -19,7 +19,6 @@ from protos.common_pb2 import Message
 from streamingnode.shard import ShardManager
 from streamingnode.wal.recovery import RecoverySnapshot
 from streamingnode.wal.state import WALState
-from streamingnode.wal.stats import RowCounts
 from streamingnode.walimpls.wal import DeliverPolicy, MessageID
 
 
@@ -27,7 +26,7 @@ class Snapshots(WALState):
     """The WAL's recovery snapshots and the replay after one."""
 
     def _restore(self, snap: RecoverySnapshot) -> None:
-        self._rows = RowCounts(snap.rows)
+        self._rows.restore(snap.rows)
         if self._shard is not None and snap.shard is not None:
             self._shard.manager = ShardManager.from_snapshot(snap.shard, self._shard.manager.policy)
 
@@ -86,8 +85,7 @@ class Snapshots(WALState):
                 msg = Message.FromString(entry.payload)
                 typed = decode(msg)
                 self._observe(typed)
-                if self._shard is not None:
-                    self._shard.observe(typed, physical_ms(msg.timetick))
+                self._chain.replayed(typed, physical_ms(msg.timetick))
                 if entry.message_id >= last:
                     break
         finally:

@@ -2,8 +2,8 @@
 
 ``WALState`` holds what the writer (``writer.py``), the recovery snapshots (``snapshots.py``)
 and the public ``WAL`` (``wal.py``) share: the backend, the TSO, the queue of appends, the
-write-ahead buffer, the folded state (rows per collection, ``stats.py``; the shard interceptor's
-segments) and the position it matches.
+write-ahead buffer, the interceptor chain (``interceptors.py``), the folded state (rows per
+collection, ``stats.py``, an observer; the shard interceptor's segments) and the position it matches.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 
@@ -21,6 +22,7 @@ from common.position import Position
 from common.tasks import BackgroundTasks
 from protos.common_pb2 import Message
 from streamingnode.wal.holds import DEFAULT_MAX_AGE_SECONDS, ReadHolds
+from streamingnode.wal.interceptors import Chain, Interceptor, Observer
 from streamingnode.wal.recovery import RecoveryHandle, RecoverySnapshot
 from streamingnode.wal.scanner import Backoff
 from streamingnode.wal.shard_interceptor import ShardInterceptor
@@ -64,6 +66,8 @@ class WALState:
         recovery: where recovery snapshots are loaded from and saved to (None: replay the whole log).
         snapshot_interval: seconds between two snapshot saves while the log grows.
         tick_request_interval: seconds between two on-demand TimeTicks at least (``request_tick``).
+        interceptors: the writer's chain, in order (``interceptors.py``); a ``ShardInterceptor``
+            among them assigns segments, and the recovery snapshots keep its state.
     """
 
     def __init__(
@@ -75,7 +79,7 @@ class WALState:
         buffer: BufferOptions | None = None,
         backoff: Backoff | None = None,
         clock: Callable[[], float] = time.monotonic,
-        shard: ShardInterceptor | None = None,
+        interceptors: Sequence[Interceptor[Any]] = (),
         recovery: RecoveryHandle | None = None,
         snapshot_interval: float = 10.0,
         read_hold_seconds: float = DEFAULT_MAX_AGE_SECONDS,
@@ -91,7 +95,9 @@ class WALState:
         self._backoff = backoff or Backoff()
         self._backoff.validate()
         self._clock = clock
-        self._shard = shard
+        self._chain = Chain(interceptors)
+        # The link whose segments the recovery snapshots keep (None: no segment assignment).
+        self._shard = next((i for i in interceptors if isinstance(i, ShardInterceptor)), None)
         self._holds = ReadHolds(impl.channel, max_age=read_hold_seconds, clock=clock)
         # None in the queue wakes the writer for a requested TimeTick (``request_tick``).
         self._queue: asyncio.Queue[PendingAppend | None] = asyncio.Queue()
@@ -101,6 +107,7 @@ class WALState:
         self._last_tick_id: MessageID | None = None
         self._wab: WriteAheadBuffer | None = None  # created by start()
         self._rows = RowCounts()  # statistics: rows per collection (stats.py)
+        self._observers: tuple[Observer, ...] = (self._rows,)  # fed every persisted and replayed message
         self._recovery = recovery
         self._snapshot_interval = snapshot_interval
         self._folded: Position | None = None  # the last persisted TimeTick: state == log up to here
@@ -116,8 +123,9 @@ class WALState:
         self._tasks = BackgroundTasks("wal", pchannel=self.channel, term=self.term)  # the writer, the snapshot saver
 
     def _observe(self, msg: TypedMessage) -> None:
-        """Fold one persisted or replayed message into the statistics."""
-        self._rows.observe(msg)
+        """Fold one persisted or replayed message into the observers (the statistics)."""
+        for observer in self._observers:
+            observer.observe(msg)
 
     @property
     def saved_position(self) -> Position | None:

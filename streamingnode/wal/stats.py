@@ -1,7 +1,8 @@
 """Rows per collection, folded from the WAL's messages: the statistics ``GetCollectionRows`` answers.
 
-The WAL feeds every message it persists or replays to ``RowCounts.observe`` and keeps the counts
-in its recovery snapshots; the counting itself lives here, outside the writer.
+``RowCounts`` is an observer of the WAL (``interceptors.Observer``): the WAL feeds it every
+message it persists or replays, typed (the writer passes on what its chain decoded), and keeps
+the counts in its recovery snapshots; the counting itself lives here, outside the writer.
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ class RowCounts:
 
     def __init__(self, rows: Mapping[int, int] | None = None) -> None:
         self._rows: defaultdict[int, int] = defaultdict(int, rows or {})
+
+    def restore(self, rows: Mapping[int, int]) -> None:
+        """Start again from the counts of a recovery snapshot."""
+        self._rows = defaultdict(int, rows)
 
     def observe(self, msg: TypedMessage) -> None:
         match msg:

@@ -1,11 +1,13 @@
 """The WAL's writer: one task, one group-commit queue, timeticks in log order.
 
-The writer takes every queued append, runs it through the shard interceptor (segment
-assignment), stamps one timestamp per message (one per transaction) from the node's TSO range,
-appends the batch and a closing TimeTick to the backend in one call, feeds the write-ahead
-buffer and answers. When idle it writes the Flushes the seal policies owe, else publishes a
-volatile TimeTick; a requested TimeTick (``request_tick``) is published at its next turn; after
-a failed append it keeps trying to persist a TimeTick (``_settle``).
+The writer takes every queued append, runs it through the interceptor chain (``interceptors.py``:
+decoded once, then segment assignment), stamps one timestamp per message (one per transaction)
+from the node's TSO range, appends the batch and a closing TimeTick to the backend in one call,
+feeds the write-ahead buffer and the observers (row counts: the typed messages, not decoded
+again) and answers. When idle it writes the messages the chain owes (the seal policies'
+Flushes), else publishes a volatile TimeTick; a requested TimeTick (``request_tick``) is
+published at its next turn; after a failed append it keeps trying to persist a TimeTick
+(``_settle``).
 """
 
 from __future__ import annotations
@@ -20,12 +22,12 @@ from common.errors import (
     StrataError,
     WALClosed,
 )
-from common.message import ManualFlush, TimeTick, decode
+from common.message import ManualFlush, TimeTick, TypedMessage
 from common.position import Position
 from common.tracing import linked_span
 from protos.common_pb2 import Message, MessageType
 from streamingnode.metrics import observe_append, observe_requested_tick
-from streamingnode.wal.shard_interceptor import Expansion
+from streamingnode.wal.interceptors import ChainExpansion, Outgoing
 from streamingnode.wal.snapshots import Snapshots
 from streamingnode.wal.state import Appended, PendingAppend
 from streamingnode.walimpls.wal import MessageID
@@ -36,11 +38,12 @@ _DATA = frozenset({MessageType.INSERT, MessageType.DELETE})
 _SETTLE_MAX_DELAY = 1.0
 
 
-def _sealed_by(msg: Message) -> tuple[int, ...]:
-    """The segments a stamped ManualFlush sealed (its header lists them); () for any other message."""
-    if msg.type != MessageType.MANUAL_FLUSH:
-        return ()
-    typed = decode(msg)
+#: Messages that share one timetick (one message, or a whole transaction) and the append they answer.
+_Unit = tuple[list[Outgoing], PendingAppend | None]
+
+
+def _sealed_by(typed: TypedMessage) -> tuple[int, ...]:
+    """The segments a ManualFlush sealed (the chain listed them); () for any other message."""
     return typed.segment_ids if isinstance(typed, ManualFlush) else ()
 
 
@@ -108,19 +111,20 @@ class GroupCommit(Snapshots):
                 return
 
     async def _self_flush(self) -> bool:
-        """Append the Flushes the seal policies owe now (lifetime, idle); False if none."""
-        if self._shard is None:
-            return False
+        """Append the messages the chain owes now (the seal policies' Flushes); False if none."""
         assert self._wab is not None
         now_ms = int(time.time() * 1000)
-        ex = self._shard.tick(now_ms)
+        ex = self._chain.tick(now_ms)
         if not ex.pre:
             return False
         try:
             await self._persist([([m], None) for m in ex.pre])
+        except BaseException:
+            self._chain.aborted(ex)
+            raise
         finally:
             self._wab.wake_readers()
-        self._shard.committed(ex, now_ms)
+        self._chain.committed(ex, now_ms)
         return True
 
     async def _settle(self) -> None:
@@ -174,24 +178,16 @@ class GroupCommit(Snapshots):
         self._ticks.ticked(ts, self._clock())
         observe_requested_tick(self.channel)
 
-    async def _expand(self, p: PendingAppend, now_ms: int) -> Expansion:
-        """What ``p`` turns into; raises ``MalformedMessage`` for a message readers could not decode."""
-        if self._shard is None:
-            for msg in p.messages:
-                decode(msg)
-            return Expansion(own=list(p.messages))
-        return await self._shard.expand(p.messages, now_ms)
-
     async def _write(self, batch: list[PendingAppend]) -> None:
         assert self._wab is not None and self._last_tick_id is not None
         now_ms = int(time.time() * 1000)
         # Units share one timetick: a self-generated message, a plain message, or a whole transaction.
-        units: list[tuple[list[Message], PendingAppend | None]] = []
-        accepted: list[tuple[PendingAppend, Expansion]] = []
+        units: list[_Unit] = []
+        accepted: list[tuple[PendingAppend, ChainExpansion]] = []
         for p in batch:
             try:
-                ex = await self._expand(p, now_ms)
-            except StrataError as err:  # refused (e.g. unknown collection, malformed header): this caller only
+                ex = await self._chain.expand(p.messages, now_ms)
+            except StrataError as err:  # refused (e.g. unknown collection, malformed message): this caller only
                 if not p.future.done():
                     p.future.set_exception(err)
                 continue
@@ -208,21 +204,19 @@ class GroupCommit(Snapshots):
         try:
             ids = await self._persist(units, fresh=fresh)
         except BaseException:
-            if self._shard is not None:
-                for _, ex in accepted:
-                    self._shard.aborted(ex)
+            for _, ex in accepted:
+                self._chain.aborted(ex)
             raise
         try:
-            if self._shard is not None:
-                for _, ex in accepted:
-                    self._shard.committed(ex, now_ms)
+            for _, ex in accepted:
+                self._chain.committed(ex, now_ms)
             results: dict[int, list[Appended]] = {id(p): [] for p, _ in accepted}
             position = iter(ids)
-            for msgs, owner in units:
-                for m in msgs:
+            for outs, owner in units:
+                for out in outs:
                     m_id = next(position)
                     if owner is not None:
-                        results[id(owner)].append(Appended(m_id, m.timetick, _sealed_by(m)))
+                        results[id(owner)].append(Appended(m_id, out.msg.timetick, _sealed_by(out.typed)))
             for p, _ in accepted:
                 if not p.future.done():
                     p.future.set_result(results[id(p)])
@@ -231,10 +225,9 @@ class GroupCommit(Snapshots):
             # answers leave before the flusher (or a consumer) works through the batch.
             self._wab.wake_readers()
 
-    async def _persist(
-        self, units: list[tuple[list[Message], PendingAppend | None]], *, fresh: bool = False
-    ) -> list[MessageID]:
-        """Stamp every unit with its timetick (in place), append them and a TimeTick, feed the buffer.
+    async def _persist(self, units: list[_Unit], *, fresh: bool = False) -> list[MessageID]:
+        """Stamp every unit with its timetick (in place), append them and a TimeTick, feed the buffer
+        and the observers.
 
         ``fresh`` takes the timestamps straight from the TSO rather than from the node's range.
         Returns the ids of the units' messages in order (the TimeTick's excluded). The buffer's
@@ -247,8 +240,9 @@ class GroupCommit(Snapshots):
         # The previous TimeTick: reading from it returns every message of this batch and after.
         last_confirmed = self._last_tick_id.to_bytes()
         stamped: list[Message] = []
-        for k, (msgs, _) in enumerate(units):
-            for m in msgs:
+        for k, (outs, _) in enumerate(units):
+            for out in outs:
+                m = out.msg
                 m.timetick = ts + k  # in place: the WAL owns the messages (see append)
                 m.wal_term = self.term
                 m.last_confirmed = last_confirmed
@@ -278,6 +272,7 @@ class GroupCommit(Snapshots):
         self._last_tick_id = ids[-1]
         self._folded = Position(ids[-1].to_bytes(), ts + n)
         self._ticks.published(ts + n)
-        for msg in stamped:
-            self._observe(decode(msg))
+        for outs, _ in units:
+            for out in outs:
+                self._observe(out.typed)  # decoded by the chain (or made typed): not again
         return ids[:-1]

@@ -76,16 +76,16 @@ class WALManager:
 
     async def _open_wal(self, pchannel: str, term: int) -> WAL:
         impl = await self._opener.open(pchannel, term)
-        shard = (
-            ShardInterceptor(ShardManager(self._seal_policy), self._segment_ids)
+        interceptors = (
+            [ShardInterceptor(ShardManager(self._seal_policy), self._segment_ids)]
             if self._segment_ids is not None
-            else None
+            else []
         )
         wal = WAL(
             impl,
             self._ts,
             tick_interval=self._tick_interval,
-            shard=shard,
+            interceptors=interceptors,
             recovery=None if self._recovery is None else self._recovery.handle(pchannel),
             snapshot_interval=self._snapshot_interval,
             read_hold_seconds=self._read_hold_seconds,

@@ -106,7 +106,7 @@ class World:
             impl,
             self.tso,
             tick_interval=0.05,
-            shard=ShardInterceptor(ShardManager(SealPolicy()), self.ids),
+            interceptors=[ShardInterceptor(ShardManager(SealPolicy()), self.ids)],
             recovery=self.recovery.handle(P),
             snapshot_interval=0.0,
         )

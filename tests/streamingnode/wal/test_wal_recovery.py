@@ -39,7 +39,7 @@ class Harness:
             impl,
             self.tso,
             tick_interval=0.05,
-            shard=ShardInterceptor(ShardManager(SealPolicy(max_rows=1000)), self.ids),
+            interceptors=[ShardInterceptor(ShardManager(SealPolicy(max_rows=1000)), self.ids)],
             recovery=self.store.handle("p0"),
             snapshot_interval=0.0,
         )

@@ -33,7 +33,8 @@ class Harness:
     async def open(self, term: int) -> tuple[WAL, object]:
         opener = build_opener("local", root_dir=self.root)
         impl = await opener.open("p0", term)
-        wal = WAL(impl, self.tso, tick_interval=0.05, shard=ShardInterceptor(ShardManager(self.policy), self.ids))
+        shard = ShardInterceptor(ShardManager(self.policy), self.ids)
+        wal = WAL(impl, self.tso, tick_interval=0.05, interceptors=[shard])
         await wal.start()
         return wal, opener
 
