@@ -37,9 +37,14 @@ class MonotonicTSO:
         return await self.allocate(count)
 
 
-def insert_message(size: int) -> Message:
+def insert_typed(size: int) -> Insert:
     """An Insert of one row into collection 1 on :data:`VCHANNEL` whose body is ``size`` bytes."""
-    return Insert(vchannel=VCHANNEL, collection_id=1, partition_id=0, rows=1, ipc=b"b" * size).encode()
+    return Insert(vchannel=VCHANNEL, collection_id=1, partition_id=0, rows=1, ipc=b"b" * size)
+
+
+def insert_message(size: int) -> Message:
+    """:func:`insert_typed`, encoded."""
+    return insert_typed(size).encode()
 
 
 def percentile_ms(values: list[float], q: int) -> float:

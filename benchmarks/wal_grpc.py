@@ -31,17 +31,16 @@ import contextlib
 import json
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import grpc
-from wal_common import VCHANNEL, insert_message, per_s, percentile_ms
+from wal_common import VCHANNEL, insert_typed, per_s, percentile_ms
 
 from common.errors import NotReady
 from common.grpcutil import internal_channel, raise_for_status
-from protos import common_pb2, streaming_pb2, streaming_pb2_grpc
+from protos import streaming_pb2, streaming_pb2_grpc
 from protos.common_pb2 import MessageType
 from streamingnode.client.consumer import consume
 from streamingnode.client.producer import Producer
@@ -237,7 +236,7 @@ async def _append_case(
 ) -> dict[str, Any]:
     pchannel = f"append-p{producers}-s{size}-b{batch}"
     await node.assign(pchannel, 1)
-    messages = [insert_message(size)] * batch
+    messages = [insert_typed(size)] * batch
     producer = Producer(source)
     latencies: list[float] = []
 
@@ -281,7 +280,7 @@ async def _tailing(
     source: StaticAssignment, pchannel: str, *, producers: int, size: int, batch: int, seconds: float
 ) -> tuple[dict[str, Any], int]:
     """Appends for ``seconds`` under a tailing consumer; returns the figures and how many Inserts were acked."""
-    messages: Sequence[common_pb2.Message] = [insert_message(size)] * batch
+    messages = [insert_typed(size)] * batch
     producer = Producer(source)
     reader = _Reader(source, pchannel)
     acked = 0

@@ -166,7 +166,7 @@ class DDL:
         appended = await asyncio.gather(
             *(
                 self._producer.append(
-                    p, [CreateCollection(vchannel=v, collection_id=meta.collection_id, schema=meta.schema).encode()]
+                    p, [CreateCollection(vchannel=v, collection_id=meta.collection_id, schema=meta.schema)]
                 )
                 for v, p in zip(meta.vchannels, meta.pchannels, strict=True)
             )
@@ -188,7 +188,7 @@ class DDL:
         await self._release(meta.collection_id)
         await asyncio.gather(
             *(
-                self._producer.append(p, [DropCollection(vchannel=v, collection_id=meta.collection_id).encode()])
+                self._producer.append(p, [DropCollection(vchannel=v, collection_id=meta.collection_id)])
                 for v, p in zip(meta.vchannels, meta.pchannels, strict=True)
             )
         )

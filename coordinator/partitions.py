@@ -119,7 +119,7 @@ class PartitionDDL:
             cid, pid = meta.collection_id, info.partition_id
             await asyncio.gather(
                 *(
-                    self._producer.append(p, [DropPartition(vchannel=v, collection_id=cid, partition_id=pid).encode()])
+                    self._producer.append(p, [DropPartition(vchannel=v, collection_id=cid, partition_id=pid)])
                     for v, p in zip(meta.vchannels, meta.pchannels, strict=True)
                 )
             )

@@ -84,7 +84,7 @@ class SchemaDDL:
         appended = await asyncio.gather(
             *(
                 self._producer.append(
-                    p, [SchemaChange(vchannel=v, collection_id=meta.collection_id, schema=schema).encode()]
+                    p, [SchemaChange(vchannel=v, collection_id=meta.collection_id, schema=schema)]
                 )
                 for v, p in zip(meta.vchannels, meta.pchannels, strict=True)
             )

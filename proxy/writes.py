@@ -10,10 +10,9 @@ import pyarrow as pa
 
 from common.coordapi import CoordinatorAPI
 from common.errors import InvalidArgument
-from common.message import Delete, Insert
+from common.message import Delete, Insert, TypedMessage
 from common.routing import shard_indices
 from common.storage.layout import ALL_PARTITIONS
-from protos.common_pb2 import Message
 from proxy.metacache import CollectionEntry
 from streamingnode.client.producer import Producer
 
@@ -36,10 +35,10 @@ def _rows(table: pa.Table, rows: np.ndarray) -> pa.Table:
     return table if len(rows) == table.num_rows else table.take(pa.array(rows))
 
 
-def _delete(vchannel: str, collection_id: int, pks: pa.Array, partition_id: int | None) -> Message:
+def _delete(vchannel: str, collection_id: int, pks: pa.Array, partition_id: int | None) -> Delete:
     """A Delete of ``pks`` in ``partition_id`` (None: every partition)."""
     scope = ALL_PARTITIONS if partition_id is None else partition_id
-    return Delete.of(vchannel=vchannel, collection_id=collection_id, pks=pks, partition_id=scope).encode()
+    return Delete.of(vchannel=vchannel, collection_id=collection_id, pks=pks, partition_id=scope)
 
 
 def _partitions_of(coll: CollectionEntry, table: pa.Table, partition_id: int | None) -> np.ndarray:
@@ -54,8 +53,8 @@ def _partitions_of(coll: CollectionEntry, table: pa.Table, partition_id: int | N
     return ids[shard_indices(values, len(ids))]
 
 
-def _inserts(coll: CollectionEntry, shard: int, part: pa.Table, partitions: np.ndarray) -> list[Message]:
-    out = []
+def _inserts(coll: CollectionEntry, shard: int, part: pa.Table, partitions: np.ndarray) -> list[TypedMessage]:
+    out: list[TypedMessage] = []
     pids = np.unique(partitions)
     for pid in pids:
         rows = part.take(pa.array(np.nonzero(partitions == pid)[0])) if len(pids) > 1 else part
@@ -65,7 +64,7 @@ def _inserts(coll: CollectionEntry, shard: int, part: pa.Table, partitions: np.n
                 collection_id=coll.collection_id,
                 partition_id=int(pid),
                 table=rows.slice(i, MAX_MESSAGE_ROWS),
-            ).encode()
+            )
             for i in range(0, rows.num_rows, MAX_MESSAGE_ROWS)
         ]
     return out
@@ -145,7 +144,7 @@ async def upsert_table(
         if len(rows) == 0 and len(keys) == 0:
             continue
         vchannel = coll.vchannels[shard]
-        messages = []
+        messages: list[TypedMessage] = []
         if len(keys):
             messages.append(
                 _delete(vchannel, coll.collection_id, deleted.take(pa.array(keys)), delete_partition)

@@ -10,6 +10,7 @@ timestamp (``_ts``), whatever the producer sent. See README.md.
 from __future__ import annotations
 
 from common.message.envelope import size_bound
+from common.message.outgoing import Outgoing
 from common.message.types import (
     CreateCollection,
     CreateSegment,
@@ -28,6 +29,7 @@ from protos.common_pb2 import Message, MessageType
 
 __all__ = [
     "Message",
+    "Outgoing",
     "MessageType",
     "CreateCollection",
     "CreateSegment",

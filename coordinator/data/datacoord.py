@@ -354,7 +354,7 @@ class DataCoordinator:
         answers = await asyncio.gather(
             *(
                 self._producer.append(
-                    p, [ManualFlush(vchannel=v, collection_id=meta.collection_id, flush_ts=flush_ts).encode()]
+                    p, [ManualFlush(vchannel=v, collection_id=meta.collection_id, flush_ts=flush_ts)]
                 )
                 for v, p in zip(meta.vchannels, meta.pchannels, strict=True)
             )

@@ -15,7 +15,7 @@ import asyncio
 from collections.abc import Sequence
 
 from common.errors import ErrorCode, StrataError
-from protos.common_pb2 import Message
+from common.message import Outgoing
 from streamingnode.client.assignment import AssignmentSource
 from streamingnode.client.nodes import AppendResult, ChannelAppender, StreamingNodes
 from streamingnode.client.remote import RemoteStreamingNodes
@@ -37,8 +37,9 @@ class LocalStreamingNode:
             return self._others.open(pchannel, address, term, moves)
         return _LocalAppender(self, pchannel, term)
 
-    async def append(self, pchannel: str, term: int, messages: Sequence[Message], *, txn: bool = False) -> list[AppendResult]:
-        """Append to ``pchannel``'s WAL at ``term``; the WAL takes ``messages`` over.
+    async def append(self, pchannel: str, term: int, messages: Sequence[Outgoing], *,
+                     txn: bool = False) -> list[AppendResult]:
+        """Append to ``pchannel``'s WAL at ``term``; the WAL takes ``messages`` over, typed as they are.
 
         Raises what ``Produce`` answers with (``streamingnode.service.append``): ``ChannelNotExist``,
         ``UnmatchedChannelTerm``, ``WALClosed`` (the producer re-resolves and retries), the WAL's
@@ -53,7 +54,7 @@ class LocalStreamingNode:
 
 
 class _LocalAppender:
-    takes_messages = True  # the WAL takes the objects over: a retry sends copies
+    takes_messages = True  # the WAL takes the objects over: a retry sends fresh ones
 
     def __init__(self, node: LocalStreamingNode, pchannel: str, term: int) -> None:
         self._node, self.pchannel, self.term = node, pchannel, term
@@ -62,7 +63,7 @@ class _LocalAppender:
     def usable(self) -> bool:
         return True
 
-    async def append(self, messages: Sequence[Message], *, timeout: float, txn: bool) -> list[AppendResult]:
+    async def append(self, messages: Sequence[Outgoing], *, timeout: float, txn: bool) -> list[AppendResult]:
         try:
             async with asyncio.timeout(timeout):
                 return await self._node.append(self.pchannel, self.term, messages, txn=txn)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from protos import common_pb2
+from common.message import Outgoing
 from streamingnode.client.assignment import AssignmentSource
 
 
@@ -34,7 +34,7 @@ class ChannelAppender(Protocol):
     address: str
     term: int
     # The owner keeps the message objects it was given (the in-process WAL takes them over):
-    # a retry must send copies.
+    # a retry must send fresh ones.
     takes_messages: bool
 
     def usable(self) -> bool:
@@ -42,9 +42,10 @@ class ChannelAppender(Protocol):
         ...
 
     async def append(
-        self, messages: Sequence[common_pb2.Message], *, timeout: float, txn: bool
+        self, messages: Sequence[Outgoing], *, timeout: float, txn: bool
     ) -> list[AppendResult]:
-        """Append ``messages`` in order; returns once they are persisted.
+        """Append ``messages`` in order; returns once they are persisted. The owner in this
+        process takes the typed forms as they are; a remote one gets the envelopes.
 
         Raises the owner's refusal as its ``StrataError`` (the producer retries
         UNMATCHED_CHANNEL_TERM, CHANNEL_NOT_EXIST, CHANNEL_FENCED, WAL_CLOSED), TIMEOUT after

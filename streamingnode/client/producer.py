@@ -16,8 +16,8 @@ from collections.abc import Sequence
 import structlog
 
 from common.errors import ErrorCode, StrataError
+from common.message import Outgoing, TypedMessage
 from common.tracing import stamp_messages
-from protos import common_pb2
 from streamingnode.client.assignment import AssignmentSource
 from streamingnode.client.nodes import AppendResult, ChannelAppender, StreamingNodes
 from streamingnode.client.remote import RemoteStreamingNodes
@@ -30,9 +30,9 @@ _RETRYABLE = {
 }
 
 
-def _copy(msg: common_pb2.Message) -> common_pb2.Message:
-    out = common_pb2.Message()
-    out.CopyFrom(msg)
+def _outgoing(messages: Sequence[TypedMessage]) -> list[Outgoing]:
+    out = [Outgoing.of(m) for m in messages]
+    stamp_messages([o.msg for o in out])  # the streaming node's span joins the caller's trace (common/tracing)
     return out
 
 
@@ -63,14 +63,15 @@ class Producer:
             return a
 
     async def append(
-        self, pchannel: str, messages: Sequence[common_pb2.Message], *, timeout: float = 30.0, txn: bool = False
+        self, pchannel: str, messages: Sequence[TypedMessage], *, timeout: float = 30.0, txn: bool = False
     ) -> list[AppendResult]:
         """Append ``messages`` in order; returns once they are persisted.
 
-        With ``txn`` the messages are one transaction: they share one timetick and readers
-        see all of them or none.
+        Each is encoded once here; the streaming node of this process takes the typed messages
+        as they are (never decoded), another gets the envelopes. With ``txn`` the messages are
+        one transaction: they share one timetick and readers see all of them or none.
         """
-        stamp_messages(messages)  # the streaming node's span joins the caller's trace (common/tracing)
+        outgoing = _outgoing(messages)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         stale_term = 0
@@ -78,7 +79,7 @@ class Producer:
             remaining = max(deadline - loop.time(), 0.1)
             appender = await self._appender(pchannel, stale_term, remaining)
             try:
-                return await appender.append(messages, timeout=remaining, txn=txn)
+                return await appender.append(outgoing, timeout=remaining, txn=txn)
             except StrataError as err:  # the same errors either way (streamingnode/service/append.py)
                 if err.code not in _RETRYABLE or loop.time() >= deadline:
                     raise
@@ -87,8 +88,8 @@ class Producer:
             await self._source.report_error(pchannel, appender.term, reason)
             stale_term = appender.term
             if appender.takes_messages:
-                # The owner that refused may still hold the objects; a Produce request only carried their encoding.
-                messages = [_copy(m) for m in messages]
+                # The owner that refused may still hold the envelopes; a Produce request only carried their encoding.
+                outgoing = _outgoing(messages)
             await asyncio.sleep(0.05)
 
     async def close(self) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import grpc
 
 from common.errors import ErrorCode, StrataError
+from common.message import Outgoing
 from common.rpcstatus import raise_for_status
 from protos import common_pb2, streaming_pb2
 from streamingnode.client.assignment import AssignmentSource
@@ -40,10 +41,10 @@ class RemoteAppender:
         return self._stream.broken is None
 
     async def append(
-        self, messages: Sequence[common_pb2.Message], *, timeout: float, txn: bool
+        self, messages: Sequence[Outgoing], *, timeout: float, txn: bool
     ) -> list[AppendResult]:
         try:
-            resp = await self._send_unless_moved(messages, timeout, txn)
+            resp = await self._send_unless_moved([o.msg for o in messages], timeout, txn)
         except (ConnectionError, grpc.aio.AioRpcError) as err:
             await self.close()
             raise StrataError(

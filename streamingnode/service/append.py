@@ -13,9 +13,9 @@ from typing import Protocol
 import structlog
 
 from common.errors import StrataError
+from common.message import Outgoing
 from common.rpcstatus import boundary_error
 from common.tracing import message_spans
-from protos.common_pb2 import Message
 from streamingnode.wal.wal import WAL, Appended
 
 log = structlog.get_logger().bind(component="append")
@@ -32,17 +32,18 @@ def _append_failed(err: Exception) -> str:
 
 
 async def append(
-    wals: WALSource, pchannel: str, term: int, messages: Sequence[Message], *, txn: bool = False
+    wals: WALSource, pchannel: str, term: int, messages: Sequence[Outgoing], *, txn: bool = False
 ) -> list[Appended]:
-    """Append to ``pchannel``'s WAL at ``term``; the WAL takes ``messages`` over (``WAL.append``).
+    """Append to ``pchannel``'s WAL at ``term``; the WAL takes ``messages`` over (``WAL.append_typed``).
 
     Raises only ``StrataError``: ``ChannelNotExist``, ``UnmatchedChannelTerm``, ``WALClosed``
     (the producer re-resolves and retries), the WAL's own error, or for any other exception
     (logged) an UNEXPECTED one worded "append failed: ...". Cancellation passes through.
     """
     try:
-        with message_spans("streamingnode.append", messages, pchannel=pchannel, message_count=len(messages)):
-            return await wals.get(pchannel, term).append(messages, txn=txn)
+        envelopes = [o.msg for o in messages]
+        with message_spans("streamingnode.append", envelopes, pchannel=pchannel, message_count=len(messages)):
+            return await wals.get(pchannel, term).append_typed(messages, txn=txn)
     except StrataError:
         raise
     except Exception as err:

@@ -11,7 +11,7 @@ import structlog
 
 from common.errors import ErrorCode, StrataError
 from common.grpcutil import error_status, ok_status, rpc_method
-from common.message import size_bound
+from common.message import Outgoing, size_bound
 from protos import common_pb2, streaming_pb2, streaming_pb2_grpc
 from streamingnode.service.append import append
 from streamingnode.walimpls.wal import DeliverPolicy, MessageID
@@ -52,7 +52,9 @@ class HandlerService(streaming_pb2_grpc.StreamingNodeHandlerServicer):
 
         async def one(req: streaming_pb2.ProduceRequest) -> None:
             try:
-                done = await append(self._manager, req.pchannel, req.term, list(req.messages), txn=req.txn)
+                # Decoded here, once: a message Strata cannot read refuses this request alone.
+                messages = [Outgoing.decoded(m) for m in req.messages]
+                done = await append(self._manager, req.pchannel, req.term, messages, txn=req.txn)
                 results = [
                     streaming_pb2.AppendResult(
                         message_id=a.message_id.to_bytes(), timetick=a.timetick, sealed_segment_ids=a.sealed_segment_ids

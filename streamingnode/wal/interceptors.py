@@ -8,10 +8,12 @@ headers (``own``), and hold reservations until the writer says whether the batch
 (``tick``). On open it rebuilds its state from the log (``replayed``). The shard interceptor
 (``shard_interceptor.py``, segment assignment) is one.
 
-``Chain`` runs the writer's interceptors in order. It decodes each caller's message once (a
-message Strata cannot read refuses that append with ``MalformedMessage``); the links and the
-observers get that typed form (``Outgoing.typed``), so no one on the write path decodes again:
-with upb every read of ``msg.body`` copies it (512 KiB for a 1,000-row Insert of 128-dim floats).
+``Chain`` runs the writer's interceptors in order. Each message comes with its typed form
+(``common.message.Outgoing``: built by a producer of this process, or decoded once where it
+entered the WAL, ``WAL.append``, where a message Strata cannot read refuses that append with
+``MalformedMessage``); the links and the observers read that typed form, so no one on the write
+path decodes again: with upb every read of ``msg.body`` copies it (512 KiB for a 1,000-row
+Insert of 128-dim floats).
 
 An *observer* (``Observer``; the row counts of ``stats.py``) is fed every message the WAL
 persisted or replayed, typed, in log order; it makes no decision about an append.
@@ -21,23 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Self, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from common.message import TypedMessage, decode
-from protos.common_pb2 import Message
+from common.message import Outgoing, TypedMessage
 
-
-@dataclass(frozen=True, slots=True)
-class Outgoing:
-    """One message on its way to the log: the envelope the writer stamps and its typed form."""
-
-    msg: Message
-    typed: TypedMessage
-
-    @classmethod
-    def of(cls, typed: TypedMessage) -> Self:
-        """A message the WAL makes itself (a Flush, a CreateSegment)."""
-        return cls(typed.encode(), typed)
+__all__ = ["Chain", "ChainExpansion", "Expansion", "Interceptor", "Observer", "Outgoing"]
 
 
 @dataclass(slots=True)
@@ -103,11 +93,11 @@ class Chain:
     def __init__(self, links: Sequence[Interceptor[Any]] = ()) -> None:
         self.links: tuple[Interceptor[Any], ...] = tuple(links)
 
-    async def expand(self, messages: Sequence[Message], now_ms: int) -> ChainExpansion:
-        """Decode ``messages`` (all before any link plans one), then run each link on what the
-        previous one left. If a link refuses, the links before it hear ``refused`` (last first) and
+    async def expand(self, messages: Sequence[Outgoing], now_ms: int) -> ChainExpansion:
+        """Run each link on ``messages`` (one append, decoded where it entered the WAL), each on
+        what the previous one left. If a link refuses, the links before it hear ``refused`` (last first) and
         the error is raised."""
-        ex = ChainExpansion(own=[Outgoing(msg, decode(msg)) for msg in messages])
+        ex = ChainExpansion(own=list(messages))
         try:
             for link in self.links:
                 step = await link.expand(ex.own, now_ms)

@@ -17,10 +17,9 @@ from typing import Any
 import structlog
 
 from common.errors import PositionTruncated
-from common.message import TypedMessage
+from common.message import Outgoing, TypedMessage
 from common.position import Position
 from common.tasks import BackgroundTasks
-from protos.common_pb2 import Message
 from streamingnode.wal.holds import DEFAULT_MAX_AGE_SECONDS, ReadHolds
 from streamingnode.wal.interceptors import Chain, Interceptor, Observer
 from streamingnode.wal.recovery import RecoveryHandle, RecoverySnapshot
@@ -43,7 +42,7 @@ class Appended:
 
 @dataclass(slots=True)
 class PendingAppend:
-    messages: Sequence[Message]
+    messages: Sequence[Outgoing]
     future: asyncio.Future[list[Appended]]
     txn: bool = False
 

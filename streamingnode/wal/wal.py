@@ -41,7 +41,7 @@ from common.errors import (
     WALClosed,
 )
 from common.failpoints import failpoint
-from common.message import TimeTick
+from common.message import Outgoing, TimeTick
 from common.position import Position
 from protos.common_pb2 import Message
 from streamingnode.wal.scanner import SwitchableScanner
@@ -107,14 +107,25 @@ class WAL(GroupCommit):
     async def append(self, messages: Sequence[Message], *, txn: bool = False) -> list[Appended]:
         """Persist ``messages`` in order; returns ids and timeticks once fsync'd.
 
+        Each message is decoded here, once (a message Strata cannot read raises
+        ``MalformedMessage`` and nothing of the append is written); see :meth:`append_typed`,
+        which this is, for the rest.
+        """
+        return await self.append_typed([Outgoing.decoded(m) for m in messages], txn=txn)
+
+    async def append_typed(self, messages: Sequence[Outgoing], *, txn: bool = False) -> list[Appended]:
+        """Persist ``messages`` (envelopes with their typed forms) in order; returns ids and
+        timeticks once fsync'd. A producer in this process calls this: what it built is never
+        decoded.
+
         With ``txn`` they form one transaction: one timetick for all, written in one batch
         before the next TimeTick, so a reader at any timestamp sees all of them or none.
-        The WAL takes the messages over: it stamps them in place (segment, timetick, term)
-        and hands them to its readers, so the caller must not use or change them after the
-        call, whatever its outcome. Copying a 512 KiB Insert costs more than its fsync's
+        The WAL takes the messages over: it stamps the envelopes in place (segment, timetick,
+        term) and hands them to its readers, so the caller must not use or change them after
+        the call, whatever its outcome. Copying a 512 KiB Insert costs more than its fsync's
         share of the CPU (fresh pages). Both callers drop the messages afterwards: the Produce
         handler its request, and a producer in this process (``streamingnode/client/local.py``)
-        the messages it built, which it copies before a retry.
+        the messages it built, which it encodes again from their typed forms before a retry.
         """
         if self._closing:
             raise WALClosed(f"wal {self.channel} (term {self.term}) is closing")

@@ -200,7 +200,7 @@ class GroupCommit(Snapshots):
         if not units:
             return
         # A coordinator's message is stamped above every timestamp the coordinator took before sending it.
-        fresh = any(m.type not in _DATA for p, _ in accepted for m in p.messages)
+        fresh = any(o.msg.type not in _DATA for p, _ in accepted for o in p.messages)
         try:
             ids = await self._persist(units, fresh=fresh)
         except BaseException:

@@ -9,21 +9,21 @@ import pytest
 
 from common.errors import CollectionNotFound, SegmentNotFound
 from common.etcd.metastore import MetaStore
+from common.message import ManualFlush, TypedMessage
 from common.position import Position
 from common.schema import CollectionSchema, DataType, FieldSchema
 from common.segment import SegmentLevel, SegmentMeta, SegmentState
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.tso import TimestampOracle
-from protos import common_pb2
 from streamingnode.client.producer import AppendResult
 
 
 class RecordingProducer:
     def __init__(self) -> None:
-        self.appended: list[tuple[str, common_pb2.Message]] = []
+        self.appended: list[tuple[str, TypedMessage]] = []
 
-    async def append(self, pchannel: str, messages: Sequence[common_pb2.Message], **_: object) -> list[AppendResult]:
+    async def append(self, pchannel: str, messages: Sequence[TypedMessage], **_: object) -> list[AppendResult]:
         self.appended.extend((pchannel, m) for m in messages)
         return [AppendResult((1).to_bytes(8, "big"), 1) for _ in messages]
 
@@ -168,7 +168,7 @@ async def test_flush_seals_through_the_wal_and_reports_done_once_checkpoints_pas
     segment_ids, flush_ts = await data.flush(meta)
     assert segment_ids == [18]
     assert sorted(p for p, _ in producer.appended) == ["p0", "p1"]
-    assert all(m.type == common_pb2.MessageType.MANUAL_FLUSH for _, m in producer.appended)
+    assert all(isinstance(m, ManualFlush) for _, m in producer.appended)
 
     assert not data.flush_state(meta, segment_ids, flush_ts)
     await data.save_binlog_paths(_seg(18, rows=4, manifest="m"), flushed=True)

@@ -16,13 +16,13 @@ import pytest
 
 from common.errors import CollectionNotFound, ErrorCode, StrataError
 from common.etcd.metastore import MetaStore
+from common.message import TypedMessage
 from common.schema import CollectionSchema, DataType, FieldSchema
 from coordinator.catalog import Catalog, CollectionState
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.ddl import DDL
 from coordinator.idalloc import IDAllocator
 from coordinator.tso import TimestampOracle
-from protos import common_pb2
 from streamingnode.client.producer import AppendResult
 
 PCHANNELS = ["t-dml_0", "t-dml_1"]
@@ -35,7 +35,7 @@ class FlakyProducer:
         self.failures = failures
         self.appended: list[str] = []
 
-    async def append(self, pchannel: str, messages: Sequence[common_pb2.Message], **_: object) -> list[AppendResult]:
+    async def append(self, pchannel: str, messages: Sequence[TypedMessage], **_: object) -> list[AppendResult]:
         if self.failures > 0:
             self.failures -= 1
             raise StrataError(f"streaming node of {pchannel} unreachable", ErrorCode.UNAVAILABLE)

@@ -16,7 +16,7 @@ import pytest
 
 from common.errors import ErrorCode, InvalidArgument, StrataError
 from common.etcd.metastore import MetaStore
-from common.message import decode
+from common.message import SchemaChange, TypedMessage
 from common.schema import CollectionSchema, DataType, FieldSchema
 from common.tsoutil import compose
 from coordinator.catalog import Catalog, CollectionMeta
@@ -25,7 +25,6 @@ from coordinator.ddl import DDL
 from coordinator.idalloc import IDAllocator
 from coordinator.schema_ddl import SchemaDDL
 from coordinator.tso import TimestampOracle
-from protos import common_pb2
 from streamingnode.client.producer import AppendResult
 
 PCHANNELS = ["t-dml_0", "t-dml_1"]
@@ -39,15 +38,15 @@ class Producer:
         self.timetick = compose(int(time.time() * 1000) + 1000)  # the WAL's timeticks come from the TSO
         self.changes: list[tuple[str, int]] = []  # (vchannel, schema version)
 
-    async def append(self, pchannel: str, messages: Sequence[common_pb2.Message], **_: object) -> list[AppendResult]:
+    async def append(self, pchannel: str, messages: Sequence[TypedMessage], **_: object) -> list[AppendResult]:
         if self.failures > 0:
             self.failures -= 1
             raise StrataError(f"streaming node of {pchannel} unreachable", ErrorCode.UNAVAILABLE)
         out = []
         for msg in messages:
             self.timetick += 1
-            if msg.type == common_pb2.SCHEMA_CHANGE:
-                self.changes.append((msg.vchannel, decode(msg).schema.version))
+            if isinstance(msg, SchemaChange):
+                self.changes.append((msg.vchannel, msg.schema.version))
             out.append(AppendResult((1).to_bytes(8, "big"), self.timetick))
         return out
 

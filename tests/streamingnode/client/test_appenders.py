@@ -14,8 +14,7 @@ import pyarrow as pa
 import pytest
 
 from common.errors import ErrorCode, NotReady, StrataError
-from common.message import Insert
-from protos import common_pb2
+from common.message import Insert, Outgoing
 from streamingnode.client.local import LocalStreamingNode
 from streamingnode.client.nodes import StreamingNodes
 from streamingnode.client.remote import RemoteStreamingNodes
@@ -32,9 +31,9 @@ class _NoMoves:
         pass
 
 
-def _insert(first: int) -> common_pb2.Message:
+def _insert(first: int) -> Outgoing:
     table = pa.table({"id": pa.array(range(first, first + 2), pa.int64())})
-    return Insert.of(vchannel="v0", collection_id=1, partition_id=2, table=table).encode()
+    return Outgoing.of(Insert.of(vchannel="v0", collection_id=1, partition_id=2, table=table))
 
 
 @pytest.fixture(params=["remote", "local"])

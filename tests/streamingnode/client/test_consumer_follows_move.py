@@ -76,10 +76,10 @@ class Node:
         await self.opener.close()
 
 
-def _insert(i: int) -> common_pb2.Message:
+def _insert(i: int) -> Insert:
     return Insert.of(
         vchannel="v0", collection_id=1, partition_id=2, table=pa.table({"id": pa.array([i], pa.int64())})
-    ).encode()
+    )
 
 
 async def test_a_consumer_moves_from_a_silent_owner_to_the_new_term(tmp_path: Path) -> None:

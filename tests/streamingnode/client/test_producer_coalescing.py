@@ -9,7 +9,6 @@ import pytest
 
 from common.errors import NotReady, StrataError
 from common.message import Insert
-from protos import common_pb2
 from streamingnode.client.producer import Producer
 from streamingnode.walmanager.manager import WALManager
 
@@ -32,9 +31,9 @@ class StaticSource:
         self.errors += 1
 
 
-def _insert(i: int) -> common_pb2.Message:
+def _insert(i: int) -> Insert:
     table = pa.table({"id": pa.array([i], pa.int64())})
-    return Insert.of(vchannel="v0", collection_id=1, partition_id=2, table=table).encode()
+    return Insert.of(vchannel="v0", collection_id=1, partition_id=2, table=table)
 
 
 async def test_concurrent_appends_share_requests_and_get_their_own_results(served: tuple[WALManager, str]) -> None:

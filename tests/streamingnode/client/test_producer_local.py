@@ -60,9 +60,9 @@ async def local_manager(tmp_path: Path) -> AsyncIterator[WALManager]:
         await opener.close()
 
 
-def _insert(first: int, rows: int = 3) -> common_pb2.Message:
+def _insert(first: int, rows: int = 3) -> Insert:
     table = pa.table({"id": pa.array(range(first, first + rows), pa.int64())})
-    return Insert.of(vchannel="v0", collection_id=1, partition_id=2, table=table).encode()
+    return Insert.of(vchannel="v0", collection_id=1, partition_id=2, table=table)
 
 
 async def _ids_in(manager: WALManager, pchannel: str, term: int, count: int) -> list[int]:

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 from common.etcd.metastore import MetaStore
-from common.message import CreateCollection, Delete, Insert, ManualFlush
+from common.message import CreateCollection, Delete, Insert, ManualFlush, TypedMessage
 from common.position import Position
 from common.schema import CollectionSchema, DataType, FieldSchema
 from common.segment import SegmentLevel, SegmentMeta, SegmentState
@@ -28,7 +28,6 @@ from common.tsoutil import compose
 from coordinator.catalog import Catalog, CollectionMeta, CollectionState
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.tso import TimestampOracle
-from protos.common_pb2 import Message
 from streamingnode.client.producer import AppendResult
 from streamingnode.flusher.dataclient import RecoveredChannel
 from streamingnode.flusher.flusher import WALFlusher
@@ -54,7 +53,7 @@ SCHEMA = CollectionSchema(
 
 
 class NoProducer:
-    async def append(self, pchannel: str, messages: Sequence[Message], **_: object) -> list[AppendResult]:
+    async def append(self, pchannel: str, messages: Sequence[TypedMessage], **_: object) -> list[AppendResult]:
         raise AssertionError("the data coordinator must not append in these tests")
 
 
