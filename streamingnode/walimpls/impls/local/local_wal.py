@@ -7,21 +7,19 @@ only move forward::
 
     OPEN -> CLOSING (new appends fail, waiting ones drain) -> CLOSED
 
-Group commit, in the callers' tasks (no writer task): ``append`` queues its
-request and takes the commit lock. The caller that gets the lock and finds its
-request still unanswered is the *leader*: it takes every queued request and
-writes them in one worker-thread call ending in one fsync, then answers them
-all and gives the lock up. While that thread runs, new requests queue up and
-the first of their callers to get the lock commits them as the next batch; a
-caller whose request an earlier leader answered returns at once. With one
-appender (the WAL's own writer) the lock is always free: ``append`` writes its
-batch directly, without a hand-off to another task.
+Group commit, in the callers' tasks (no writer task, see ``turns.py``): the
+caller of ``append`` that finds no commit running *leads*: it takes every
+queued request and writes them in one worker-thread call ending in one fsync,
+answers them all, then hands the lead to the first caller that queued
+meanwhile, which commits everything queued by then as the next batch. With one
+appender (the WAL's own writer) no commit is ever running when it calls:
+``append`` writes its batch directly, without a hand-off to another task.
 
-Cancellation: a caller cancelled while its request waits for the lock drops it
-(no seq was handed out, nothing is written). A leader cancelled while its
-batch is in the worker thread keeps the lock until the thread returns,
-answers the batch (the other callers in it get their ids or errors), and then
-raises ``CancelledError``: the write is never abandoned half-way, and the next
+Cancellation: a caller cancelled while its request waits drops it (no seq was
+handed out, nothing is written). A leader cancelled while its batch is in the
+worker thread stays the leader until the thread returns, answers the batch
+(the other callers in it get their ids or errors), and then raises
+``CancelledError``: the write is never abandoned half-way, and the next
 append sees the state it left.
 
 Disk faults: a batch whose write or fsync fails with an ``OSError`` (no
@@ -58,6 +56,7 @@ from .lock import ChannelLock
 from .record import MAX_PAYLOAD
 from .scanner import LocalScanner
 from .segment import Segment, fsync_dir
+from .turns import Request, Turns
 from .writer import RepairResult, SegmentWriter
 
 T = TypeVar("T")
@@ -67,19 +66,6 @@ class _State(Enum):
     OPEN = "open"
     CLOSING = "closing"
     CLOSED = "closed"
-
-
-@dataclass(eq=False, slots=True)
-class _AppendRequest:
-    """One ``append`` call's batch and, once a leader committed it, its answer."""
-
-    payloads: list[bytes]
-    ids: list[MessageID] | None = None
-    error: BaseException | None = None
-
-    @property
-    def answered(self) -> bool:
-        return self.ids is not None or self.error is not None
 
 
 @dataclass(slots=True)
@@ -111,13 +97,12 @@ class LocalWAL:
         self._dir = directory
         self._lock = lock
         self._segments = segments  # mutated on the loop only
-        self._writer = writer  # used by the commit lock's holder only
+        self._writer = writer  # used by the leading caller only (see turns.py)
         self._next_seq = next_seq  # next seq to hand out
         self._durable_seq = next_seq - 1  # newest fsync'd seq; readers stop here
         self._state = _State.OPEN
         self._failure: BaseException | None = None
-        self._queue: list[_AppendRequest] = []  # waiting for the next commit
-        self._commit_lock = asyncio.Lock()  # FIFO: held by the leader for a whole commit
+        self._turns = Turns()  # the queued appends and who commits next
         self._waiters: set[asyncio.Future[None]] = set()
         self._scanners: weakref.WeakSet[LocalScanner] = weakref.WeakSet()
         self.commit_count = 0
@@ -132,16 +117,13 @@ class LocalWAL:
         batch = checked_payloads(payloads, MAX_PAYLOAD, lambda size: f"payload of {size} bytes is too large")
         if not batch:
             return []
-        request = _AppendRequest(batch)
-        self._queue.append(request)
-        try:
-            async with self._commit_lock:
-                if not request.answered:  # no earlier leader took it: lead this commit
-                    await self._commit_queue()
-        except asyncio.CancelledError:
-            if request in self._queue:  # no seq handed out yet: it is dropped, never written
-                self._queue.remove(request)
-            raise
+        request = Request(batch)
+        if await self._turns.enter(request):
+            committed = self._turns.take()
+            try:
+                await self._commit_batch(committed)
+            finally:
+                self._turns.leave(committed)
         if request.error is not None:
             raise request.error
         assert request.ids is not None
@@ -250,15 +232,14 @@ class LocalWAL:
             if not w.done():
                 w.set_result(None)
 
-    async def _commit_queue(self) -> None:
-        """Commit every queued request; the caller holds the commit lock.
+    async def _commit_batch(self, batch: list[Request]) -> None:
+        """Commit ``batch``; runs in the leading caller's task.
 
-        Runs to its end even if the caller's task is cancelled meanwhile (the
-        worker thread cannot be stopped, and the batch must be answered and
-        the state updated before another leader writes); the cancellation is
-        raised once the batch is answered.
+        Runs to its end even if that task is cancelled meanwhile (the worker
+        thread cannot be stopped, and the batch must be answered and the state
+        updated before the next leader writes); the cancellation is raised once
+        the batch is answered.
         """
-        batch, self._queue = self._queue, []
         deferred = _Deferred()
         try:
             await self._commit(batch, deferred)
@@ -283,12 +264,9 @@ class LocalWAL:
                     raise StrataError(f"wal of channel {self.channel}: worker thread call dropped") from None
                 deferred.cancelled = True
 
-    async def _commit(self, batch: list[_AppendRequest], deferred: _Deferred) -> None:
+    async def _commit(self, batch: list[Request], deferred: _Deferred) -> None:
         """Write one batch and answer its requests; runs in the leader's task."""
         if not batch:
-            return
-        if self._state is _State.CLOSED:  # the writer is released: nothing may be written
-            self._fail(batch, WALClosed, "closed before the append was written")
             return
         if self._failure is not None:
             kind = ChannelFenced if isinstance(self._failure, ChannelFenced) else StrataError
@@ -338,7 +316,7 @@ class LocalWAL:
         for req, req_ids in zip(batch, ids, strict=True):
             req.ids = req_ids
 
-    async def _repair(self, batch: list[_AppendRequest], deferred: _Deferred) -> bool:
+    async def _repair(self, batch: list[Request], deferred: _Deferred) -> bool:
         """Cut back what a failed batch left; False (``batch`` failed) if that fails too."""
         try:
             result = await self._in_thread(self._repair_blocking, deferred)
@@ -360,14 +338,14 @@ class LocalWAL:
         self._lock.check()
         return self._writer.repair()
 
-    def _fail_disk(self, requests: list[_AppendRequest], err: OSError) -> None:
+    def _fail_disk(self, requests: list[Request], err: OSError) -> None:
         for req in requests:
             if not req.answered:
                 req.error = disk_error(err, f"wal of channel {self.channel} (term {self.term})")
 
     def _fail(
         self,
-        requests: list[_AppendRequest],
+        requests: list[Request],
         kind: type[StrataError],
         what: str,
         cause: BaseException | None = None,
@@ -379,19 +357,18 @@ class LocalWAL:
                 req.error = error
 
     async def _close(self) -> None:
-        # FIFO lock: the appends waiting before the close commit first, and a
-        # write in its worker thread finishes; none can start after the release.
-        async with self._commit_lock:
-            try:
-                self._fail(self._queue, WALClosed, "closed before the append was written")
-                self._queue = []
-            finally:
-                self._state = _State.CLOSED
-                self._notify()
-                for scanner in list(self._scanners):
-                    await scanner.close()
-                await asyncio.to_thread(self._release)
-                self._log.info("wal closed", last_seq=self._durable_seq)
+        # The appends waiting when the close began are committed first, and a
+        # write in its worker thread finishes; then the close leads for good.
+        leftovers = await self._turns.hold()
+        try:
+            self._fail(leftovers, WALClosed, "closed before the append was written")
+        finally:
+            self._state = _State.CLOSED
+            self._notify()
+            for scanner in list(self._scanners):
+                await scanner.close()
+            await asyncio.to_thread(self._release)
+            self._log.info("wal closed", last_seq=self._durable_seq)
 
     def _release(self) -> None:
         if self._writer.broken and self._failure is None:

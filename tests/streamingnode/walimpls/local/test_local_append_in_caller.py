@@ -138,7 +138,7 @@ async def test_a_leader_cancelled_during_its_write_finishes_it_before_the_next_w
     leader.cancel()
     follower = asyncio.create_task(wal.append([b"next"]))
     await asyncio.sleep(0.1)
-    # The cancelled caller keeps the commit lock until its worker thread returns.
+    # The cancelled caller stays the leader until its worker thread returns.
     assert not leader.done() and not follower.done()
     assert wal.last_message_id() == MessageID(1)
     gate.open()
@@ -162,7 +162,7 @@ async def test_a_cancelled_leader_still_answers_the_appends_it_carried(
     await gate.entered(1)
     a = asyncio.create_task(wal.append([b"a"]))
     b = asyncio.create_task(wal.append([b"b"]))
-    await asyncio.sleep(0.05)  # both wait for the commit lock
+    await asyncio.sleep(0.05)  # both wait behind the running commit
     commits = wal.commit_count
     gate.release()  # first's fsync: then a leads the next commit, carrying b
     await gate.entered(2)
