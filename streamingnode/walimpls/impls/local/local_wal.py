@@ -2,16 +2,25 @@
 
 Ownership and lifetime: the opener makes a ``LocalWAL`` after taking the
 channel lock and recovering the tail; the WAL owns the lock, the
-:class:`SegmentWriter`, its writer task and its scanners until
-:meth:`LocalWAL.close`. States only move forward::
+:class:`SegmentWriter` and its scanners until :meth:`LocalWAL.close`. States
+only move forward::
 
-    OPEN -> CLOSING (new appends fail, queued ones drain) -> CLOSED
+    OPEN -> CLOSING (new appends fail, waiting ones drain) -> CLOSED
 
-Group commit: ``append`` queues a request and waits for its future; the
-writer task takes every queued request, writes them in one worker-thread
-call ending in one fsync, then resolves them all. While that thread runs,
-new requests queue up and form the next batch, so the fsync rate adapts to
-the disk instead of to the number of callers.
+Group commit, in the callers' tasks (no writer task, see ``turns.py``): the
+caller of ``append`` that finds no commit running *leads*: it takes every
+queued request and writes them in one worker-thread call ending in one fsync,
+answers them all, then hands the lead to the first caller that queued
+meanwhile, which commits everything queued by then as the next batch. With one
+appender (the WAL's own writer) no commit is ever running when it calls:
+``append`` writes its batch directly, without a hand-off to another task.
+
+Cancellation: a caller cancelled while its request waits drops it (no seq was
+handed out, nothing is written). A leader cancelled while its batch is in the
+worker thread stays the leader until the thread returns, answers the batch
+(the other callers in it get their ids or errors), and then raises
+``CancelledError``: the write is never abandoned half-way, and the next
+append sees the state it left.
 
 Disk faults: a batch whose write or fsync fails with an ``OSError`` (no
 space, an I/O error) is answered with ``DiskQuotaExhausted`` or ``IOFailed``
@@ -26,13 +35,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import os
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import assert_never
+from typing import TypeVar, assert_never
 
 import structlog
 
@@ -46,7 +56,10 @@ from .lock import ChannelLock
 from .record import MAX_PAYLOAD
 from .scanner import LocalScanner
 from .segment import Segment, fsync_dir
+from .turns import Request, Turns
 from .writer import RepairResult, SegmentWriter
+
+T = TypeVar("T")
 
 
 class _State(Enum):
@@ -56,16 +69,16 @@ class _State(Enum):
 
 
 @dataclass(slots=True)
-class _AppendRequest:
-    payloads: list[bytes]
-    future: asyncio.Future[list[MessageID]]
+class _Deferred:
+    """Whether the leader's task was cancelled while a worker thread ran."""
+
+    cancelled: bool = False
 
 
 class LocalWAL:
     """A :class:`~streamingnode.walimpls.wal.WALImpl` over local segment files.
 
-    Built by ``LocalWALOpener.open``; call :meth:`start` on the event loop
-    before use.
+    Built by ``LocalWALOpener.open``; ready to use, it starts no task.
     """
 
     def __init__(
@@ -84,25 +97,17 @@ class LocalWAL:
         self._dir = directory
         self._lock = lock
         self._segments = segments  # mutated on the loop only
-        self._writer = writer
+        self._writer = writer  # used by the leading caller only (see turns.py)
         self._next_seq = next_seq  # next seq to hand out
         self._durable_seq = next_seq - 1  # newest fsync'd seq; readers stop here
         self._state = _State.OPEN
         self._failure: BaseException | None = None
-        self._queue: list[_AppendRequest] = []
-        self._inflight: list[_AppendRequest] = []
-        self._wakeup = asyncio.Event()
+        self._turns = Turns()  # the queued appends and who commits next
         self._waiters: set[asyncio.Future[None]] = set()
         self._scanners: weakref.WeakSet[LocalScanner] = weakref.WeakSet()
-        self._writer_task: asyncio.Task[None] | None = None
         self.commit_count = 0
         self._log = structlog.get_logger().bind(component="wal-local", pchannel=channel, term=term)
-        self._tasks = BackgroundTasks("wal-local", pchannel=channel, term=term)  # the writer, the close
-
-    def start(self) -> None:
-        """Start the writer task (owned here, awaited by :meth:`close`)."""
-        assert self._writer_task is None
-        self._writer_task = self._tasks.start(self._run_writer(), name=f"wal-local-writer-{self.channel}")
+        self._tasks = BackgroundTasks("wal-local", pchannel=channel, term=term)  # the close
 
     # -- WALImpl -----------------------------------------------------------
 
@@ -112,10 +117,17 @@ class LocalWAL:
         batch = checked_payloads(payloads, MAX_PAYLOAD, lambda size: f"payload of {size} bytes is too large")
         if not batch:
             return []
-        future: asyncio.Future[list[MessageID]] = asyncio.get_running_loop().create_future()
-        self._queue.append(_AppendRequest(batch, future))
-        self._wakeup.set()
-        return await future
+        request = Request(batch)
+        if await self._turns.enter(request):
+            committed = self._turns.take()
+            try:
+                await self._commit_batch(committed)
+            finally:
+                self._turns.leave(committed)
+        if request.error is not None:
+            raise request.error
+        assert request.ids is not None
+        return request.ids
 
     def read(self, policy: DeliverPolicy) -> LocalScanner:
         """See :meth:`WALImpl.read`."""
@@ -173,9 +185,8 @@ class LocalWAL:
         """See :meth:`WALImpl.close`. Every caller waits for the same close."""
         if self._state is _State.OPEN:
             self._state = _State.CLOSING
-            self._wakeup.set()
         # Shielded: a caller that gives up must not leave the lock held and
-        # the writer half-stopped; the close task finishes on its own.
+        # the log half-closed; the close task finishes on its own.
         await asyncio.shield(self._tasks.once(f"wal-local-close-{self.channel}", self._close))
 
     # -- for scanners and tests ---------------------------------------------
@@ -221,46 +232,52 @@ class LocalWAL:
             if not w.done():
                 w.set_result(None)
 
-    async def _run_writer(self) -> None:
+    async def _commit_batch(self, batch: list[Request]) -> None:
+        """Commit ``batch``; runs in the leading caller's task.
+
+        Runs to its end even if that task is cancelled meanwhile (the worker
+        thread cannot be stopped, and the batch must be answered and the state
+        updated before the next leader writes); the cancellation is raised once
+        the batch is answered.
+        """
+        deferred = _Deferred()
         try:
-            while True:
-                if not self._queue:
-                    if self._state is not _State.OPEN:
-                        return  # drained
-                    self._wakeup.clear()
-                    await self._wakeup.wait()
-                    continue
-                self._inflight, self._queue = self._queue, []
-                await self._commit(self._inflight)
-                self._inflight = []
-        except asyncio.CancelledError:
-            self._fail_pending(WALClosed, "writer cancelled")
-            raise
-        except Exception as err:  # task boundary: a bug must not leave appends hanging
+            await self._commit(batch, deferred)
+        except Exception as err:  # a bug, not the disk: no further write may land after it
             self._failure = err
             self._log.exception("writer failed")
-            self._fail_pending(StrataError, "writer failed", err)
+            self._fail(batch, StrataError, "writer failed", err)
+        finally:
+            self._fail(batch, StrataError, "writer stopped")  # only if a bug left some unanswered
+        if deferred.cancelled:
+            raise asyncio.CancelledError
 
-    async def _commit(self, batch: list[_AppendRequest]) -> None:
-        """Write one batch; runs in the writer task, never in a caller's.
+    async def _in_thread(self, fn: Callable[[], T], deferred: _Deferred) -> T:
+        """``fn()`` in a worker thread; a cancellation waits for it and is noted in ``deferred``."""
+        done = asyncio.get_running_loop().run_in_executor(None, contextvars.copy_context().run, fn)
+        while True:
+            try:
+                return await asyncio.shield(done)  # shielding a future starts no task
+            except asyncio.CancelledError:
+                if done.cancelled():  # the executor dropped the call before it ran (shut down)
+                    deferred.cancelled = True
+                    raise StrataError(f"wal of channel {self.channel}: worker thread call dropped") from None
+                deferred.cancelled = True
 
-        Callers that were cancelled before their seqs were handed out are
-        dropped; later cancellations do not stop the write (the records may
-        be in the log, as the interface allows).
-        """
-        live = [r for r in batch if not r.future.done()]
-        if not live:
+    async def _commit(self, batch: list[Request], deferred: _Deferred) -> None:
+        """Write one batch and answer its requests; runs in the leader's task."""
+        if not batch:
             return
         if self._failure is not None:
             kind = ChannelFenced if isinstance(self._failure, ChannelFenced) else StrataError
-            self._fail(live, kind, f"failed earlier: {self._failure}", self._failure)
+            self._fail(batch, kind, f"failed earlier: {self._failure}", self._failure)
             return
-        if self._writer.broken and not await self._repair(live):
+        if self._writer.broken and not await self._repair(batch, deferred):
             return
         records: list[tuple[int, bytes]] = []
         ids: list[list[MessageID]] = []
         seq = self._next_seq
-        for req in live:
+        for req in batch:
             req_ids = []
             for payload in req.payloads:
                 records.append((seq, payload))
@@ -269,26 +286,26 @@ class LocalWAL:
             ids.append(req_ids)
         self._next_seq = seq
         try:
-            result = await asyncio.to_thread(self._writer.write, records)
+            result = await self._in_thread(lambda: self._writer.write(records), deferred)
         except ChannelFenced as err:
             # A newer term owns the channel: this batch is on disk where no reader looks,
             # and it must not be acknowledged or published. The WAL stays fenced.
             self._failure = err
             self._log.warning("wal fenced", error=str(err), records=len(records))
-            self._fail(live, ChannelFenced, str(err), err)
+            self._fail(batch, ChannelFenced, str(err), err)
             return
         except OSError as err:
             # The files may hold part of the batch: the next batch repairs before it writes.
             self._next_seq = self._durable_seq + 1
             self._log.error("append failed", error=str(err), errno=err.errno, records=len(records))
-            self._fail_disk(live, err)
+            self._fail_disk(batch, err)
             return
         except Exception as err:
             # A bug, not the disk: no further write may land after what the file may hold.
             # Reopening cuts the torn part off.
             self._failure = err
             self._log.error("append failed", error=repr(err), records=len(records))
-            self._fail(live, StrataError, "append failed", err)
+            self._fail(batch, StrataError, "append failed", err)
             return
         self._segments.extend(result.new_segments)
         self._durable_seq = seq - 1
@@ -296,22 +313,21 @@ class LocalWAL:
         for segment in result.new_segments:
             self._log.info("segment created", first_seq=segment.first_seq)
         self._notify()
-        for req, req_ids in zip(live, ids, strict=True):
-            if not req.future.done():
-                req.future.set_result(req_ids)
+        for req, req_ids in zip(batch, ids, strict=True):
+            req.ids = req_ids
 
-    async def _repair(self, live: list[_AppendRequest]) -> bool:
-        """Cut back what a failed batch left; False (``live`` failed) if that fails too."""
+    async def _repair(self, batch: list[Request], deferred: _Deferred) -> bool:
+        """Cut back what a failed batch left; False (``batch`` failed) if that fails too."""
         try:
-            result = await asyncio.to_thread(self._repair_blocking)
+            result = await self._in_thread(self._repair_blocking, deferred)
         except ChannelFenced as err:
             self._failure = err
             self._log.warning("wal fenced", error=str(err))
-            self._fail(live, ChannelFenced, str(err), err)
+            self._fail(batch, ChannelFenced, str(err), err)
             return False
         except OSError as err:
             self._log.warning("wal repair failed", error=str(err), errno=err.errno)
-            self._fail_disk(live, err)
+            self._fail_disk(batch, err)
             return False
         self._log.info("wal repaired", cut_bytes=result.cut_bytes, removed_files=result.removed_files,
                        next_seq=self._next_seq)
@@ -322,34 +338,30 @@ class LocalWAL:
         self._lock.check()
         return self._writer.repair()
 
-    def _fail_disk(self, requests: list[_AppendRequest], err: OSError) -> None:
+    def _fail_disk(self, requests: list[Request], err: OSError) -> None:
         for req in requests:
-            if not req.future.done():
-                req.future.set_exception(disk_error(err, f"wal of channel {self.channel} (term {self.term})"))
+            if not req.answered:
+                req.error = disk_error(err, f"wal of channel {self.channel} (term {self.term})")
 
     def _fail(
         self,
-        requests: list[_AppendRequest],
+        requests: list[Request],
         kind: type[StrataError],
         what: str,
         cause: BaseException | None = None,
     ) -> None:
         for req in requests:
-            if not req.future.done():
+            if not req.answered:
                 error = kind(f"wal of channel {self.channel} (term {self.term}): {what}")
                 error.__cause__ = cause
-                req.future.set_exception(error)
-
-    def _fail_pending(
-        self, kind: type[StrataError], what: str, cause: BaseException | None = None
-    ) -> None:
-        self._fail(self._inflight + self._queue, kind, what, cause)
-        self._inflight, self._queue = [], []
+                req.error = error
 
     async def _close(self) -> None:
-        assert self._writer_task is not None
+        # The appends waiting when the close began are committed first, and a
+        # write in its worker thread finishes; then the close leads for good.
+        leftovers = await self._turns.hold()
         try:
-            await self._writer_task
+            self._fail(leftovers, WALClosed, "closed before the append was written")
         finally:
             self._state = _State.CLOSED
             self._notify()

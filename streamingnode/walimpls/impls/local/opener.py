@@ -105,7 +105,6 @@ class LocalWALOpener:
             writer=rec.writer,
             next_seq=rec.next_seq,
         )
-        wal.start()
         self._wals = [w for w in self._wals if not w.is_closed]
         self._wals.append(wal)
         return wal

@@ -1,9 +1,10 @@
 """The blocking half of group commit: write one batch of records, then fsync.
 
 ``SegmentWriter`` owns the descriptor of the active (last) segment. It is
-driven by exactly one task of :class:`LocalWAL`, one batch at a time, in a
-worker thread; it never touches the event loop or the WAL's segment list,
-it reports the segments it created instead.
+driven by the caller leading :class:`LocalWAL`'s current commit
+(``turns.py``), one batch at a time, in a worker thread; it never touches the
+event loop or the WAL's segment list, it reports the segments it created
+instead.
 
 A failed write or fsync (``ENOSPC``, ``EIO``, ...) leaves the writer *broken*:
 the files may hold part of the batch. :meth:`SegmentWriter.repair` cuts the
