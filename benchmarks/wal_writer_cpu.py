@@ -1,13 +1,16 @@
 """CPU the WAL writer spends per appended Insert: in-process, one appender, a backend that keeps nothing.
 
     PYTHONPATH=$PWD:benchmarks .venv/bin/python benchmarks/wal_writer_cpu.py [--rows 1000] [--dim 128]
-        [--appends 2000] [--no-shard]
+        [--appends 2000] [--no-shard] [--typed]
 
 One Insert of ``--rows`` rows (an int64 ``id``, a ``--dim`` float vector ``v``) is built once; a
 ``WAL`` with the shard interceptor (segment assignment; ``--no-shard``: no interceptor) appends
 copies of it one after another, each awaited, over a backend that only hands out ids (no file,
 no fsync: what is left is the writer's own work, the buffer and the appender's await). The copies
 for a round of 100 appends are made before its clock starts (the WAL takes its messages over).
+By default each goes through ``WAL.append``, which decodes the envelope once (as ``Produce`` does
+in a cluster); ``--typed`` hands over the typed message with it (``WAL.append_typed``, as the
+producer of a standalone process does), so nothing is decoded.
 Prints the process CPU time (user + system, all threads) per append and the wall time per
 append, after 100 untimed appends. ``hotpath.py insert`` measures the same append through the
 whole node (proxy, gRPC, flusher), where the writer's share is lost in the rest.
@@ -25,7 +28,7 @@ import pyarrow as pa
 from compare_measure import frozen_gc
 from wal_common import MonotonicTSO, configure_logging
 
-from common.message import CreateCollection, Insert
+from common.message import CreateCollection, Insert, Outgoing
 from common.schema import CollectionSchema, DataType, FieldSchema
 from protos.common_pb2 import Message
 from streamingnode.shard import SealPolicy, ShardManager
@@ -75,20 +78,21 @@ class Ids:
         return self.next - count
 
 
-def _insert(rows: int, dim: int) -> Message:
+def _insert(rows: int, dim: int) -> Insert:
     vectors = np.random.default_rng(0).random((rows, dim), dtype=np.float32)
     table = pa.table(
         {"id": pa.array(range(rows), pa.int64()), "v": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), dim)}
     )
-    return Insert.of(vchannel="v0", collection_id=1, partition_id=2, table=table).encode()
+    return Insert.of(vchannel="v0", collection_id=1, partition_id=2, table=table)
 
 
-def _copies(msg: Message, n: int) -> list[Message]:
+def _copies(typed: Insert, n: int) -> list[Outgoing]:
+    msg = typed.encode()
     out = []
     for _ in range(n):
         m = Message()
         m.CopyFrom(msg)
-        out.append(m)
+        out.append(Outgoing(m, typed))
     return out
 
 
@@ -106,25 +110,28 @@ async def run(args: argparse.Namespace) -> None:
     try:
         await wal.append([CreateCollection(vchannel="v0", collection_id=1, schema=schema).encode()])
         insert = _insert(args.rows, args.dim)
-        for m in _copies(insert, ROUND):  # untimed
-            await wal.append([m])
+        async def append(o: Outgoing) -> None:
+            await (wal.append_typed([o]) if args.typed else wal.append([o.msg]))
+
+        for o in _copies(insert, ROUND):  # untimed
+            await append(o)
         cpu = wall = 0.0
         done = 0
         with frozen_gc():
             while done < args.appends:
                 batch = _copies(insert, min(ROUND, args.appends - done))
                 c0, w0 = time.process_time(), time.perf_counter()
-                for m in batch:
-                    await wal.append([m])
+                for o in batch:
+                    await append(o)
                 cpu += time.process_time() - c0
                 wall += time.perf_counter() - w0
                 done += len(batch)
                 del batch
     finally:
         await wal.close()
-    body = len(insert.body)
+    body = len(insert.ipc)
     print(
-        f"{'no interceptor' if args.no_shard else 'shard interceptor'}: {done} appends of {args.rows} rows "
+        f"{'no interceptor' if args.no_shard else 'shard interceptor'}, {'typed' if args.typed else 'decoded'}: {done} appends of {args.rows} rows "
         f"(body {body / 1024:.0f} KiB): {cpu / done * 1e6:.1f} us CPU, {wall / done * 1e6:.1f} us wall per append"
     )
 
@@ -135,6 +142,7 @@ def main() -> None:
     ap.add_argument("--dim", type=int, default=128)
     ap.add_argument("--appends", type=int, default=2000)
     ap.add_argument("--no-shard", action="store_true", help="a WAL without interceptors")
+    ap.add_argument("--typed", action="store_true", help="hand the typed message over (WAL.append_typed)")
     configure_logging()
     asyncio.run(run(ap.parse_args()))
 
