@@ -21,9 +21,9 @@ from protos.common_pb2 import Message, MessageType
 from streamingnode.shard import SealPolicy, ShardManager
 from streamingnode.wal.shard_interceptor import ShardInterceptor
 from streamingnode.wal.wal import WAL
-from streamingnode.walimpls.registry import build_opener
 from tests.streamingnode.fakes import CountingAllocator
 from tests.streamingnode.wal.collection import create_collection
+from tests.streamingnode.wal.opened import local_wal
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -47,16 +47,9 @@ def decodes(monkeypatch: pytest.MonkeyPatch) -> Counter[int]:
 
 @pytest.fixture(params=["shard", "no-interceptor"])
 async def wal(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[WAL]:
-    opener = build_opener("local", root_dir=tmp_path)
-    impl = await opener.open("p0", 1)
     links = [ShardInterceptor(ShardManager(SealPolicy()), CountingAllocator(500))] if request.param == "shard" else []
-    w = WAL(impl, CountingAllocator(1000), tick_interval=0.05, interceptors=links)
-    await w.start()
-    try:
+    async with local_wal(tmp_path, CountingAllocator(1000), tick_interval=0.05, interceptors=links) as w:
         yield w
-    finally:
-        await w.close()
-        await opener.close()
 
 
 def _insert(rows: int, dim: int) -> Message:

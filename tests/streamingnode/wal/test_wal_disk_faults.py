@@ -14,9 +14,9 @@ from common.errors import DiskQuotaExhausted
 from common.message import Insert, decode
 from protos.common_pb2 import Message, MessageType
 from streamingnode.wal.wal import WAL
-from streamingnode.walimpls.registry import build_opener
 from streamingnode.walimpls.wal import DeliverPolicy, MessageID
 from tests.streamingnode.fakes import CountingAllocator
+from tests.streamingnode.wal.opened import local_wal
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -35,15 +35,8 @@ async def tso() -> CountingAllocator:
 
 @pytest.fixture()
 async def wal(tmp_path: Path, tso: CountingAllocator) -> AsyncIterator[WAL]:
-    opener = build_opener("local", root_dir=tmp_path)
-    impl = await opener.open("p0", 1)
-    w = WAL(impl, tso, tick_interval=0.05)
-    await w.start()
-    try:
+    async with local_wal(tmp_path, tso, tick_interval=0.05) as w:
         yield w
-    finally:
-        await w.close()
-        await opener.close()
 
 
 def _insert(i: int) -> Message:

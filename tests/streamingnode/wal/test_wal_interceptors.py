@@ -16,9 +16,9 @@ from common.message import CreateSegment, Insert, TypedMessage, decode
 from protos.common_pb2 import Message, MessageType
 from streamingnode.wal.interceptors import Expansion, Outgoing
 from streamingnode.wal.wal import WAL
-from streamingnode.walimpls.registry import build_opener
 from streamingnode.walimpls.wal import DeliverPolicy
 from tests.streamingnode.fakes import CountingAllocator
+from tests.streamingnode.wal.opened import local_wal
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -89,15 +89,8 @@ def links(journal: Journal) -> tuple[Link, Link]:
 
 @pytest.fixture()
 async def wal(tmp_path: Path, links: tuple[Link, Link]) -> AsyncIterator[WAL]:
-    opener = build_opener("local", root_dir=tmp_path)
-    impl = await opener.open("p0", 1)
-    w = WAL(impl, CountingAllocator(1000), tick_interval=0.05, interceptors=links)
-    await w.start()
-    try:
+    async with local_wal(tmp_path, CountingAllocator(1000), tick_interval=0.05, interceptors=links) as w:
         yield w
-    finally:
-        await w.close()
-        await opener.close()
 
 
 def _insert(vchannel: str = "v0") -> Message:

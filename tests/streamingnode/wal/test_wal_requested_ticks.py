@@ -13,9 +13,9 @@ from common.errors import WALClosed
 from common.message import Insert
 from protos.common_pb2 import Message, MessageType
 from streamingnode.wal.wal import WAL
-from streamingnode.walimpls.registry import build_opener
 from streamingnode.walimpls.wal import DeliverPolicy
 from tests.streamingnode.fakes import CountingAllocator
+from tests.streamingnode.wal.opened import local_wal
 
 LONG_TICK = 60.0  # no idle TimeTick comes during a test: every tick seen was asked for or follows a batch
 
@@ -27,15 +27,8 @@ async def tso() -> CountingAllocator:
 
 @pytest.fixture()
 async def wal(tmp_path: Path, tso: CountingAllocator) -> AsyncIterator[WAL]:
-    opener = build_opener("local", root_dir=tmp_path)
-    impl = await opener.open("p0", 1)
-    w = WAL(impl, tso, tick_interval=LONG_TICK)
-    await w.start()
-    try:
+    async with local_wal(tmp_path, tso, tick_interval=LONG_TICK) as w:
         yield w
-    finally:
-        await w.close()
-        await opener.close()
 
 
 def _insert(i: int) -> Message:

@@ -12,22 +12,15 @@ import pytest
 from common.message import Insert, TimeTick, decode
 from protos.common_pb2 import Message, MessageType
 from streamingnode.wal.wal import WAL
-from streamingnode.walimpls.registry import build_opener
 from streamingnode.walimpls.wal import DeliverPolicy, MessageID
 from tests.streamingnode.fakes import CountingAllocator
+from tests.streamingnode.wal.opened import local_wal
 
 
 @pytest.fixture()
 async def wal(tmp_path: Path) -> AsyncIterator[WAL]:
-    opener = build_opener("local", root_dir=tmp_path)
-    impl = await opener.open("p0", 1)
-    w = WAL(impl, CountingAllocator(1000), tick_interval=0.05)
-    await w.start()
-    try:
+    async with local_wal(tmp_path, CountingAllocator(1000), tick_interval=0.05) as w:
         yield w
-    finally:
-        await w.close()
-        await opener.close()
 
 
 def _insert(v: str, i: int) -> Message:
