@@ -24,6 +24,7 @@ from streamingnode.client.producer import Producer
 from streamingnode.walimpls import DeliverPolicy
 from streamingnode.walimpls.registry import build_opener
 from streamingnode.walmanager.manager import WALManager
+from tests.streamingnode.decodes import count_decodes
 from tests.streamingnode.fakes import CountingAllocator
 
 pytestmark = pytest.mark.timeout(30)
@@ -80,12 +81,15 @@ async def _ids_in(manager: WALManager, pchannel: str, term: int, count: int) -> 
     return ids
 
 
-async def test_local_owner_is_appended_to_without_grpc(local_manager: WALManager) -> None:
+async def test_local_owner_is_appended_to_without_grpc(local_manager: WALManager,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     await local_manager.open("p0", 1)
     producer = Producer(Owners({"p0": [(LOCAL, 1)]}), LocalStreamingNode(LOCAL, local_manager))
     try:
+        decodes = count_decodes(monkeypatch)
         first = await producer.append("p0", [_insert(0), _insert(3)])
         second = await producer.append("p0", [_insert(6)], txn=True)
+        assert not decodes  # the WAL took the typed messages as they are
         assert len(first) == 2 and len(second) == 1
         ticks = [a.timetick for a in first + second]
         assert ticks == sorted(ticks) and len(set(a.message_id for a in first + second)) == 3

@@ -1,26 +1,28 @@
-"""The writer decodes each caller's message once, and the messages it makes itself not at all.
+"""The WAL decodes an envelope once where it enters, a producer's typed message never, and the
+messages it makes itself not at all.
 
 With upb every read of ``msg.body`` copies the body, and decoding an Insert reads it: a second
-decode on the write path copies a 512 KiB body again. The interceptor chain decodes an append
-once; the shard interceptor and the row counts (an observer) take that typed form.
+decode on the write path copies a 512 KiB body again. ``WAL.append`` decodes an append once;
+``WAL.append_typed`` (the producer of this process) takes the typed forms as they are; the shard
+interceptor and the row counts (an observer) read those typed forms.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
-from common.message import Insert, ManualFlush, TypedMessage, types
-from common.message.header import HeaderReader
+from common.message import Insert, ManualFlush, Outgoing
 from protos.common_pb2 import Message, MessageType
 from streamingnode.shard import SealPolicy, ShardManager
 from streamingnode.wal.shard_interceptor import ShardInterceptor
 from streamingnode.wal.wal import WAL
+from tests.streamingnode.decodes import count_decodes
 from tests.streamingnode.fakes import CountingAllocator
 from tests.streamingnode.wal.collection import create_collection
 from tests.streamingnode.wal.opened import local_wal
@@ -30,19 +32,7 @@ pytestmark = pytest.mark.timeout(30)
 
 @pytest.fixture()
 def decodes(monkeypatch: pytest.MonkeyPatch) -> Counter[int]:
-    """Decodes per message type, wherever ``common.message.decode`` is called from (every type's
-    decoder in its private table is wrapped: the one place all decodes pass)."""
-    counts: Counter[int] = Counter()
-    for kind, decoder in list(types._DECODERS.items()):
-
-        def counting(
-            msg: Message, h: HeaderReader, kind: int = kind, decoder: Callable[[Message, HeaderReader], TypedMessage] = decoder
-        ) -> TypedMessage:
-            counts[kind] += 1
-            return decoder(msg, h)
-
-        monkeypatch.setitem(types._DECODERS, kind, counting)
-    return counts
+    return count_decodes(monkeypatch)
 
 
 @pytest.fixture(params=["shard", "no-interceptor"])
@@ -52,7 +42,7 @@ async def wal(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[W
         yield w
 
 
-def _insert(rows: int, dim: int) -> Message:
+def _typed_insert(rows: int, dim: int) -> Insert:
     vectors = np.random.default_rng(0).random((rows, dim), dtype=np.float32)
     table = pa.table(
         {
@@ -60,7 +50,11 @@ def _insert(rows: int, dim: int) -> Message:
             "v": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), dim),
         }
     )
-    return Insert.of(vchannel="v0", collection_id=7, partition_id=8, table=table).encode()
+    return Insert.of(vchannel="v0", collection_id=7, partition_id=8, table=table)
+
+
+def _insert(rows: int, dim: int) -> Message:
+    return _typed_insert(rows, dim).encode()
 
 
 async def test_an_append_is_decoded_once_and_the_wal_s_own_messages_never(wal: WAL, decodes: Counter[int]) -> None:
@@ -76,4 +70,14 @@ async def test_an_append_is_decoded_once_and_the_wal_s_own_messages_never(wal: W
 
     # What the decode fed is still folded: the row counts, and the segments the ManualFlush sealed.
     assert wal.collection_rows(7) == 1000
+    assert len(flushed.sealed_segment_ids) == (1 if wal._shard is not None else 0)
+
+
+async def test_a_typed_append_is_never_decoded(wal: WAL, decodes: Counter[int]) -> None:
+    await wal.append([create_collection("v0", 7)])
+    decodes.clear()
+    await wal.append_typed([Outgoing.of(_typed_insert(1000, 128))])  # as the proxy of this process appends
+    (flushed,) = await wal.append_typed([Outgoing.of(ManualFlush(vchannel="v0", collection_id=7, flush_ts=1))])
+    assert dict(decodes) == {}
+    assert wal.collection_rows(7) == 1000  # the row counts read the typed Insert
     assert len(flushed.sealed_segment_ids) == (1 if wal._shard is not None else 0)
