@@ -24,8 +24,8 @@ def segment_to_pb(meta: SegmentMeta) -> common_pb2.SegmentInfo:
         collection_id=meta.collection_id,
         partition_id=meta.partition_id,
         vchannel=meta.vchannel,
-        state=int(meta.state),  # type: ignore[arg-type]  # same numbers as common_pb2.SegmentState
-        level=int(meta.level),  # type: ignore[arg-type]
+        state=common_pb2.SegmentState.ValueType(meta.state),  # the enums share numbers
+        level=common_pb2.SegmentLevel.ValueType(meta.level),
         rows=meta.rows,
         manifest=meta.manifest,
     )

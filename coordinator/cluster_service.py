@@ -16,6 +16,7 @@ from common.grpcutil import ok_status, rpc_method
 from common.resource_groups import DEFAULT_RESOURCE_GROUP, resource_group_not_found
 from coordinator.catalog import Catalog, CollectionMeta
 from coordinator.query.coord import QueryCoordinator
+from protos import common_pb2
 from protos import coordinator_pb2 as pb
 
 
@@ -41,7 +42,7 @@ class ClusterRPCs:
                 pb.QuerySegment(
                     segment_id=s.segment.segment_id,
                     partition_id=s.segment.partition_id,
-                    level=int(s.segment.level),  # type: ignore[arg-type]  # the enums share numbers
+                    level=common_pb2.SegmentLevel.ValueType(s.segment.level),  # the enums share numbers
                     rows=s.segment.rows,
                     node_ids=s.node_ids,
                     index_id=s.index_id if s.index_id in names else 0,

@@ -19,7 +19,7 @@ from typing import TextIO
 BAR_WIDTH = 30
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "import",
         help="bulk-import Parquet, JSON or NumPy files into a collection",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 
 from pymilvus.grpc_gen import common_pb2
 
@@ -18,7 +19,7 @@ async def guarantee_timestamp(
     use_default: bool,
     collection_level: int,
     request_ts: int,
-    fresh_ts: object,
+    fresh_ts: Callable[[], Awaitable[int]],
 ) -> int:
     """The timestamp a delegator's tsafe must reach before it answers.
 
@@ -27,7 +28,7 @@ async def guarantee_timestamp(
     level = collection_level if use_default else requested_level
     match level:
         case common_pb2.Strong:
-            return await fresh_ts()  # type: ignore[operator]
+            return await fresh_ts()
         case common_pb2.Bounded:
             return compose(int(time.time() * 1000) - BOUNDED_STALENESS_MS)
         case common_pb2.Eventually:

@@ -43,7 +43,7 @@ def import_state(job: ImportJob, collection_name: str) -> milvus_pb2.GetImportSt
     }
     return milvus_pb2.GetImportStateResponse(
         status=success(),
-        state=_IMPORT_STATES.get(job.state, common_pb2.ImportPending),  # type: ignore[arg-type]
+        state=_IMPORT_STATES.get(job.state, common_pb2.ImportPending),
         row_count=job.rows,
         infos=[common_pb2.KeyValuePair(key=k, value=v) for k, v in infos.items()],
         id=job.job_id,

@@ -145,7 +145,7 @@ class Proxy:
         session: Session | None = getattr(self, "_session", None)
         if session is not None and not session.alive:
             return ["proxy etcd session lost (lease expired or etcd unreachable)"]
-        answer = await service.CheckHealth(milvus_pb2.CheckHealthRequest(), None)  # type: ignore[arg-type]
+        answer = await service.CheckHealth(milvus_pb2.CheckHealthRequest(), None)
         if answer.isHealthy:
             return []
         return list(answer.reasons) or [answer.status.reason or "proxy not healthy"]

@@ -25,7 +25,7 @@ _SERVICE = milvus_pb2.DESCRIPTOR.services_by_name["MilvusService"]
 
 
 def _response_class(full_name: str) -> type[Any]:
-    return symbol_database.Default().GetSymbol(full_name)  # type: ignore[no-any-return]
+    return symbol_database.Default().GetSymbol(full_name)
 
 
 def _handler(name: str, response: type[Any], streaming: bool) -> Any:

@@ -10,7 +10,7 @@ bare boolean fields) into the core nodes of ``ast.py``. Every problem is an
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from lark import Token, Transformer, v_args
@@ -230,7 +230,7 @@ class Binder(Transformer[Token, Any]):
     # ------------------------------------------------------- predicates
 
     def compare(self, *items: Node | Token) -> Expr:
-        operands = [_as_operand(n) for n in items[0::2]]  # type: ignore[arg-type]
+        operands = [_as_operand(cast(Node, n)) for n in items[0::2]]  # the grammar alternates operand, operator
         ops = [_COMPARE_OPS[str(t)] for t in items[1::2]]
         if len(ops) == 1:
             return _compare(ops[0], operands[0], operands[1])

@@ -114,7 +114,7 @@ def function_to_proto(fn: FunctionSchema, schema: CollectionSchema, function_id:
         name=fn.name,
         id=function_id,
         description=fn.description,
-        type=fn.kind,  # type: ignore[arg-type]
+        type=fn.kind,
         input_field_names=list(fn.input_field_names),
         input_field_ids=[schema.field(n).field_id for n in fn.input_field_names],
         output_field_names=list(fn.output_field_names),

@@ -32,9 +32,12 @@ def check_bm25_index_params(params: Mapping[str, str]) -> None:
         raw = bm25_params(params).get(key)
         if raw is None:
             continue
+        not_a_number = InvalidArgument(f"param '{key}' ({raw}) should be a number")
+        if not isinstance(raw, str | int | float):  # a JSON list or object
+            raise not_a_number
         try:
-            value = float(raw)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            raise InvalidArgument(f"param '{key}' ({raw}) should be a number") from None
+            value = float(raw)
+        except ValueError:
+            raise not_a_number from None
         if isinstance(raw, bool) or not low <= value <= high:
             raise InvalidArgument(f"param '{key}' ({raw}) should be in range [{low}, {high}]")

@@ -50,7 +50,7 @@ class ServerTracing(grpc.aio.ServerInterceptor):
         ):
             return handler
         behavior = handler.unary_unary
-        metadata = handler_call_details.invocation_metadata  # type: ignore[attr-defined]
+        metadata = handler_call_details.invocation_metadata
         tracer = self._tracer
         attributes = _rpc_attributes(method)
 

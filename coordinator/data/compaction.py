@@ -51,7 +51,7 @@ from common.segment import SegmentLevel, SegmentMeta, SegmentState
 from common.storage.layout import ALL_PARTITIONS
 from common.tasks import BackgroundTasks
 from common.ttl import expire_before
-from coordinator.catalog import Catalog, CollectionMeta, CollectionState
+from coordinator.catalog import Catalog, CollectionMeta, CollectionState, IndexMeta
 from coordinator.data.datacoord import DataCoordinator
 from coordinator.data.jobs import CompactionRequest, JobKind, JobRecord, JobState
 from coordinator.data.policy import (
@@ -103,9 +103,9 @@ def target_rows(schema: CollectionSchema, target_bytes: int) -> int:
     return max(1, target_bytes // row_bytes(schema))
 
 
-def index_refs(indexes: Sequence[object]) -> tuple[IndexRef, ...]:
+def index_refs(indexes: Sequence[IndexMeta]) -> tuple[IndexRef, ...]:
     return tuple(
-        IndexRef(field_name=i.field_name, index_id=i.index_id, params=dict(i.params))  # type: ignore[attr-defined]
+        IndexRef(field_name=i.field_name, index_id=i.index_id, params=dict(i.params))
         for i in indexes
     )
 

@@ -65,7 +65,7 @@ def read_column(field: FieldSchema, fd: schema_pb2.FieldData) -> np.ndarray:
     converts = field.dtype != DataType.INT8_VECTOR and slot == "float_vector"
     if kind != "vectors" or slot not in (None, expected) and not converts:
         raise InvalidArgument(
-            f"type mismatch for field ({field.name}): schema type is {schema_pb2.DataType.Name(field.dtype)}, "  # type: ignore[arg-type]
+            f"type mismatch for field ({field.name}): schema type is {schema_pb2.DataType.Name(field.dtype)}, "
             f"expected {expected} in the field data but got {slot}"
         )
     if converts:
@@ -123,10 +123,10 @@ def search_vectors(placeholder_type: int, values: Sequence[bytes], anns: FieldSc
     dtype = anns.dtype
     float_query = placeholder_type == common_pb2.PlaceholderType.FloatVector and dtype != DataType.INT8_VECTOR
     if placeholder_type != PLACEHOLDERS[dtype] and not float_query:
-        got = common_pb2.PlaceholderType.Name(placeholder_type)  # type: ignore[arg-type]
+        got = common_pb2.PlaceholderType.Name(placeholder_type)
         raise InvalidArgument(
             f"search data type {got} does not match the type "
-            f"{schema_pb2.DataType.Name(dtype)} of anns field ({anns.name})"  # type: ignore[arg-type]
+            f"{schema_pb2.DataType.Name(dtype)} of anns field ({anns.name})"
         )
     element = 4 if float_query else numpy_type(dtype).itemsize
     for value in values:

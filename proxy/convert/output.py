@@ -129,7 +129,7 @@ def column_to_field_data(
     """One Arrow column as Milvus returns it in query and search results."""
     array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     fd = schema_pb2.FieldData(
-        type=int(field.dtype),  # type: ignore[arg-type]
+        type=int(field.dtype),
         field_name=field.name,
         field_id=field.field_id,
         is_dynamic=field.is_dynamic,
@@ -189,7 +189,7 @@ def binary_codes(array: pa.Array, code_size: int) -> np.ndarray:
 
 def _array_cells(out: schema_pb2.ArrayArray, element_type: DataType, array: pa.Array) -> None:
     """One ``ScalarField`` per row (an empty one for a null row)."""
-    out.element_type = int(element_type)  # type: ignore[assignment]
+    out.element_type = int(element_type)
     attr = SCALAR_SLOTS[element_type]
     for cell in array.to_pylist():
         values = getattr(out.data.add(), attr)

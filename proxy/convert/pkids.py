@@ -25,6 +25,7 @@ same decoding (and checks) as a client's. The lookup itself is in
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import cast
 
 import numpy as np
 from pymilvus.grpc_gen import common_pb2, milvus_pb2, schema_pb2
@@ -95,14 +96,18 @@ def search_primary_keys(
             f"should be in range [1, {max_nq}], but got {len(keys)}"
         )
     seen: set[int | str] = set()
-    twice = [k for k in keys if k in seen or seen.add(k)]  # type: ignore[func-returns-value]
+    twice: list[int | str] = []
+    for k in keys:
+        if k in seen:
+            twice.append(k)
+        seen.add(k)
     if twice:
         raise InvalidArgument(f"duplicate primary key IDs in search by IDs: {twice}")
     if req.nq and req.nq != len(keys):
         raise InvalidArgument(
             f"nq ({req.nq}) of the request does not match the number of primary key IDs ({len(keys)})"
         )
-    return tuple(keys)  # type: ignore[return-value]
+    return cast(PrimaryKeys, tuple(keys))  # all ints or all strs, as ``keys``
 
 
 def check_no_primary_keys(req: milvus_pb2.SearchRequest) -> None:
@@ -142,5 +147,5 @@ def placeholder_from_field_data(fd: schema_pb2.FieldData, dtype: DataType, keys:
     if len(values) != len(keys):
         raise ValueError(f"{len(values)} vectors read for {len(keys)} primary keys")
     group = common_pb2.PlaceholderGroup()
-    group.placeholders.add(tag="$0", type=placeholder_type, values=values)  # type: ignore[arg-type]
+    group.placeholders.add(tag="$0", type=placeholder_type, values=values)
     return group.SerializeToString()

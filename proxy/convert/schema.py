@@ -63,7 +63,7 @@ _INT_RANGES = {
 def type_name(dtype: int) -> str:
     """Milvus' spelling of a data type number (``Int64``, ``FloatVector``)."""
     try:
-        return schema_pb2.DataType.Name(dtype)  # type: ignore[arg-type]
+        return schema_pb2.DataType.Name(dtype)
     except ValueError:
         return str(dtype)
 
@@ -405,13 +405,13 @@ def field_to_proto(field: FieldSchema, *, function_output: bool = False) -> sche
         name=field.name,
         is_primary_key=field.is_primary,
         description=field.description,
-        data_type=int(field.dtype),  # type: ignore[arg-type]
+        data_type=int(field.dtype),
         type_params=[common_pb2.KeyValuePair(key=k, value=v) for k, v in params.items()],
         autoID=field.auto_id,
         is_dynamic=field.is_dynamic,
         is_partition_key=field.is_partition_key,
         nullable=field.nullable,
-        element_type=int(field.element_type),  # type: ignore[arg-type]
+        element_type=int(field.element_type),
         is_function_output=function_output,
     )
     if field.default_value is not None:

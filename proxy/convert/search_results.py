@@ -137,7 +137,7 @@ def is_count_query(output_fields: Sequence[str]) -> bool:
 def build_count_results(count: int, *, collection_name: str = "") -> milvus_pb2.QueryResults:
     """Milvus' answer to ``count(*)``: one Int64 column ``count(*)`` with one row."""
     column = schema_pb2.FieldData(
-        type=int(DataType.INT64),  # type: ignore[arg-type]
+        type=int(DataType.INT64),
         field_name=COUNT_FIELD,
     )
     column.scalars.long_data.data.append(count)

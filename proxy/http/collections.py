@@ -30,7 +30,7 @@ async def create(call: Call, body: Body) -> Any:
         collection_name=name,
         schema=schema.SerializeToString(),
         shards_num=Body(params).integer("shardsNum", 1),
-        consistency_level=consistency(params.get("consistencyLevel", "Bounded")),  # type: ignore[arg-type]
+        consistency_level=consistency(params.get("consistencyLevel", "Bounded")),
         num_partitions=Body(params).integer("partitionsNum", 0),
         properties=[common_pb2.KeyValuePair(key=prop, value=str(params[key]))
                     for key, prop in _PROPERTIES.items() if key in params],

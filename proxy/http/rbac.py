@@ -49,7 +49,7 @@ async def drop_user(call: Call, body: Body) -> Any:
 
 async def _user_role(call: Call, body: Body, op: int) -> Any:
     await call("OperateUserRole", milvus_pb2.OperateUserRoleRequest(
-        username=body.name("userName"), role_name=body.name("roleName"), type=op))  # type: ignore[arg-type]
+        username=body.name("userName"), role_name=body.name("roleName"), type=op))
     return {}
 
 
@@ -95,7 +95,7 @@ async def _privilege(call: Call, body: Body, op: int) -> Any:
         db_name=body.text("dbName", "default") or "default",
         grantor=milvus_pb2.GrantorEntity(privilege=milvus_pb2.PrivilegeEntity(name=body.name("privilege"))),
     )
-    await call("OperatePrivilege", milvus_pb2.OperatePrivilegeRequest(entity=entity, type=op))  # type: ignore[arg-type]
+    await call("OperatePrivilege", milvus_pb2.OperatePrivilegeRequest(entity=entity, type=op))
     return {}
 
 

@@ -74,7 +74,7 @@ def field_from_json(raw: Any, auto_id: bool) -> schema_pb2.FieldSchema:
     if field.is_primary_key:
         field.autoID = auto_id
     if kind == schema_pb2.Array:
-        field.element_type = data_type(f.required("elementDataType"), "elementDataType")  # type: ignore[assignment]
+        field.element_type = data_type(f.required("elementDataType"), "elementDataType")
     if f.raw("defaultValue") is not None:
         field.default_value.CopyFrom(_default_value(kind, f.raw("defaultValue")))
     return field
@@ -113,7 +113,7 @@ def quick_schema(name: str, body: Body) -> schema_pb2.CollectionSchema:
     if pk_kind not in (schema_pb2.Int64, schema_pb2.VarChar):
         raise invalid(f"idType must be Int64 or VarChar, got {id_type!r}")
     params = body.mapping("params")
-    pk = schema_pb2.FieldSchema(name=body.text("primaryFieldName", "id"), data_type=pk_kind,  # type: ignore[arg-type]
+    pk = schema_pb2.FieldSchema(name=body.text("primaryFieldName", "id"), data_type=pk_kind,
                                 is_primary_key=True, autoID=body.flag("autoID", body.flag("autoId", False)))
     if pk_kind == schema_pb2.VarChar:
         pk.type_params.append(common_pb2.KeyValuePair(key="max_length", value=str(params.get("max_length", 65535))))

@@ -19,6 +19,7 @@ search parameters (``segcore/index/bm25_scoring.py`` scores with them).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 import numpy as np
 
@@ -98,7 +99,8 @@ class Bm25Oracle:
         idf = stats.idf(rows.indices)
         weighted = (rows.values.astype(np.float32) * idf.astype(np.float32)).astype(np.float32)
         out = dict(params)
-        out["bm25_k1"] = float(index_params.get("bm25_k1", DEFAULT_K1))  # type: ignore[arg-type]
-        out["bm25_b"] = float(index_params.get("bm25_b", DEFAULT_B))  # type: ignore[arg-type]
+        # CreateIndex took only numbers and numeric strings for these (check_bm25_index_params).
+        out["bm25_k1"] = float(cast(str | float, index_params.get("bm25_k1", DEFAULT_K1)))
+        out["bm25_b"] = float(cast(str | float, index_params.get("bm25_b", DEFAULT_B)))
         out["bm25_avgdl"] = max(stats.avgdl, 1.0)
         return pad_queries(SparseRows(indptr=rows.indptr, indices=rows.indices, values=weighted)), out

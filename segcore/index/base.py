@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, SupportsFloat, SupportsInt
 
 import numpy as np
 
@@ -229,13 +229,18 @@ class VectorIndex(Protocol):
 
 
 def search_params(params: dict[str, object]) -> SearchParams:
+    # The values are JSON's: float() and int() take all but a list or an object (a TypeError, as theirs).
     def num(key: str) -> float | None:
         v = params.get(key)
-        return None if v is None else float(v)  # type: ignore[arg-type]
+        if v is not None and not isinstance(v, str | SupportsFloat):
+            raise TypeError(f"search param {key} must be a string or a number, not {type(v).__name__}")
+        return None if v is None else float(v)
 
     def integer(key: str) -> int | None:
         v = params.get(key)
-        return None if v is None else int(v)  # type: ignore[call-overload]
+        if v is not None and not isinstance(v, str | SupportsInt):
+            raise TypeError(f"search param {key} must be a string or a number, not {type(v).__name__}")
+        return None if v is None else int(v)
 
     return SearchParams(
         ef=integer("ef"),

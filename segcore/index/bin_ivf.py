@@ -106,7 +106,7 @@ class BinIvfIndex:
         ivf = faiss.IndexBinaryIVF(quantizer, code_size * 8, nlist)
         ivf.train(matrix)
         # The trained centroids are the quantizer's rows (its ``xb``, absent from faiss' stubs).
-        raw = faiss.vector_to_array(quantizer.xb)  # type: ignore[attr-defined]
+        raw = faiss.vector_to_array(quantizer.xb)  # type: ignore[attr-defined]  # not in faiss' stubs
         centroids = raw.astype(np.uint8).reshape(nlist, code_size)
         return BinIvfIndex(matrix, metric, centroids, _assign(metric, matrix, centroids), params, options)
 

@@ -46,7 +46,7 @@ def hamming(queries: np.ndarray, base: np.ndarray) -> np.ndarray:
     out = np.zeros((len(q), len(b)), dtype=np.int32)
     if out.size:
         # faiss' SWIG module is untyped past its stubs; hammings(a, b, na, nb, code_size, out).
-        faiss.hammings(  # type: ignore[attr-defined]
+        faiss.hammings(  # type: ignore[attr-defined]  # not in faiss' stubs
             faiss.swig_ptr(q), faiss.swig_ptr(b), len(q), len(b), q.shape[1], faiss.swig_ptr(out)
         )
     return out

@@ -16,7 +16,8 @@ and ``binary_metric`` (distances).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -103,11 +104,11 @@ class GrowingStore:
             raise ValueError(f"{TIMESTAMP_COLUMN} has null values")
         ts_values = ts.to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)
         self._chains.check_append(ts_values)
-        decoded = {name: _decode(column, batch.column(name).chunk(0)) for name, column in self._vectors.items()}
+        appends = [_decoded(column, batch.column(name).chunk(0)) for name, column in self._vectors.items()]
 
         self._chains.append(pks, ts_values)
-        for name, (rows, valid) in decoded.items():
-            self._vectors[name].append(rows, valid)  # type: ignore[arg-type]  # each column gets its own decode
+        for append in appends:
+            append()
         self._rows.append(batch.select(self._rows.schema.names))
         self._table = None
         self._int_pks = None
@@ -125,7 +126,7 @@ class GrowingStore:
             if f.dtype.is_vector:
                 column = _vector_column(f)
                 if rows:
-                    column.append(*_decode(column, fill_column(f, rows)))  # type: ignore[arg-type]
+                    _decoded(column, fill_column(f, rows))()
                 self._vectors[f.name] = column
         self._schema = schema
         self._arrow_schema = schema.arrow_schema()
@@ -468,16 +469,20 @@ def _vector_column(f: FieldSchema) -> VectorColumn | BinaryVectorColumn | Sparse
     raise ValueError(f"vector field {f.name}: {f.dtype.name} is not supported")
 
 
-def _decode(
+def _decoded(
     column: VectorColumn | BinaryVectorColumn | SparseVectorColumn | NarrowVectorColumn, values: pa.Array
-) -> tuple[np.ndarray | SparseRows, np.ndarray]:
+) -> Callable[[], None]:
+    """Decode ``values`` for ``column`` now (``ValueError`` on bad input); the call returned appends them."""
     if isinstance(column, SparseVectorColumn):
-        return SparseVectorColumn.decode(values)
+        sparse, valid = SparseVectorColumn.decode(values)
+        return partial(column.append, sparse, valid)
     if isinstance(column, NarrowVectorColumn):
-        return column.decode(values)
-    if isinstance(column, BinaryVectorColumn):
-        return BinaryVectorColumn.decode(values, column.code_size)
-    return VectorColumn.decode(values, column.dim)
+        rows, valid = column.decode(values)
+    elif isinstance(column, BinaryVectorColumn):
+        rows, valid = BinaryVectorColumn.decode(values, column.code_size)
+    else:
+        rows, valid = VectorColumn.decode(values, column.dim)
+    return partial(column.append, rows, valid)
 
 
 def _as_array(values: pa.Array | pa.ChunkedArray, type_: pa.DataType) -> pa.Array:

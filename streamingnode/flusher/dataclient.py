@@ -19,6 +19,7 @@ from common.position import Position
 from common.schema import CollectionSchema
 from common.segment import SegmentMeta, SegmentState
 from common.segment_pb import position_from_pb, position_to_pb, segment_from_pb, segment_to_pb
+from protos import common_pb2
 from protos import coordinator_pb2 as pb
 
 CALL_TIMEOUT = 30.0
@@ -84,7 +85,7 @@ class CoordinatorDataClient:
     async def update_state(self, segment_id: int, state: SegmentState) -> None:
         await self._call(
             "UpdateSegmentState",
-            pb.UpdateSegmentStateRequest(segment_id=segment_id, state=int(state)),  # type: ignore[arg-type]
+            pb.UpdateSegmentStateRequest(segment_id=segment_id, state=common_pb2.SegmentState.ValueType(state)),
         )
 
     async def save_binlog_paths(self, meta: SegmentMeta, *, flushed: bool) -> None:

@@ -315,10 +315,11 @@ class IndexedFilter:
         else:
             casts = self._paths.get((path.field, path.keys), {})
             kinds = {_json_kind(v) for v in expr.values}
-            if len(kinds) != 1 or None in kinds:
+            kind = kinds.pop() if len(kinds) == 1 else None
+            if kind is None:
                 return None
             cast = {"number": JsonCast.ARRAY_DOUBLE, "string": JsonCast.ARRAY_VARCHAR,
-                    "bool": JsonCast.ARRAY_BOOL}[kinds.pop()]  # type: ignore[index]
+                    "bool": JsonCast.ARRAY_BOOL}[kind]
             cast_index = casts.get(cast)
             if cast_index is None:
                 return None
