@@ -109,7 +109,7 @@ def guard_handler(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
     wrap = _stream_request if handler.request_streaming else _unary_request
     fields = {name: wrap(b) for name, b in behaviors.items()}
     fields["request_deserializer"] = _deserializer(handler.request_deserializer)
-    return handler._replace(**fields)  # type: ignore[attr-defined, no-any-return]  # grpc's handlers are namedtuples
+    return handler._replace(**fields)  # grpc's handlers are namedtuples
 
 
 class _GuardedGenericHandler(grpc.GenericRpcHandler):

@@ -19,7 +19,7 @@ crash writes the same files.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -145,7 +145,7 @@ def run_import(spark: SparkSession, spec: ImportSpec) -> JobResult:
     return JobResult(job_id=spec.job_id, rows=total, outputs=tuple(outputs))
 
 
-def _writer(spec: ImportSpec):  # type: ignore[no-untyped-def]  # a closure Spark pickles
+def _writer(spec: ImportSpec) -> Callable[[pa.Table], pa.Table]:  # a closure Spark pickles
     schema_json, uri, indexes = spec.schema_json, spec.storage_uri, spec.indexes
     vchannels, buckets, base = spec.vchannels, spec.buckets, spec.segment_id_base
     key_parts = list(spec.key_partitions)

@@ -26,7 +26,7 @@ commits what it returns.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -147,7 +147,9 @@ def run_mix(spark: SparkSession, spec: CompactionSpec, plan: MixPlan) -> list[Ou
     return written
 
 
-def _mix_writer(spec: CompactionSpec, plan: MixPlan):  # type: ignore[no-untyped-def]  # a closure Spark pickles
+def _mix_writer(
+    spec: CompactionSpec, plan: MixPlan
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:  # a closure Spark pickles
     schema_json, uri, indexes = spec.schema_json, spec.storage_uri, spec.indexes
     collection_id = spec.collection_id
 
@@ -224,7 +226,7 @@ def _run_l0_partition(
     ]
 
 
-def _l0_writer(spec: CompactionSpec, plan: L0Plan):  # type: ignore[no-untyped-def]  # a closure Spark pickles
+def _l0_writer(spec: CompactionSpec, plan: L0Plan) -> Callable[[pa.Table], pa.Table]:  # a closure Spark pickles
     schema_json, uri, collection_id = spec.schema_json, spec.storage_uri, spec.collection_id
     position = {ref.segment_id: i for i, ref in enumerate(plan.targets)}
     refs = {ref.segment_id: ref for ref in plan.targets}

@@ -57,7 +57,7 @@ class SegmentRPCs(ProxyParts):
                     indexID=s.index_id,
                     state=common_pb2.Sealed,
                     nodeIds=list(s.node_ids),
-                    level=int(s.level),  # type: ignore[arg-type]  # Strata's levels have milvus-proto's numbers
+                    level=int(s.level),  # Strata's levels have milvus-proto's numbers
                 )
                 for s in await self._served(coll)
             ],

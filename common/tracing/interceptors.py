@@ -40,7 +40,7 @@ class ServerTracing(grpc.aio.ServerInterceptor):
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler | None:
         handler = await continuation(handler_call_details)
-        method: str = handler_call_details.method  # type: ignore[attr-defined]  # set by grpc on every call
+        method: str = handler_call_details.method  # set by grpc on every call
         if (
             handler is None
             or handler.request_streaming
@@ -60,7 +60,7 @@ class ServerTracing(grpc.aio.ServerInterceptor):
             ):
                 return await behavior(request, context)
 
-        return handler._replace(unary_unary=traced)  # type: ignore[attr-defined, no-any-return]  # a namedtuple
+        return handler._replace(unary_unary=traced)  # a namedtuple
 
 
 class ClientTracing(grpc.aio.UnaryUnaryClientInterceptor):

@@ -125,7 +125,7 @@ class Call:
             ok = status is not None and status.code == 0 and status.error_code == 0
             collection = str(request.collection_name) if "collection_name" in request.DESCRIPTOR.fields_by_name else ""
             observe(node_id=self._node_id, method=method, ok=ok, latency_ms=(time.perf_counter() - started) * 1000,
-                    request=request, response=response, db=request_database(request, context),  # type: ignore[arg-type]  # reads its metadata alike
+                    request=request, response=response, db=request_database(request, context),  # reads its metadata alike
                     collection=collection)
         except Exception:  # request boundary: counting must never break the answer
             log.exception("request metrics failed", method=method)

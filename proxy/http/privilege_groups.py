@@ -39,7 +39,7 @@ async def list_(call: Call, body: Body) -> Any:
 async def _operate(call: Call, body: Body, op: int) -> Any:
     request = milvus_pb2.OperatePrivilegeGroupRequest(
         group_name=body.name(GROUP), privileges=[milvus_pb2.PrivilegeEntity(name=p) for p in body.strings("privileges")],
-        type=op,  # type: ignore[arg-type]  # the enum's int value
+        type=op,  # the enum's int value
     )
     await call("OperatePrivilegeGroup", request)
     return {}

@@ -112,7 +112,7 @@ async def _privilege_v2(call: Call, body: Body, op: int) -> Any:
     request = milvus_pb2.OperatePrivilegeV2Request(
         role=milvus_pb2.RoleEntity(name=body.name("roleName")),
         grantor=milvus_pb2.GrantorEntity(privilege=milvus_pb2.PrivilegeEntity(name=body.name("privilege"))),
-        type=op,  # type: ignore[arg-type]  # the enum's int value
+        type=op,  # the enum's int value
         db_name=body.text("dbName", "default") or "default",
         collection_name=body.text("collectionName"),
     )

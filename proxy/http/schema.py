@@ -63,7 +63,7 @@ def field_from_json(raw: Any, auto_id: bool) -> schema_pb2.FieldSchema:
     kind = data_type(f.required("dataType"), "dataType")
     field = schema_pb2.FieldSchema(
         name=f.name("fieldName"),
-        data_type=kind,  # type: ignore[arg-type]  # an int of the enum
+        data_type=kind,  # an int of the enum
         description=f.text("description"),
         is_primary_key=f.flag("isPrimary", False),
         is_partition_key=f.flag("isPartitionKey", False),
