@@ -88,7 +88,7 @@ class ChainExpansion(Expansion):
 
 
 class Chain:
-    """The writer's interceptors, run in order; an empty chain only decodes."""
+    """The writer's interceptors, run in order; an empty chain passes an append on as it is."""
 
     def __init__(self, links: Sequence[Interceptor[Any]] = ()) -> None:
         self.links: tuple[Interceptor[Any], ...] = tuple(links)

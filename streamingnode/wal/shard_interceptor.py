@@ -67,7 +67,7 @@ class ShardInterceptor:
             ex.flushed.append(seal.segment_id)
 
     async def expand(self, messages: Sequence[Outgoing], now_ms: int) -> ShardExpansion:
-        """Plan ``messages`` (decoded by the chain); on a refusal (an unknown collection) nothing
+        """Plan ``messages`` (typed where they entered the WAL); on a refusal (an unknown collection) nothing
         stays reserved and no segment created for them stays open."""
         ex = ShardExpansion()
         try:

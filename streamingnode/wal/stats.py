@@ -1,7 +1,7 @@
 """Rows per collection, folded from the WAL's messages: the statistics ``GetCollectionRows`` answers.
 
 ``RowCounts`` is an observer of the WAL (``interceptors.Observer``): the WAL feeds it every
-message it persists or replays, typed (the writer passes on what its chain decoded), and keeps
+message it persists or replays, typed (the writer passes on the typed forms the append came with), and keeps
 the counts in its recovery snapshots; the counting itself lives here, outside the writer.
 """
 

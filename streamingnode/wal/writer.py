@@ -1,8 +1,8 @@
 """The WAL's writer: one task, one group-commit queue, timeticks in log order.
 
-The writer takes every queued append, runs it through the interceptor chain (``interceptors.py``:
-decoded once, then segment assignment), stamps one timestamp per message (one per transaction)
-from the node's TSO range, appends the batch and a closing TimeTick to the backend in one call,
+The writer takes every queued append (typed where it entered the WAL), runs it through the
+interceptor chain (``interceptors.py``: segment assignment), stamps one timestamp per message
+(one per transaction) from the node's TSO range, appends the batch and a closing TimeTick to the backend in one call,
 feeds the write-ahead buffer and the observers (row counts: the typed messages, not decoded
 again) and answers. When idle it writes the messages the chain owes (the seal policies'
 Flushes), else publishes a volatile TimeTick; a requested TimeTick (``request_tick``) is
@@ -274,5 +274,5 @@ class GroupCommit(Snapshots):
         self._ticks.published(ts + n)
         for outs, _ in units:
             for out in outs:
-                self._observe(out.typed)  # decoded by the chain (or made typed): not again
+                self._observe(out.typed)  # the typed form the append came with: not decoded again
         return ids[:-1]
