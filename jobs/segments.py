@@ -32,7 +32,7 @@ from common.storage.segment_io import DELTA_PK_COLUMN, DELTA_TS_COLUMN, SegmentR
 from jobs.plans import IndexRef, OutputSegment, SegmentRef
 from jobs.sparktypes import rows_schema, spark_arrow_schema, spark_ddl, to_spark
 from segcore.index.factory import build_index
-from segcore.index.field_specs import field_index_specs, index_spec
+from segcore.index.field_specs import index_spec, listed_index_specs
 from segcore.index.scalar.index import build_scalar_index
 from segcore.index.scalar.spec import ScalarIndexSpec
 from segcore.index.scalar.store import save_scalar_index
@@ -194,7 +194,7 @@ def _build_indexes(
         i for i in indexes if schema.has_field(i.field_name) and schema.field(i.field_name).dtype.is_vector
     ]
     scalar_specs = [
-        s for s in field_index_specs(schema, [(i.field_name, i.index_id, i.params) for i in indexes])
+        s for s in listed_index_specs(schema, indexes)
         if isinstance(s.spec, ScalarIndexSpec)
     ]
     texts = text_fields(schema)

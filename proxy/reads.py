@@ -173,8 +173,6 @@ class ReadRouter:
 
         async def run(replicas: list[Replica], read: ReadPlan) -> list[pa.Table]:
             groups = _by_node(coll, replicas[0])
-            if len(groups) == 1:
-                return await node(groups[0], replicas, read)
             return [t for tables in await gather_all([node(vs, replicas, read) for vs in groups]) for t in tables]
 
         async def node(vchannels: list[str], replicas: list[Replica], read: ReadPlan) -> list[pa.Table]:
@@ -188,8 +186,6 @@ class ReadRouter:
                         raise
                 except grpc.aio.AioRpcError:
                     pass
-            if len(vchannels) == 1:
-                return await one(vchannels[0], replicas, read)
             return [t for tables in await gather_all([one(v, replicas, read) for v in vchannels]) for t in tables]
 
         async def one(vchannel: str, replicas: list[Replica], read: ReadPlan) -> list[pa.Table]:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from common.schema import CollectionSchema
 from protos import querynode_pb2 as qpb
-from segcore.index.field_specs import field_index_specs
+from segcore.index.field_specs import listed_index_specs
 from segcore.index.scalar.spec import ScalarIndexSpec
 
 _lock = threading.Lock()
@@ -25,7 +25,7 @@ def scalar_specs(schema: CollectionSchema, indexes: Sequence[qpb.IndexSpec]) -> 
         hit = _memo.get(id(schema))
         if hit is not None and hit[0] is schema and hit[1] == key:
             return hit[2]
-    specs = field_index_specs(schema, ((i.field_name, i.index_id, dict(i.params)) for i in indexes))
+    specs = listed_index_specs(schema, indexes)
     found = tuple(s.spec for s in specs if isinstance(s.spec, ScalarIndexSpec))
     with _lock:
         if len(_memo) >= _MAX_ENTRIES:

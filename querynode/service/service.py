@@ -36,7 +36,7 @@ from querynode.worker.client import WorkerClient
 from querynode.worker.cuts import decode_cuts
 from querynode.worker.worker import Worker
 from segcore.index.base import parse_params
-from segcore.index.field_specs import field_index_specs
+from segcore.index.field_specs import listed_index_specs
 from segcore.segments.query_vectors import decode_queries
 from streamingnode.client.assignment import AssignmentSource
 from streamingnode.client.timetick import TimeTickRequester
@@ -156,10 +156,7 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
             delegators = [self._delegator(v) for v in vchannels]
             if any(d.collection_id != collection_id for d in delegators):
                 raise InvalidArgument(f"the vchannels {vchannels} are not all of collection {collection_id}")
-            if len(delegators) == 1:
-                tables = [await delegators[0].search(plan, query)]
-            else:
-                tables = await gather_all([d.search(plan, query) for d in delegators])
+            tables = await gather_all([d.search(plan, query) for d in delegators])  # one: no task
             ok = True
             return tables
         finally:
@@ -206,7 +203,7 @@ class QueryNodeService(querynode_pb2_grpc.QueryNodeServicer):
     ) -> pb.BuildSegmentIndexResponse:
         schema = CollectionSchema.from_json(request.schema_json)
         i = request.index
-        specs = field_index_specs(schema, [(i.field_name, i.index_id, dict(i.params))])
+        specs = listed_index_specs(schema, [i])
         if not specs:
             raise InvalidArgument(f"no field {i.field_name!r} to build index {i.index_id} on")
         built = await self.worker.build_index(request.collection_id, schema, segment_from_pb(request.segment), specs[0])

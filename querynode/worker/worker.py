@@ -51,7 +51,7 @@ from querynode.worker.rwlock import ReadWriteLock
 from querynode.worker.segment import WorkerSegment
 from querynode.worker.text_loader import ensure_text_index, restore_text_indexes
 from segcore.index.base import search_params
-from segcore.index.field_specs import FieldIndexSpec, field_index_specs
+from segcore.index.field_specs import FieldIndexSpec, listed_index_specs
 from segcore.index.text.store import TextField
 from segcore.segments.readmask import indexed_rows, read_mask
 from segcore.segments.reduce import merge_counts, merge_rows, merge_topk
@@ -99,8 +99,7 @@ class Worker:
             return
         async with self._locks[collection_id].write():
             await self._take_schema(collection_id, schema)
-        specs = field_index_specs(self._schemas[collection_id], ((i.field_name, i.index_id, dict(i.params))
-                                                                 for i in indexes))
+        specs = listed_index_specs(self._schemas[collection_id], indexes)
         for meta in metas:
             key = (collection_id, meta.segment_id)
             pks_ts = cuts.get(meta.segment_id)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 import structlog
 
@@ -117,3 +118,21 @@ def field_index_specs(
             continue
         specs.append(FieldIndexSpec(field_name=name, index_id=index_id, spec=spec))
     return specs
+
+
+class ListedIndex(Protocol):
+    """An index as the catalog lists it (a ``querynode.proto`` ``IndexSpec``, a Spark job's ``IndexRef``)."""
+
+    @property
+    def field_name(self) -> str: ...
+
+    @property
+    def index_id(self) -> int: ...
+
+    @property
+    def params(self) -> Mapping[str, str]: ...
+
+
+def listed_index_specs(schema: CollectionSchema, indexes: Iterable[ListedIndex]) -> list[FieldIndexSpec]:
+    """``field_index_specs`` of indexes as the catalog lists them."""
+    return field_index_specs(schema, ((i.field_name, i.index_id, dict(i.params)) for i in indexes))
