@@ -16,14 +16,13 @@ and ``binary_metric`` (distances).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from functools import partial
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from common.schema import TIMESTAMP_COLUMN, CollectionSchema, DataType, FieldSchema
+from common.schema import TIMESTAMP_COLUMN, CollectionSchema, DataType
 from common.schema_evolution import added_fields, fill_column
 from segcore.segments.binary_vectors import BinaryVectorColumn
 from segcore.segments.keyorder import keys_ascend, ordered_mask, ordered_rows
@@ -35,6 +34,7 @@ from segcore.segments.rows import ChunkedRows
 from segcore.segments.search import Hits, exact_search
 from segcore.segments.sparse_rows import SparseRows
 from segcore.segments.sparse_vectors import SparseVectorColumn
+from segcore.segments.vector_columns import AnyVectorColumn, decoded, vector_column
 from segcore.segments.vectors import VectorColumn
 
 #: Columns every search result starts with (besides the primary key).
@@ -52,9 +52,9 @@ class GrowingStore:
         self._schema = schema
         self._pk = schema.primary_field
         self._arrow_schema = schema.arrow_schema()
-        self._vectors: dict[str, VectorColumn | BinaryVectorColumn | SparseVectorColumn | NarrowVectorColumn] = {}
+        self._vectors: dict[str, AnyVectorColumn] = {}
         for f in schema.vector_fields:
-            self._vectors[f.name] = _vector_column(f)
+            self._vectors[f.name] = vector_column(f)
         self._rows = ChunkedRows(
             pa.schema([f for f in self._arrow_schema if f.name not in self._vectors])
         )
@@ -104,7 +104,7 @@ class GrowingStore:
             raise ValueError(f"{TIMESTAMP_COLUMN} has null values")
         ts_values = ts.to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)
         self._chains.check_append(ts_values)
-        appends = [_decoded(column, batch.column(name).chunk(0)) for name, column in self._vectors.items()]
+        appends = [decoded(column, batch.column(name).chunk(0)) for name, column in self._vectors.items()]
 
         self._chains.append(pks, ts_values)
         for append in appends:
@@ -124,9 +124,9 @@ class GrowingStore:
         rows = self.num_rows
         for f in added:
             if f.dtype.is_vector:
-                column = _vector_column(f)
+                column = vector_column(f)
                 if rows:
-                    _decoded(column, fill_column(f, rows))()
+                    decoded(column, fill_column(f, rows))()
                 self._vectors[f.name] = column
         self._schema = schema
         self._arrow_schema = schema.arrow_schema()
@@ -174,7 +174,7 @@ class GrowingStore:
         """Bool per row: the vector is not null (None when none is null)."""
         return self._column(field).valid()
 
-    def _column(self, field: str) -> VectorColumn | BinaryVectorColumn | SparseVectorColumn | NarrowVectorColumn:
+    def _column(self, field: str) -> AnyVectorColumn:
         column = self._vectors.get(field)
         if column is None:
             raise ValueError(f"{field!r} is not a vector field")
@@ -455,34 +455,6 @@ class GrowingStore:
                 raise ValueError(f"insert batch lacks column {f.name!r}")
             columns.append(_as_array(table.column(f.name), f.type))
         return pa.Table.from_arrays(columns, schema=self._arrow_schema)
-
-
-def _vector_column(f: FieldSchema) -> VectorColumn | BinaryVectorColumn | SparseVectorColumn | NarrowVectorColumn:
-    if f.dtype == DataType.FLOAT_VECTOR:
-        return VectorColumn(f.dim)
-    if f.dtype == DataType.BINARY_VECTOR:
-        return BinaryVectorColumn(f.dim)
-    if f.dtype == DataType.SPARSE_FLOAT_VECTOR:
-        return SparseVectorColumn()
-    if f.dtype.is_narrow_vector:
-        return NarrowVectorColumn(f.dtype, f.dim)
-    raise ValueError(f"vector field {f.name}: {f.dtype.name} is not supported")
-
-
-def _decoded(
-    column: VectorColumn | BinaryVectorColumn | SparseVectorColumn | NarrowVectorColumn, values: pa.Array
-) -> Callable[[], None]:
-    """Decode ``values`` for ``column`` now (``ValueError`` on bad input); the call returned appends them."""
-    if isinstance(column, SparseVectorColumn):
-        sparse, valid = SparseVectorColumn.decode(values)
-        return partial(column.append, sparse, valid)
-    if isinstance(column, NarrowVectorColumn):
-        rows, valid = column.decode(values)
-    elif isinstance(column, BinaryVectorColumn):
-        rows, valid = BinaryVectorColumn.decode(values, column.code_size)
-    else:
-        rows, valid = VectorColumn.decode(values, column.dim)
-    return partial(column.append, rows, valid)
 
 
 def _as_array(values: pa.Array | pa.ChunkedArray, type_: pa.DataType) -> pa.Array:
