@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from common import failpoints
 from common.etcd.process import EtcdProcess
 from common.ports import ENV_OWNER, ENV_RANGE, port_window
 from tests.harness import Standalone
@@ -63,6 +64,14 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]
             s.stop()
         finally:
             s.kill()
+
+
+@pytest.fixture()
+def disarmed() -> Iterator[None]:
+    """No failpoint armed (``common/failpoints.py``) before the test, nor after it, whatever it armed."""
+    failpoints.arm("")
+    yield
+    failpoints.arm("")
 
 
 @pytest.fixture()

@@ -4,7 +4,6 @@ builds the index in the background; then the index is swapped in and saved for l
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -21,16 +20,12 @@ from segcore.index.store import load_index
 from tests.common.storage.segment_data import full_schema
 from tests.querynode.worker.segments import COLL, SEG, flushed_segment
 
+pytestmark = pytest.mark.usefixtures("disarmed")
+
 HNSW_PARAMS = {"index_type": "HNSW", "metric_type": "L2", "params": '{"M": 8, "efConstruction": 16}'}
 HNSW = field_index_spec("vec", 7, HNSW_PARAMS)
 HNSW_LISTED = pb.IndexSpec(field_name="vec", index_id=7, params=HNSW_PARAMS)  # as the coordinator lists it
 READ = ReadPlan(guarantee_ts=0)
-
-
-@pytest.fixture(autouse=True)
-def disarmed() -> Iterator[None]:
-    yield
-    failpoints.arm("")
 
 
 async def _search(worker: Worker, query: np.ndarray) -> list[int]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -18,14 +18,7 @@ from streamingnode.walimpls.wal import DeliverPolicy, MessageID
 from tests.streamingnode.fakes import CountingAllocator
 from tests.streamingnode.wal.opened import local_wal
 
-pytestmark = pytest.mark.timeout(30)
-
-
-@pytest.fixture(autouse=True)
-def disarmed() -> Iterator[None]:
-    failpoints.arm("")
-    yield
-    failpoints.arm("")
+pytestmark = [pytest.mark.timeout(30), pytest.mark.usefixtures("disarmed")]
 
 
 @pytest.fixture()

@@ -4,7 +4,7 @@ refusal undoes the links before it; a failed persist aborts every link, the last
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,7 +20,7 @@ from streamingnode.walimpls.wal import DeliverPolicy
 from tests.streamingnode.fakes import CountingAllocator
 from tests.streamingnode.wal.opened import local_wal
 
-pytestmark = pytest.mark.timeout(30)
+pytestmark = [pytest.mark.timeout(30), pytest.mark.usefixtures("disarmed")]
 
 Journal = list[tuple[str, str]]
 
@@ -68,13 +68,6 @@ class Link:
 
     def replayed(self, msg: TypedMessage, timetick_ms: int) -> None:
         pass
-
-
-@pytest.fixture(autouse=True)
-def disarmed() -> Iterator[None]:
-    failpoints.arm("")
-    yield
-    failpoints.arm("")
 
 
 @pytest.fixture()

@@ -8,7 +8,7 @@ and, in the last test, from a real tmpfs that fills up (real short writes, real 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,19 +21,14 @@ from streamingnode.walimpls.impls.local import LocalWAL, LocalWALOpener, local_o
 from streamingnode.walimpls.impls.local.segment import SEGMENT_SUFFIX
 from tests.tmpfs import fill, tmpfs
 
+pytestmark = pytest.mark.usefixtures("disarmed")
+
 MakeOpener = Callable[..., LocalWALOpener]
 CH = "disk"
 EXPECTED: dict[str, tuple[type[StrataError], ErrorCode, str]] = {
     "ENOSPC": (DiskQuotaExhausted, ErrorCode.DISK_QUOTA_EXHAUSTED, "disk quota exceeded"),
     "EIO": (IOFailed, ErrorCode.IO_FAILED, "IO failed"),
 }
-
-
-@pytest.fixture(autouse=True)
-def disarmed() -> Iterator[None]:
-    failpoints.arm("")
-    yield
-    failpoints.arm("")
 
 
 async def _take(scanner: Scanner, n: int, timeout: float = 5.0) -> list[LogEntry]:

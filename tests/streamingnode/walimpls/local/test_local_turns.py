@@ -15,6 +15,19 @@ async def _settle() -> None:
         await asyncio.sleep(0)
 
 
+async def _behind_a_commit(
+    turns: Turns, *payloads: bytes
+) -> tuple[Request, list[Request], list[Request], list[asyncio.Task[bool]]]:
+    """A first caller leading a commit (its batch taken), and a caller per payload queued behind it."""
+    first = Request([b"1"])
+    assert await turns.enter(first)
+    batch = turns.take()
+    waiting = [Request([p]) for p in payloads]
+    entered = [asyncio.create_task(turns.enter(r)) for r in waiting]
+    await _settle()
+    return first, batch, waiting, entered
+
+
 async def test_a_caller_alone_leads_at_once_and_waiters_get_the_leaders_answer() -> None:
     turns = Turns()
     first = Request([b"1"])
@@ -35,13 +48,7 @@ async def test_a_caller_alone_leads_at_once_and_waiters_get_the_leaders_answer()
 
 async def test_the_first_caller_that_queued_during_a_commit_leads_the_next() -> None:
     turns = Turns()
-    first = Request([b"1"])
-    assert await turns.enter(first)
-    batch = turns.take()
-    a, b = Request([b"a"]), Request([b"b"])
-    wait_a = asyncio.create_task(turns.enter(a))
-    wait_b = asyncio.create_task(turns.enter(b))
-    await _settle()
+    first, batch, [a, b], [wait_a, wait_b] = await _behind_a_commit(turns, b"a", b"b")
     first.ids = [MessageID(1)]
     turns.leave(batch)
     assert await asyncio.wait_for(wait_a, 1) is True
@@ -52,13 +59,7 @@ async def test_the_first_caller_that_queued_during_a_commit_leads_the_next() -> 
 
 async def test_a_caller_cancelled_after_it_was_handed_the_lead_hands_it_on() -> None:
     turns = Turns()
-    first = Request([b"1"])
-    assert await turns.enter(first)
-    batch = turns.take()
-    a, b = Request([b"a"]), Request([b"b"])
-    wait_a = asyncio.create_task(turns.enter(a))
-    wait_b = asyncio.create_task(turns.enter(b))
-    await _settle()
+    first, batch, [a, b], [wait_a, wait_b] = await _behind_a_commit(turns, b"a", b"b")
     first.ids = [MessageID(1)]
     turns.leave(batch)  # no caller to wake: the lead goes to a at once
     assert a.wake is not None and a.wake.done()
@@ -71,12 +72,7 @@ async def test_a_caller_cancelled_after_it_was_handed_the_lead_hands_it_on() -> 
 
 async def test_a_caller_cancelled_while_it_waits_leaves_the_queue() -> None:
     turns = Turns()
-    first = Request([b"1"])
-    assert await turns.enter(first)
-    batch = turns.take()
-    a = Request([b"a"])
-    wait_a = asyncio.create_task(turns.enter(a))
-    await _settle()
+    first, batch, [a], [wait_a] = await _behind_a_commit(turns, b"a")
     wait_a.cancel()
     with pytest.raises(asyncio.CancelledError):
         await wait_a
@@ -87,12 +83,7 @@ async def test_a_caller_cancelled_while_it_waits_leaves_the_queue() -> None:
 
 async def test_hold_waits_for_the_commit_running_and_the_callers_waiting() -> None:
     turns = Turns()
-    first = Request([b"1"])
-    assert await turns.enter(first)
-    batch = turns.take()
-    a = Request([b"a"])
-    wait_a = asyncio.create_task(turns.enter(a))
-    await _settle()
+    first, batch, [a], [wait_a] = await _behind_a_commit(turns, b"a")
     holding = asyncio.create_task(turns.hold())
     await _settle()
     assert not holding.done()
