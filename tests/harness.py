@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -81,6 +82,16 @@ class Standalone:
             parts.append(f"--- {f.name}\n" + f.read_text(errors="replace")[-5000:])
         return "\n".join(parts)
 
+    def keep_logs(self) -> Path | None:
+        """Copy the roles' whole logs beside the launcher's log (outside ``data_dir``, which a test
+        may hold on a tmpfs it unmounts); returns where, or None if there are none."""
+        source = self.data_dir / "logs"
+        if not source.is_dir():
+            return None
+        target = self.log_path.parent / f"{self.log_path.stem}-roles"
+        shutil.copytree(source, target, dirs_exist_ok=True)
+        return target
+
     def children(self) -> dict[str, int]:
         """The launcher's live child processes: ``{"etcd" | role: pid}``."""
         assert self.proc is not None
@@ -134,6 +145,9 @@ def dump_logs_on_failure(standalone: Standalone) -> Iterator[None]:
         yield
     except BaseException:
         print(f"==== logs of the standalone in {standalone.data_dir} ====\n{standalone.logs()}")
+        kept = standalone.keep_logs()
+        if kept is not None:
+            print(f"==== the whole logs are kept in {kept} ====")
         raise
 
 

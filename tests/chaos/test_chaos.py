@@ -235,3 +235,4 @@ def test_nothing_acknowledged_is_lost_and_reads_come_back_through_rounds_of_faul
             writer.halt.set()
             writer.join(30)
             s.kill()
+            s.keep_logs()  # the roles' logs outlive the tmpfs, in tmp_path (pytest keeps the last runs')
