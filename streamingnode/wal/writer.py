@@ -59,6 +59,8 @@ class GroupCommit(Snapshots):
                     items.append(await self._queue.get())
             except TimeoutError:
                 return items
+        else:
+            await asyncio.sleep(0)  # a turn for the other tasks, also when the idle duties are overdue
         while not self._queue.empty():
             items.append(self._queue.get_nowait())
         return items
@@ -67,6 +69,7 @@ class GroupCommit(Snapshots):
         # The idle duties (due Flushes, a volatile TimeTick, repairing after a failed append) run
         # once no batch came for a tick interval; requested TimeTicks do not postpone them.
         next_idle = self._clock() + self._tick_interval
+        idle_delay = self._tick_interval  # spacing of the idle duties' tries while they fail
         while True:
             wait = next_idle - self._clock()
             requested = None if self._unsettled_since is not None else self._ticks.delay(self._clock())
@@ -86,11 +89,12 @@ class GroupCommit(Snapshots):
                     await self._write(batch)
                     next_idle = self._clock() + self._tick_interval
                 elif now >= next_idle:
-                    next_idle = now + self._tick_interval
+                    next_idle = now + idle_delay
                     if self._unsettled_since is not None:
                         await self._settle()
                     elif not await self._self_flush() and not ticked:
                         await self._volatile_tick()
+                    idle_delay = self._tick_interval
                 self._maybe_capture()
             except asyncio.CancelledError:
                 for p in batch:
@@ -103,7 +107,13 @@ class GroupCommit(Snapshots):
                     if not p.future.done():
                         p.future.set_exception(err)
             except Exception as err:  # fail this batch's callers, keep the WAL running
-                self._log.exception("wal append failed")
+                if batch:
+                    self._log.exception("wal append failed")
+                else:  # an idle Flush or TimeTick (the TSO unreachable): tried again, less and less often
+                    self._log.warning("wal idle duty failed", error=str(err) or type(err).__name__,
+                                      retry_in=round(idle_delay, 3))
+                    next_idle = self._clock() + idle_delay
+                    idle_delay = min(idle_delay * 2, _SETTLE_MAX_DELAY)
                 for p in batch:
                     if not p.future.done():
                         p.future.set_exception(err)

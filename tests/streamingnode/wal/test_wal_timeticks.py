@@ -143,3 +143,30 @@ async def test_an_appender_resumes_before_a_tailing_reader_sees_its_batch(wal: W
     events.append("acked")
     await asyncio.wait_for(reader, 10)
     assert events == ["acked", "read"]
+
+
+class _CountingFailures(CountingAllocator):
+    def __init__(self) -> None:
+        super().__init__(1000, name="tso")
+        self.tries = 0
+
+    async def allocate(self, count: int) -> int:
+        self.tries += self.fail
+        return await super().allocate(count)
+
+
+async def test_an_idle_wal_backs_off_while_its_ticks_fail_and_appends_still_answer(tmp_path: Path) -> None:
+    """The TSO unreachable (a coordinator restarting): an idle WAL's TimeTicks fail at once. It
+    tries again less and less often (at most one try a second), never in a loop that starves
+    the other tasks, and an append still hears why it failed; once the TSO answers, ticks resume."""
+    tso = _CountingFailures()
+    async with local_wal(tmp_path, tso, tick_interval=0.01) as wal:
+        tso.fail = True
+        await asyncio.sleep(1.5)
+        assert 0 < tso.tries <= 12  # 0.01 s doubling to 1 s: 8 tries in 1.5 s; every 0.01 s would be ~150
+        with pytest.raises(Exception, match="tso unavailable"):
+            await asyncio.wait_for(wal.append([_insert("v0", 1)]), 5)
+        tso.fail = False
+        await asyncio.wait_for(wal.append([_insert("v0", 2)]), 5)
+        ticks = [m for _, m in await _collect(wal, 3) if m.type == MessageType.TIME_TICK]
+        assert ticks
