@@ -290,6 +290,19 @@ class ShardManager:
         as a replay of the log would not know it; its key has no open segment then."""
         self._forget(segment_id)
 
+    def segment_in_doubt(self, segment_id: int) -> list[SealInstruction]:
+        """Seals a segment whose CreateSegment's append failed: it may or may not be in the log.
+
+        No insert may go to it any more (a reader that never saw it created skips inserts into
+        it, and the flusher's checkpoint would pass their rows); its Flush (``pending_seals``)
+        closes it if the CreateSegment is in the log, and readers ignore a Flush of a segment
+        they do not know if it is not. Unknown or already sealed: no-op.
+        """
+        seg = self._s.segments.get(segment_id)
+        if seg is None or not seg.is_growing:
+            return []
+        return [self._seal(seg, SealReason.APPEND_FAILED)]
+
     def _forget(self, segment_id: int) -> None:
         seg = self._s.segments.pop(segment_id, None)
         if seg is not None and self._s.open.get(seg.key) == segment_id:

@@ -36,6 +36,7 @@ class SealReason(enum.Enum):
     COLLECTION_DROPPED = "collection_dropped"
     PARTITION_DROPPED = "partition_dropped"
     SCHEMA_CHANGE = "schema_change"  # its collection's schema changed: later rows go to segments of the new one
+    APPEND_FAILED = "append_failed"  # the append carrying its CreateSegment failed: it may not be in the log
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

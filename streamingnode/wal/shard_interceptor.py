@@ -140,17 +140,26 @@ class ShardInterceptor:
             self.manager.segment_flushed(sid)
 
     def aborted(self, ex: ShardExpansion) -> None:
-        for sid, rows, nbytes in ex.inserts:
-            self.manager.abort_insert(sid, rows, nbytes)
-        ex.inserts.clear()
+        """The append failed after it was planned; it may or may not be in the log. A segment
+        created for it takes no further insert: it is sealed, and its Flush is written at the
+        next tick (``segment_in_doubt``)."""
+        self._release(ex)
+        for sid in ex.created:
+            self.manager.segment_in_doubt(sid)
+        ex.created.clear()
 
     def refused(self, ex: ShardExpansion) -> None:
-        self.aborted(ex)
+        self._release(ex)
         # Nothing of this append is written: a segment created for it has no CreateSegment in the
         # log, so it must not take the next insert (the flusher would not know its segment).
         for sid in ex.created:
             self.manager.segment_abandoned(sid)
         ex.created.clear()
+
+    def _release(self, ex: ShardExpansion) -> None:
+        for sid, rows, nbytes in ex.inserts:
+            self.manager.abort_insert(sid, rows, nbytes)
+        ex.inserts.clear()
 
     def tick(self, now_ms: int) -> ShardExpansion:
         """Flushes owed by the lifetime/idle policies (and by seals whose Flush is not yet written)."""

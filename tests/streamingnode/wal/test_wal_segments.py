@@ -11,8 +11,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from common.errors import CollectionNotFound, MalformedMessage
-from common.message import CreateSegment, Delete, DropCollection, Insert, ManualFlush, decode
+from common.errors import CollectionNotFound, MalformedMessage, StrataError
+from common.message import CreateSegment, Delete, DropCollection, Flush, Insert, ManualFlush, decode
 from common.tsoutil import compose
 from protos.common_pb2 import Message, MessageType
 from streamingnode.shard import SealPolicy, ShardManager
@@ -228,3 +228,33 @@ def harness_rows(wal: WAL, segment_id: int) -> int:
     seg = wal._shard.manager.segment(segment_id)
     assert seg is not None
     return seg.rows
+
+
+async def test_a_failed_append_leaves_no_segment_without_its_create_segment(harness: Harness) -> None:
+    """An Insert planned into a fresh segment whose append then fails (here: no timestamps, as
+    while the coordinator restarts): its CreateSegment is not in the log, so no later Insert may
+    name that segment (the flusher skips inserts into a segment it never saw created, and its
+    checkpoint would pass their rows)."""
+    wal, opener = await harness.open(1)
+    try:
+        await wal.append([create_collection("v0", 7)])
+        harness.tso.fail = True
+        with pytest.raises(StrataError, match="unavailable"):
+            await wal.append([_insert(2)])
+        harness.tso.fail = False
+        await wal.append([_insert(2)])
+        await wal.append([_insert(2)])
+        log = await _log(wal)
+        created = {m.segment_id for _, m in log if isinstance(m, CreateSegment)}
+        inserted = [m.segment_id for _, m in log if isinstance(m, Insert)]
+        assert len(inserted) == 2 and set(inserted) <= created
+        # Had the failed append reached the log after all, its segment would be closed for readers:
+        # the segment is sealed, and its Flush is written at an idle tick.
+        [doubtful] = set(range(500, harness.ids.next)) - created  # the ids the shard interceptor took
+        deadline = time.monotonic() + 10
+        while not any(isinstance(m, Flush) and m.segment_id == doubtful for _, m in await _log(wal)):
+            assert time.monotonic() < deadline, "the segment of the failed append was never flushed"
+            await asyncio.sleep(0.05)
+    finally:
+        await wal.close()
+        await opener.close()  # type: ignore[attr-defined]
