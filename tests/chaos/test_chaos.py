@@ -16,7 +16,8 @@ by ``READ_BOUND``), pauses the writer and checks the oracle: every
 acknowledged insert is there unless a delete of it may have happened, no
 acknowledged delete came back, no row is there twice, and nothing is there
 that was never sent. Writes that failed or timed out are *maybe* writes:
-they may or may not have happened.
+they may or may not have happened. The roles' whole logs are copied to
+``tmp_path/standalone-roles`` at the end, passed or failed (the tmpfs goes).
 """
 
 from __future__ import annotations
