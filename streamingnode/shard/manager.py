@@ -290,7 +290,7 @@ class ShardManager:
         as a replay of the log would not know it; its key has no open segment then."""
         self._forget(segment_id)
 
-    def segment_in_doubt(self, segment_id: int) -> list[SealInstruction]:
+    def segment_in_doubt(self, segment_id: int) -> None:
         """Seals a segment whose CreateSegment's append failed: it may or may not be in the log.
 
         No insert may go to it any more (a reader that never saw it created skips inserts into
@@ -299,9 +299,8 @@ class ShardManager:
         they do not know if it is not. Unknown or already sealed: no-op.
         """
         seg = self._s.segments.get(segment_id)
-        if seg is None or not seg.is_growing:
-            return []
-        return [self._seal(seg, SealReason.APPEND_FAILED)]
+        if seg is not None and seg.is_growing:
+            self._seal(seg, SealReason.APPEND_FAILED)
 
     def _forget(self, segment_id: int) -> None:
         seg = self._s.segments.pop(segment_id, None)

@@ -116,8 +116,9 @@ class WALState:
         self._saved: Position | None = None  # the newest snapshot in the recovery store
         # Set when an append failed: until a TimeTick is persisted again, idle ticks try to persist one.
         self._unsettled_since: float | None = None
-        self._settle_delay = 0.0
-        self._settle_at = 0.0
+        # While idle duties fail (settling, a due Flush, a volatile TimeTick): the last wait, the next try.
+        self._retry_delay = 0.0
+        self._retry_at = 0.0
         self._log = structlog.get_logger().bind(component="wal", pchannel=self.channel, term=self.term)
         self._tasks = BackgroundTasks("wal", pchannel=self.channel, term=self.term)  # the writer, the snapshot saver
 

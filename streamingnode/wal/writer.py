@@ -34,8 +34,8 @@ from streamingnode.walimpls.wal import MessageID
 
 #: Messages the proxy writes; any other kind comes from the coordinator (DDL, ManualFlush).
 _DATA = frozenset({MessageType.INSERT, MessageType.DELETE})
-#: At most this many seconds between two tries to persist a TimeTick after a failed append.
-_SETTLE_MAX_DELAY = 1.0
+#: At most this many seconds between two tries of the idle duties while they fail (``_back_off``).
+_RETRY_MAX_DELAY = 1.0
 
 
 #: Messages that share one timetick (one message, or a whole transaction) and the append they answer.
@@ -69,7 +69,6 @@ class GroupCommit(Snapshots):
         # The idle duties (due Flushes, a volatile TimeTick, repairing after a failed append) run
         # once no batch came for a tick interval; requested TimeTicks do not postpone them.
         next_idle = self._clock() + self._tick_interval
-        idle_delay = self._tick_interval  # spacing of the idle duties' tries while they fail
         while True:
             wait = next_idle - self._clock()
             requested = None if self._unsettled_since is not None else self._ticks.delay(self._clock())
@@ -89,12 +88,13 @@ class GroupCommit(Snapshots):
                     await self._write(batch)
                     next_idle = self._clock() + self._tick_interval
                 elif now >= next_idle:
-                    next_idle = now + idle_delay
-                    if self._unsettled_since is not None:
+                    next_idle = now + self._tick_interval
+                    if now < self._retry_at:
+                        pass  # the idle duties failed lately: wait out the back-off
+                    elif self._unsettled_since is not None:
                         await self._settle()
                     elif not await self._self_flush() and not ticked:
                         await self._volatile_tick()
-                    idle_delay = self._tick_interval
                 self._maybe_capture()
             except asyncio.CancelledError:
                 for p in batch:
@@ -111,9 +111,7 @@ class GroupCommit(Snapshots):
                     self._log.exception("wal append failed")
                 else:  # an idle Flush or TimeTick (the TSO unreachable): tried again, less and less often
                     self._log.warning("wal idle duty failed", error=str(err) or type(err).__name__,
-                                      retry_in=round(idle_delay, 3))
-                    next_idle = self._clock() + idle_delay
-                    idle_delay = min(idle_delay * 2, _SETTLE_MAX_DELAY)
+                                      retry_in=round(self._back_off(), 3))
                 for p in batch:
                     if not p.future.done():
                         p.future.set_exception(err)
@@ -144,22 +142,25 @@ class GroupCommit(Snapshots):
         backend, and there volatile TimeTicks never arrive: tsafe would stand
         still until the next write. A persisted TimeTick lets readers catch up
         and return to the buffer. Tried at idle ticks while it fails, spaced
-        out to at most one try a second.
+        out to at most one try a second (``_back_off``).
         """
         assert self._wab is not None and self._unsettled_since is not None
-        now = self._clock()
-        if now < self._settle_at:
-            return
         try:
             if not await self._self_flush():
                 await self._persist([], fresh=True)
-        except Exception as err:  # still failing: the appenders hear why, this tick tries again later
+        except Exception as err:  # still failing: the appenders hear why, a later tick tries again
             self._log.debug("timetick not persisted", error=str(err))
-            self._settle_delay = min(max(self._settle_delay * 2, self._tick_interval), _SETTLE_MAX_DELAY)
-            self._settle_at = now + self._settle_delay
-            return
+            self._back_off()
         finally:
             self._wab.wake_readers()
+
+    def _back_off(self) -> float:
+        """An idle duty failed: the next waits twice as long as the last did (a tick interval at
+        first, ``_RETRY_MAX_DELAY`` at most); returns the wait. A persisted batch or a volatile
+        TimeTick ends the back-off."""
+        self._retry_delay = min(max(self._retry_delay * 2, self._tick_interval), _RETRY_MAX_DELAY)
+        self._retry_at = self._clock() + self._retry_delay
+        return self._retry_delay
 
     async def _volatile_tick(self) -> int:
         assert self._wab is not None and self._last_tick_id is not None
@@ -169,6 +170,7 @@ class GroupCommit(Snapshots):
         tick.last_confirmed = self._last_tick_id.to_bytes()
         self._wab.append_volatile_tick(tick, self._last_tick_id)
         self._ticks.published(ts)
+        self._retry_delay = self._retry_at = 0.0  # the TSO answers again
         return ts
 
     async def _requested_tick(self) -> None:
@@ -278,7 +280,7 @@ class GroupCommit(Snapshots):
         if self._unsettled_since is not None:
             self._log.info("wal writes again", after_seconds=round(self._clock() - self._unsettled_since, 3))
         self._unsettled_since = None
-        self._settle_delay, self._settle_at = 0.0, 0.0
+        self._retry_delay = self._retry_at = 0.0
         self._last_tick_id = ids[-1]
         self._folded = Position(ids[-1].to_bytes(), ts + n)
         self._ticks.published(ts + n)
